@@ -1,0 +1,44 @@
+# Entry points for newcomers and CI. `make demo` and `make test` set everything up themselves.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+FUZZ_RUNS  ?= 1000000
+DEMO_OUT   ?= out/demo
+
+.PHONY: setup configure build test demo sanitize fuzz bench clean
+
+setup:
+	@scripts/setup
+
+configure: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD).configure.log || (cat $(BUILD).configure.log; exit 1)
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 900
+
+demo: build
+	@$(BUILD)/cli/xpd run scenes/demo.json -o $(DEMO_OUT)
+	@echo "demo output: $(DEMO_OUT)/frames/*.vtu (open in ParaView) and $(DEMO_OUT)/stats.json"
+
+# The loader tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize: setup
+	@cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPD_SANITIZE=address,undefined -DXPD_BUILD_BENCH=OFF > /dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target xpd_tests
+	@$(BUILD_ASAN)/tests/xpd_tests --gtest_filter='Io*:*Fuzz*:Validate*:Mesh*'
+
+# libFuzzer harnesses (clang), each run for FUZZ_RUNS executions from its seed corpus.
+fuzz: setup
+	@CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPD_BUILD_FUZZERS=ON -DXPD_BUILD_TESTS=OFF -DXPD_BUILD_BENCH=OFF > /dev/null
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	@scripts/run-fuzzers $(BUILD_FUZZ) $(FUZZ_RUNS)
+
+bench: build
+	@for b in $(BUILD)/bench/xpd_bench_*; do $$b; done
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(BUILD).configure.log

@@ -1,0 +1,15 @@
+#pragma once
+// Subcommands of the xpd CLI. Each add_* registers its flags and callback on the app.
+#include <CLI/CLI.hpp>
+
+namespace xpd::cli {
+
+void add_info_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+/// Mesh argument shared by info/convert: a file path or a generator string ("box:N").
+bool is_tet_format(const std::string& path);
+
+}  // namespace xpd::cli

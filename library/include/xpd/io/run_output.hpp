@@ -1,0 +1,42 @@
+#pragma once
+// The output folder of a run: OUT/frames/NNNN.vtu (frame 0 = initial state), optional embedded or
+// boundary surfaces OUT/surfaces/NNNN.{obj,ply}, and OUT/stats.json = {"frames": [ {...}, ... ]}.
+// Every file is written atomically, and stats.json is rewritten after each frame, so a run that is
+// interrupted leaves only complete, parseable files behind.
+#include <xpd/io/vtu.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace xpd::io {
+
+class RunOutput {
+public:
+  /// Creates `dir` and `dir/frames` (fails with IoError if `dir` exists and is not a directory).
+  /// Frame files from an earlier run in the same folder are removed so the sequence is coherent.
+  explicit RunOutput(std::string dir);
+
+  /// Writes frames/NNNN.vtu with the current node positions and a "displacement" point field
+  /// (x − rest) plus any extra fields.
+  void write_frame(int frame, const Points& rest, const Points& x, const Tets& tets,
+                   const std::vector<VtuField>& point_fields = {}, const std::vector<VtuField>& cell_fields = {});
+  /// Writes surfaces/NNNN.EXT (EXT = "obj" or "ply").
+  void write_surface(int frame, const SurfaceMesh& surface, const std::string& ext);
+
+  /// Appends one frame's statistics and rewrites stats.json.
+  void append_stats(const nlohmann::json& frame_stats);
+  /// Top-level metadata stored next to "frames" (scene name, mesh counts, ...).
+  void set_metadata(const std::string& key, const nlohmann::json& value);
+
+  const std::string& dir() const { return dir_; }
+  std::string frame_path(int frame) const;
+
+private:
+  void flush_stats();
+  std::string dir_;
+  nlohmann::ordered_json stats_;
+};
+
+}  // namespace xpd::io

@@ -81,6 +81,8 @@ const SharedTetFile kSharedTetFiles[] = {
     {"sofa-meshes/Armadillo_Tetra_4406.vtu", 1446, 4406, -1},
 };
 
+void PrintTo(const SharedTetFile& f, std::ostream* os) { *os << f.path; }
+
 class IoSharedTetFile : public ::testing::TestWithParam<SharedTetFile> {};
 
 TEST_P(IoSharedTetFile, LoadsAndValidatesWithSourceCounts) {

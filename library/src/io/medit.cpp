@@ -93,11 +93,23 @@ public:
   }
 
 private:
+  /// Fails when a keyword (or the end) comes before the `n` entries a section announced.
+  void check_entry(std::size_t i, std::size_t n, const char* section) {
+    const std::string_view t = c_.peek_token();
+    if (!t.empty() && !std::isalpha(static_cast<unsigned char>(t[0]))) return;
+    const std::string kw = lower(t);
+    if (t.empty() || kw == "end" || kw == "vertices" || kw == "triangles" || kw == "tetrahedra" ||
+        skipped_section_width(kw) > 0)
+      c_.fail(std::string(section) + " holds " + std::to_string(i) + " entries but its header count says " +
+              std::to_string(n) + (t.empty() ? " (unexpected end of file)" : " (count disagrees with the data)"));
+  }
+
   void read_vertices() {
     if (have_vertices_) c_.fail("second Vertices section");
     const std::size_t n = c_.check_count(c_.next_int("the vertex count"), 8, "vertices");
     xyz_.resize(3 * n);
     for (std::size_t i = 0; i < n; ++i) {
+      check_entry(i, n, "Vertices");
       for (int k = 0; k < 3; ++k) xyz_[3 * i + k] = c_.next_double("a coordinate");
       c_.next_int("a vertex reference");
     }
@@ -113,6 +125,7 @@ private:
     // Before Vertices the range is unknown: indices are then checked by validation.
     const std::int64_t nv = have_vertices_ ? static_cast<std::int64_t>(xyz_.size() / 3) : std::numeric_limits<int>::max();
     for (std::size_t e = 0; e < n; ++e) {
+      check_entry(e, n, arity == 3 ? "Triangles" : "Tetrahedra");
       for (int k = 0; k < arity; ++k) {
         const std::int64_t v = c_.next_int("a vertex index");
         if (v < 1 || v > nv)

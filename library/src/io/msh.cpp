@@ -149,6 +149,14 @@ private:
     c_.expect("$EndMeshFormat");
   }
 
+  /// Fails when a section ends (next token is "$...") before the `n` items its header announced.
+  void check_item(std::size_t i, std::size_t n, const char* what, const char* section) {
+    c_.skip_whitespace();
+    if (c_.peek() == '$' || c_.remaining() == 0)
+      c_.fail(std::string(section) + " holds " + std::to_string(i) + " " + what + " but its header count says " +
+              std::to_string(n) + (c_.remaining() == 0 ? " (unexpected end of file)" : " (count disagrees with the data)"));
+  }
+
   // ---- nodes ----------------------------------------------------------------------------------
   void reserve_nodes(std::size_t n) {
     xyz_.reserve(3 * n);
@@ -173,6 +181,7 @@ private:
     const std::size_t n = c_.check_count(c_.next_int("the node count"), 8, "nodes");
     reserve_nodes(n);
     for (std::size_t i = 0; i < n; ++i) {
+      check_item(i, n, "nodes", "$NOD");
       const std::int64_t tag = c_.next_int("a node tag");
       const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"), z = c_.next_double("a coordinate");
       add_node(tag, x, y, z);
@@ -194,6 +203,7 @@ private:
       }
     } else {
       for (std::size_t i = 0; i < n; ++i) {
+        check_item(i, n, "nodes", "$Nodes");
         const std::int64_t tag = c_.next_int("a node tag");
         const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"), z = c_.next_double("a coordinate");
         add_node(tag, x, y, z);
@@ -269,6 +279,7 @@ private:
     const std::size_t n = c_.check_count(c_.next_int("the element count"), 12, "elements");
     std::vector<std::int64_t> nodes;
     for (std::size_t i = 0; i < n; ++i) {
+      check_item(i, n, "elements", "$ELM");
       const std::int64_t tag = c_.next_int("an element number");
       const std::int64_t type = c_.next_int("an element type");
       const std::int64_t region = c_.next_int("a physical region");
@@ -300,6 +311,7 @@ private:
     std::vector<std::int64_t> tags, nodes;
     if (!binary_) {
       for (std::size_t i = 0; i < n; ++i) {
+        check_item(i, n, "elements", "$Elements");
         const std::int64_t tag = c_.next_int("an element tag");
         const std::int64_t type = c_.next_int("an element type");
         const std::int64_t ntags = c_.next_int_in(0, 1000, "tag count");

@@ -34,6 +34,9 @@ TetMesh parse_tetgen(std::string_view node, std::string_view ele, const std::str
     const std::size_t n = c.check_count(count, 8, "nodes");
     m.nodes.resize(static_cast<Eigen::Index>(n), 3);
     for (std::size_t i = 0; i < n; ++i) {
+      if (c.at_end())
+        c.fail("file holds " + std::to_string(i) + " nodes but its header count says " + std::to_string(n) +
+               " (unexpected end of file)");
       const std::int64_t index = c.next_int("a node index");
       if (i == 0) {
         if (index != 0 && index != 1) c.fail("first node index is " + std::to_string(index) + " (must be 0 or 1)");
@@ -60,6 +63,9 @@ TetMesh parse_tetgen(std::string_view node, std::string_view ele, const std::str
     if (attrs > 0) m.region.resize(n);
     const std::int64_t nv = m.nodes.rows();
     for (std::size_t e = 0; e < n; ++e) {
+      if (c.at_end())
+        c.fail("file holds " + std::to_string(e) + " tets but its header count says " + std::to_string(n) +
+               " (unexpected end of file)");
       const std::int64_t index = c.next_int("a tet index");
       for (int k = 0; k < per; ++k) {
         const std::int64_t v = c.next_int("a node index");

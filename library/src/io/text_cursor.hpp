@@ -68,6 +68,13 @@ public:
     while (pos_ < data_.size() && !is_space(data_[pos_])) ++pos_;
     return data_.substr(start, pos_ - start);
   }
+  /// The next token without consuming it (empty at the end); skips whitespace (and comments).
+  std::string_view peek_token() {
+    skip_whitespace();
+    std::size_t end = pos_;
+    while (end < data_.size() && !is_space(data_[end])) ++end;
+    return data_.substr(pos_, end - pos_);
+  }
   /// Next token on the current line only; empty if the line has no more tokens.
   std::string_view next_token_on_line() {
     while (pos_ < data_.size() && (data_[pos_] == ' ' || data_[pos_] == '\t' || data_[pos_] == '\r')) ++pos_;

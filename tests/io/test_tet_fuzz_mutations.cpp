@@ -13,6 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -177,6 +180,37 @@ TEST(IoTetFuzzMutations, Vtu) {
   const Outcome o = run_mutants(seeds, kMutantsPerFormat * 2, 4, [](const std::string& d) { return io::parse_vtu(d, "m.vtu"); });
   std::printf("[ mutants  ] vtu: %d accepted, %d rejected with xpd::Error\n", o.accepted, o.rejected);
   EXPECT_GT(o.rejected, 0);
+}
+
+// Writes the generated part of the seed corpora (fuzz/corpus/<harness>/gen_*) when
+// XPD_WRITE_FUZZ_CORPUS names the corpus folder; skipped otherwise.
+TEST(IoTetFuzzMutations, WriteSeedCorpus) {
+  const char* dir = std::getenv("XPD_WRITE_FUZZ_CORPUS");
+  if (!dir || !*dir) GTEST_SKIP() << "set XPD_WRITE_FUZZ_CORPUS=fuzz/corpus to regenerate the generated seeds";
+  const std::filesystem::path root(dir);
+  const auto write = [&](const std::string& rel, const std::string& data) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel, std::ios::binary) << data;
+  };
+  const TetMesh m = sample();
+  write("msh/gen_v1.msh", test::write_msh1(m));
+  write("msh/gen_v22_ascii.msh", test::write_msh22(m, false));
+  write("msh/gen_v22_binary.msh", test::write_msh22(m, true));
+  write("msh/gen_v22_binary_bigendian.msh", test::write_msh22(m, true, true));
+  write("msh/gen_v41_ascii.msh", test::write_msh41(m, false));
+  write("msh/gen_v41_binary.msh", test::write_msh41(m, true));
+  write("medit/gen_box.mesh", test::write_medit(m));
+  for (int base : {0, 1}) {
+    const auto [node, ele] = test::write_tetgen(m, base);
+    write("tetgen/gen_box_base" + std::to_string(base), node + std::string(1, '\0') + ele);
+  }
+  using test::VtuMode;
+  const char* names[] = {"ascii", "binary", "binary_zlib", "appended_raw", "appended_base64", "appended_raw_zlib"};
+  for (int k = 0; k < 6; ++k) {
+    const auto mode = static_cast<VtuMode>(k);
+    write(std::string("vtu/gen_") + names[k] + ".vtu", test::write_vtu(m, mode));
+    write(std::string("vtu/gen_") + names[k] + "_u64_bigendian_f32.vtu", test::write_vtu(m, mode, true, true, true));
+  }
 }
 
 }  // namespace

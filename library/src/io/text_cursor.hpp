@@ -16,6 +16,13 @@ namespace xpd::io::detail {
 class TextCursor {
 public:
   TextCursor(std::string_view data, std::string name) : data_(data), name_(std::move(name)) {}
+  /// A cursor over a slice of a larger file whose first byte lies on line `first_line`.
+  TextCursor(std::string_view data, std::string name, std::size_t first_line)
+      : data_(data), name_(std::move(name)), line_(first_line) {}
+
+  /// Makes every whitespace skip also skip the rest of a line at `comment` ('\0': no comments).
+  /// Comments may then start a line or follow the data on it ("1 0 0 0  # node 1").
+  void set_comment(char comment) { comment_ = comment; }
 
   const std::string& name() const { return name_; }
   std::size_t line() const { return line_; }
@@ -24,13 +31,20 @@ public:
   std::string_view data() const { return data_; }
 
   [[noreturn]] void fail(const std::string& message) const { throw IoError(name_, line_, message); }
+  /// Failure inside binary data: names the line where the binary block started and the byte offset.
+  [[noreturn]] void fail_binary(const std::string& message) const {
+    throw IoError(name_, line_, message + " (at byte offset " + std::to_string(pos_) + ")");
+  }
 
   /// Skips spaces, tabs, CR and newlines (counting lines).
   void skip_whitespace() {
     while (pos_ < data_.size()) {
       const char c = data_[pos_];
       if (c == '\n') ++line_;
-      else if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v') break;
+      else if (c == comment_ && comment_ != '\0') {
+        while (pos_ < data_.size() && data_[pos_] != '\n') ++pos_;
+        continue;
+      } else if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v') break;
       ++pos_;
     }
   }
@@ -53,6 +67,13 @@ public:
     const std::size_t start = pos_;
     while (pos_ < data_.size() && !is_space(data_[pos_])) ++pos_;
     return data_.substr(start, pos_ - start);
+  }
+  /// The next token without consuming it (empty at the end); skips whitespace (and comments).
+  std::string_view peek_token() {
+    skip_whitespace();
+    std::size_t end = pos_;
+    while (end < data_.size() && !is_space(data_[end])) ++end;
+    return data_.substr(pos_, end - pos_);
   }
   /// Next token on the current line only; empty if the line has no more tokens.
   std::string_view next_token_on_line() {
@@ -108,10 +129,46 @@ public:
     return static_cast<std::size_t>(count);
   }
 
+  /// Next token as an integer in [lo, hi]; fails naming `what` and the bounds otherwise.
+  std::int64_t next_int_in(std::int64_t lo, std::int64_t hi, const char* what) {
+    const std::int64_t v = next_int(what);
+    if (v < lo || v > hi)
+      fail(std::string(what) + " " + std::to_string(v) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+  }
+
+  /// Current character without consuming it ('\0' at the end).
+  char peek() const { return pos_ < data_.size() ? data_[pos_] : '\0'; }
+  /// Consumes one character (counting lines); fails at the end.
+  char get(const char* what = "a character") {
+    if (pos_ >= data_.size()) fail(std::string("unexpected end of file (expected ") + what + ")");
+    const char c = data_[pos_++];
+    if (c == '\n') ++line_;
+    return c;
+  }
+  /// Moves to the next occurrence of `c` (not consuming it); false (at the end) if there is none.
+  bool skip_to(char c) {
+    const std::size_t at = data_.find(c, pos_);
+    if (at == std::string_view::npos) {
+      advance(remaining());
+      return false;
+    }
+    advance(at - pos_);
+    return true;
+  }
+  /// Moves just past the next occurrence of `marker`; fails naming `what` if there is none.
+  void skip_past(std::string_view marker, const std::string& what) {
+    const std::size_t at = data_.find(marker, pos_);
+    if (at == std::string_view::npos) fail("unexpected end of file: missing " + what);
+    advance(at + marker.size() - pos_);
+  }
+  /// Position of the next occurrence of `marker` from the cursor (npos if none); does not move.
+  std::size_t find(std::string_view marker) const { return data_.find(marker, pos_); }
+
   /// Binary read of one value; `swap` reverses the byte order (foreign-endian files).
   template <class T>
   T read_binary(bool swap, const char* what = "binary data") {
-    if (remaining() < sizeof(T)) fail(std::string("unexpected end of file in ") + what);
+    if (remaining() < sizeof(T)) fail_binary(std::string("unexpected end of file in ") + what);
     T v;
     std::memcpy(&v, data_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
@@ -119,16 +176,16 @@ public:
     return v;
   }
   std::string_view read_bytes(std::size_t n, const char* what = "binary data") {
-    if (remaining() < n) fail(std::string("unexpected end of file in ") + what);
+    if (remaining() < n) fail_binary(std::string("unexpected end of file in ") + what);
     const std::string_view s = data_.substr(pos_, n);
-    advance(n);
+    pos_ += n;  // binary bytes: newlines in them are not lines
     return s;
   }
   /// Moves forward `n` bytes, counting newlines passed.
   void advance(std::size_t n) {
     if (remaining() < n) fail("unexpected end of file");
-    for (std::size_t i = 0; i < n; ++i)
-      if (data_[pos_ + i] == '\n') ++line_;
+    const char* p = data_.data() + pos_;
+    for (std::size_t i = 0; i < n; ++i) line_ += p[i] == '\n';
     pos_ += n;
   }
   bool starts_with(std::string_view s) const { return data_.substr(pos_).starts_with(s); }
@@ -155,6 +212,7 @@ private:
   std::string name_;
   std::size_t pos_ = 0;
   std::size_t line_ = 1;
+  char comment_ = '\0';
 };
 
 }  // namespace xpd::io::detail

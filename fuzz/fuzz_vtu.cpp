@@ -1,0 +1,18 @@
+// libFuzzer harness: io::parse_vtu on arbitrary bytes, then validation. Only xpd::Error may escape;
+// crashes, sanitizer reports, leaks and other exceptions are findings.
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+#include <xpd/mesh/validate.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    xpd::TetMesh mesh = xpd::io::parse_vtu(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.vtu");
+    xpd::validate_tet_mesh(mesh, {}, "fuzz.vtu");
+  } catch (const xpd::Error&) {
+  }
+  return 0;
+}

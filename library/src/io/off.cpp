@@ -31,13 +31,14 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
   const std::int64_t nv = in.next_int("the vertex count");
   const std::int64_t nf = in.next_int("the face count");
   (void)in.next_int("the edge count");
-  in.skip_line();
-  // Before allocating: every vertex line needs >= 6 bytes ("0 0 0\n"), every face >= 8 ("3 0 1 2\n").
+  // Before allocating, on the header line: every vertex needs >= 6 bytes ("0 0 0\n"), every face
+  // >= 2 (its vertex count and a separator; the face loop checks its vertex list the same way).
   const std::size_t vertex_count = in.check_count(nv, 6, "vertices");
-  const std::size_t face_count = in.check_count(nf, 8, "faces");
-  if (static_cast<std::uint64_t>(vertex_count) * 6 + static_cast<std::uint64_t>(face_count) * 8 > in.remaining())
+  const std::size_t face_count = in.check_count(nf, 2, "faces");
+  if (static_cast<std::uint64_t>(vertex_count) * 6 + static_cast<std::uint64_t>(face_count) * 2 > in.remaining() + 1)
     in.fail("header claims " + std::to_string(nv) + " vertices and " + std::to_string(nf) + " faces but only " +
             std::to_string(in.remaining()) + " bytes remain (truncated file or corrupt counts)");
+  in.skip_line();
 
   std::vector<double> xyz;
   xyz.reserve(vertex_count * 3);
@@ -64,7 +65,11 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
     const auto n = detail::to_int(tn);
     if (!n) in.fail("bad vertex count '" + TextCursor::printable(tn) + "' of face " + std::to_string(f));
     if (*n < 3) in.fail("face " + std::to_string(f) + " has " + std::to_string(*n) + " vertices (need at least 3)");
-    const std::size_t corners = in.check_count(*n, 2, "face vertices");
+    // Each index takes >= 2 bytes with its separator (the last one may end the file).
+    if (static_cast<std::uint64_t>(*n) > (in.remaining() + 1) / 2)
+      in.fail("face " + std::to_string(f) + " claims " + std::to_string(*n) + " vertices but only " +
+              std::to_string(in.remaining()) + " bytes remain");
+    const auto corners = static_cast<std::size_t>(*n);
     poly.clear();
     for (std::size_t k = 0; k < corners; ++k) {
       const std::string_view t = in.next_token_on_line();

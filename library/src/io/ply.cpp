@@ -278,7 +278,10 @@ SurfaceMesh parse_ply(std::string_view data, const std::string& name) {
           }
           const std::int64_t n = body.integer(p.count_type, "a face vertex count");
           if (n < 3) body.fail("face " + std::to_string(i) + " has " + std::to_string(n) + " vertices (need at least 3)");
-          if (static_cast<std::uint64_t>(n) > in.remaining() / (format == Format::Ascii ? 2 : scalar_size(p.type)))
+          // Refuse list lengths the remaining bytes cannot hold (ascii: >= 2 bytes per index, the
+          // last one possibly without a separator).
+          if (format == Format::Ascii ? static_cast<std::uint64_t>(n) > (in.remaining() + 1) / 2
+                                      : static_cast<std::uint64_t>(n) > in.remaining() / scalar_size(p.type))
             body.fail("face " + std::to_string(i) + " claims " + std::to_string(n) + " vertices, more than the remaining bytes hold");
           poly.clear();
           for (std::int64_t v = 0; v < n; ++v) {

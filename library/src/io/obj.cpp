@@ -28,6 +28,12 @@ int face_corner(TextCursor& in, std::string_view token, std::int64_t vertex_coun
   return static_cast<int>(index);
 }
 
+// Next token of the statement; empty at the end of the line or at a trailing '#' comment.
+std::string_view next_field(TextCursor& in) {
+  const std::string_view t = in.next_token_on_line();
+  return !t.empty() && t.front() == '#' ? std::string_view() : t;
+}
+
 }  // namespace
 
 SurfaceMesh parse_obj(std::string_view data, const std::string& name) {
@@ -40,7 +46,7 @@ SurfaceMesh parse_obj(std::string_view data, const std::string& name) {
     const std::string_view key = in.next_token_on_line();
     if (key == "v") {
       for (int c = 0; c < 3; ++c) {
-        const std::string_view t = in.next_token_on_line();
+        const std::string_view t = next_field(in);
         if (t.empty()) in.fail("vertex has fewer than 3 coordinates");
         const auto x = detail::to_double(t);
         if (!x) in.fail("bad vertex coordinate '" + TextCursor::printable(t) + "'");
@@ -49,7 +55,7 @@ SurfaceMesh parse_obj(std::string_view data, const std::string& name) {
     } else if (key == "f") {
       poly.clear();
       const auto vertex_count = static_cast<std::int64_t>(xyz.size() / 3);
-      for (std::string_view t = in.next_token_on_line(); !t.empty(); t = in.next_token_on_line())
+      for (std::string_view t = next_field(in); !t.empty(); t = next_field(in))
         poly.push_back(face_corner(in, t, vertex_count));
       if (poly.size() < 3) in.fail("face with " + std::to_string(poly.size()) + " vertices (need at least 3)");
       detail::append_fan(tris, poly.data(), poly.size());

@@ -1,15 +1,14 @@
 // Every surface file of the shared data folder loads with the counts listed in SOURCES.md.
 // Quads and other polygons are fan-triangulated: a polygon with k sides gives k - 2 triangles.
-#include "test_util.hpp"
-
-#include <xpd/core/error.hpp>
-#include <xpd/io/mesh_io.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -17,7 +16,7 @@ namespace {
 struct SurfaceFile {
   const char* path;  // relative to the shared data folder
   int vertices;
-  int triangles;     // after fan triangulation
+  int triangles;  // after fan triangulation
 };
 
 std::ostream& operator<<(std::ostream& os, const SurfaceFile& f) { return os << f.path; }

@@ -2,14 +2,13 @@
 // the line (or 0 plus a byte offset for binary data) and the cause, or, for geometry that parses
 // but is invalid (index out of range, NaN), with a MeshError from validate_surface naming the face
 // or node.
-#include "test_util.hpp"
-
-#include <xpd/core/error.hpp>
-#include <xpd/io/mesh_io.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {

@@ -1,11 +1,5 @@
 // Surface readers on small in-memory files (every syntax variant each format allows), writers and
 // round trips through write_obj / write_ply / write_surface.
-#include "test_util.hpp"
-
-#include <xpd/core/error.hpp>
-#include <xpd/io/mesh_io.hpp>
-#include <xpd/io/surface_formats.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+#include <xpd/io/surface_formats.hpp>
+
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -43,11 +41,6 @@ SurfaceMesh octahedron() {
   return s;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(IoSurfaceObj, PolygonsSlashFormsNegativeIndicesAndIgnoredStatements) {
   const SurfaceMesh s = io::parse_obj(kCubeObj, "cube.obj");
   ASSERT_EQ(s.nodes.rows(), 8);
@@ -58,7 +51,8 @@ TEST(IoSurfaceObj, PolygonsSlashFormsNegativeIndicesAndIgnoredStatements) {
 }
 
 TEST(IoSurfaceObj, CrlfTabsExtraComponentsAndNoFinalNewline) {
-  const SurfaceMesh s = io::parse_obj("v\t0 0 0 1\r\nv 1 0 0 0.5 0.2 0.1\r\n  v +1e0 1 0\r\n\r\nf 1 2 3 # tri", "t.obj");
+  const SurfaceMesh s =
+      io::parse_obj("v\t0 0 0 1\r\nv 1 0 0 0.5 0.2 0.1\r\n  v +1e0 1 0\r\n\r\nf 1 2 3 # tri", "t.obj");
   ASSERT_EQ(s.nodes.rows(), 3);
   EXPECT_EQ(s.nodes(2, 0), 1.0);
   ASSERT_EQ(s.triangles.rows(), 1);
@@ -76,7 +70,8 @@ TEST(IoSurfaceOff, PolygonsCommentsAndCountsOnTheHeaderLine) {
 }
 
 TEST(IoSurfaceOff, ColourAndNormalVariants) {
-  const SurfaceMesh c = io::parse_off("COFF\n3 1 0\n0 0 0 255 0 0 255\n1 0 0 0 255 0 255\n0 1 0 0 0 255 255\n3 0 1 2\n", "c.off");
+  const SurfaceMesh c =
+      io::parse_off("COFF\n3 1 0\n0 0 0 255 0 0 255\n1 0 0 0 255 0 255\n0 1 0 0 0 255 255\n3 0 1 2\n", "c.off");
   EXPECT_EQ(c.nodes.rows(), 3);
   EXPECT_EQ(c.nodes(1, 0), 1.0);
   const SurfaceMesh n = io::parse_off("NOFF\n3 1 0\n0 0 0 0 0 1\n1 0 0 0 0 1\n0 1 0 0 0 1\n3 0 1 2\n", "n.off");
@@ -135,12 +130,16 @@ TEST(IoSurfacePly, AsciiAndBothEndiannessesWithAnyScalarTypes) {
       {"ascii float", octahedron_ply<float, std::uint8_t, std::int32_t>("ascii", "float", "uchar", "int")},
       {"ascii int", octahedron_ply<int, std::uint8_t, std::int32_t>("ascii", "int", "uint8", "uint", "vertex_index")},
       {"le float", octahedron_ply<float, std::uint8_t, std::int32_t>("binary_little_endian", "float", "uchar", "int")},
-      {"le double", octahedron_ply<double, std::uint16_t, std::uint32_t>("binary_little_endian", "double", "ushort", "uint")},
-      {"le int16", octahedron_ply<std::int16_t, std::int32_t, std::uint16_t>("binary_little_endian", "int16", "int", "ushort", "vertex_index")},
-      {"le int8", octahedron_ply<std::int8_t, std::uint8_t, std::uint8_t>("binary_little_endian", "char", "uchar", "uchar")},
+      {"le double",
+       octahedron_ply<double, std::uint16_t, std::uint32_t>("binary_little_endian", "double", "ushort", "uint")},
+      {"le int16", octahedron_ply<std::int16_t, std::int32_t, std::uint16_t>("binary_little_endian", "int16", "int",
+                                                                             "ushort", "vertex_index")},
+      {"le int8",
+       octahedron_ply<std::int8_t, std::uint8_t, std::uint8_t>("binary_little_endian", "char", "uchar", "uchar")},
       {"be float", octahedron_ply<float, std::uint8_t, std::int32_t>("binary_big_endian", "float32", "uint8", "int32")},
       {"be double", octahedron_ply<double, std::int8_t, std::int16_t>("binary_big_endian", "float64", "int8", "short")},
-      {"be int32", octahedron_ply<std::int32_t, std::uint32_t, std::int32_t>("binary_big_endian", "int", "uint", "int")},
+      {"be int32",
+       octahedron_ply<std::int32_t, std::uint32_t, std::int32_t>("binary_big_endian", "int", "uint", "int")},
       {"be float index", octahedron_ply<float, std::uint8_t, float>("binary_big_endian", "float", "uchar", "float")},
   };
   for (const auto& [label, data] : cases) {
@@ -154,7 +153,8 @@ TEST(IoSurfacePly, AsciiAndBothEndiannessesWithAnyScalarTypes) {
 TEST(IoSurfacePly, PolygonsAreFanTriangulated) {
   const SurfaceMesh s = io::parse_ply(
       "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\nproperty float y\nproperty float z\n"
-      "element face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n2 1 0\n1 2 0\n0 1 0\n5 0 1 2 3 4\n",
+      "element face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n2 1 0\n1 2 0\n0 1 0\n5 0 1 2 "
+      "3 4\n",
       "pentagon.ply");
   ASSERT_EQ(s.triangles.rows(), 3);
   EXPECT_EQ(s.triangles.row(2), Eigen::RowVector3i(0, 3, 4));
@@ -190,7 +190,8 @@ std::string ascii_stl(const SurfaceMesh& s) {
 
 TEST(IoSurfaceStl, BinaryAndAsciiMergeIdenticalCorners) {
   const SurfaceMesh o = octahedron();
-  for (const std::string& data : {binary_stl(o, "binary"), binary_stl(o, "solid header written by a CAD tool"), ascii_stl(o)}) {
+  for (const std::string& data :
+       {binary_stl(o, "binary"), binary_stl(o, "solid header written by a CAD tool"), ascii_stl(o)}) {
     const SurfaceMesh s = io::parse_stl(data, "octa.stl");
     ASSERT_EQ(s.nodes.rows(), 6);
     ASSERT_EQ(s.triangles.rows(), 8);
@@ -201,9 +202,12 @@ TEST(IoSurfaceStl, BinaryAndAsciiMergeIdenticalCorners) {
 }
 
 TEST(IoSurfaceStl, SignedZerosMergeAndSeveralSolids) {
-  const std::string facet = " facet normal 0 0 1\n  outer loop\n   vertex -0 0 0\n   vertex 1 0 0\n   vertex 0 1 0\n  endloop\n endfacet\n";
-  const std::string facet2 = " facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n   vertex 0 1 0\n   vertex 0 0 1\n  endloop\n endfacet\n";
-  const SurfaceMesh s = io::parse_stl("solid a\n" + facet + "endsolid a\nsolid b\n" + facet2 + "endsolid b\n", "two.stl");
+  const std::string facet =
+      " facet normal 0 0 1\n  outer loop\n   vertex -0 0 0\n   vertex 1 0 0\n   vertex 0 1 0\n  endloop\n endfacet\n";
+  const std::string facet2 =
+      " facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n   vertex 0 1 0\n   vertex 0 0 1\n  endloop\n endfacet\n";
+  const SurfaceMesh s =
+      io::parse_stl("solid a\n" + facet + "endsolid a\nsolid b\n" + facet2 + "endsolid b\n", "two.stl");
   EXPECT_EQ(s.nodes.rows(), 4);
   EXPECT_EQ(s.triangles.rows(), 2);
 }

@@ -2,13 +2,6 @@
 // versions of real files (seeded, so reproducible) must either parse or throw xpd::Error; any
 // other exception, crash or sanitizer report (make sanitize) is a bug. The libFuzzer harnesses in
 // fuzz/ do the same at a much larger scale.
-#include "test_util.hpp"
-
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/io/surface_formats.hpp>
-#include <xpd/mesh/validate.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +9,12 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/surface_formats.hpp>
+#include <xpd/mesh/validate.hpp>
+
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -35,10 +34,12 @@ std::string mutate(const std::string& in, std::mt19937_64& rng) {
       s.resize(pick(s.size() + 1));
       break;
     case 1:  // flip up to 8 random bytes
-      for (int k = 1 + static_cast<int>(rng() % 8); k > 0 && !s.empty(); --k) s[pick(s.size())] ^= static_cast<char>(1 + rng() % 255);
+      for (int k = 1 + static_cast<int>(rng() % 8); k > 0 && !s.empty(); --k)
+        s[pick(s.size())] ^= static_cast<char>(1 + rng() % 255);
       break;
     case 2:  // overwrite bytes with format-significant characters
-      for (int k = 1 + static_cast<int>(rng() % 8); k > 0 && !s.empty(); --k) s[pick(s.size())] = interesting[pick(interesting.size())];
+      for (int k = 1 + static_cast<int>(rng() % 8); k > 0 && !s.empty(); --k)
+        s[pick(s.size())] = interesting[pick(interesting.size())];
       break;
     case 3: {  // delete a chunk
       const std::size_t at = pick(s.size() + 1);
@@ -135,7 +136,8 @@ TEST(IoSurfaceMutation, Ply) {
     a << "ply\nformat ascii 1.0\nelement vertex " << m.nodes.rows()
       << "\nproperty float x\nproperty float y\nproperty float z\nelement face " << m.triangles.rows()
       << "\nproperty list uchar int vertex_indices\nend_header\n";
-    for (Eigen::Index i = 0; i < m.nodes.rows(); ++i) a << m.nodes(i, 0) << ' ' << m.nodes(i, 1) << ' ' << m.nodes(i, 2) << '\n';
+    for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
+      a << m.nodes(i, 0) << ' ' << m.nodes(i, 1) << ' ' << m.nodes(i, 2) << '\n';
     for (Eigen::Index f = 0; f < m.triangles.rows(); ++f)
       a << "3 " << m.triangles(f, 0) << ' ' << m.triangles(f, 1) << ' ' << m.triangles(f, 2) << '\n';
     ascii = a.str();

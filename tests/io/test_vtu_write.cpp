@@ -1,12 +1,6 @@
 // write_vtu: the file is read back with an independent minimal parser of the VTK XML layout
 // (header attributes, DataArray offsets into the raw appended block, UInt64 size headers) and
 // every array is compared with what was written.
-#include "test_util.hpp"
-
-#include <xpd/core/error.hpp>
-#include <xpd/io/vtu.hpp>
-#include <xpd/mesh/box.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,6 +8,11 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <xpd/core/error.hpp>
+#include <xpd/io/vtu.hpp>
+#include <xpd/mesh/box.hpp>
+
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -55,7 +54,8 @@ ParsedVtu parse_vtu(const std::string& path) {
   const std::size_t base = underscore + 1;
   // The file must end with the closing tags right after the last array.
   const auto tail = file.rfind("</AppendedData>");
-  if (tail == std::string::npos || file.find("</VTKFile>", tail) == std::string::npos) throw std::runtime_error("unterminated file");
+  if (tail == std::string::npos || file.find("</VTKFile>", tail) == std::string::npos)
+    throw std::runtime_error("unterminated file");
 
   const auto vtk_start = v.header.find("<VTKFile");
   v.file_attributes = attributes_of(v.header.substr(vtk_start, v.header.find('>', vtk_start) - vtk_start));
@@ -68,7 +68,8 @@ ParsedVtu parse_vtu(const std::string& path) {
   for (const char* section : {"PointData", "CellData", "Points", "Cells"}) {
     const auto open = v.header.find(std::string("<") + section + ">");
     const auto close = v.header.find(std::string("</") + section + ">");
-    if (open == std::string::npos || close == std::string::npos) throw std::runtime_error(std::string("missing ") + section);
+    if (open == std::string::npos || close == std::string::npos)
+      throw std::runtime_error(std::string("missing ") + section);
     const std::string body = v.header.substr(open, close - open);
     for (std::size_t p = body.find("<DataArray"); p != std::string::npos; p = body.find("<DataArray", p + 1)) {
       ParsedArray a;
@@ -178,7 +179,8 @@ TEST(IoVtuWrite, BadInputFailsAndLeavesThePreviousFile) {
     io::write_vtu(path, box.nodes, box.tets, {short_field});
     FAIL();
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("point field 'f' has 3 values, expected 8 x 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("point field 'f' has 3 values, expected 8 x 1"), std::string::npos)
+        << e.what();
   }
   io::VtuField zero{"z", 0, {}};
   EXPECT_THROW(io::write_vtu(path, box.nodes, box.tets, {}, {zero}), IoError);

@@ -1,12 +1,11 @@
 // Wavefront OBJ reader and writer (geometry only: `v` and `f`).
+#include <array>
+#include <charconv>
+#include <ostream>
 #include <xpd/io/surface_formats.hpp>
 
 #include "io/surface_detail.hpp"
 #include "io/text_cursor.hpp"
-
-#include <array>
-#include <charconv>
-#include <ostream>
 
 namespace xpd::io {
 

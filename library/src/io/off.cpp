@@ -25,7 +25,8 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
   TextCursor in(data, name);
   in.skip_whitespace_and_comments('#');
   const std::string_view keyword = in.next_token("the OFF header keyword");
-  if (!is_off_keyword(keyword)) in.fail("not an OFF file: expected 'OFF', found '" + TextCursor::printable(keyword) + "'");
+  if (!is_off_keyword(keyword))
+    in.fail("not an OFF file: expected 'OFF', found '" + TextCursor::printable(keyword) + "'");
   if (keyword.find('4') != std::string_view::npos) in.fail("4OFF (homogeneous 4D coordinates) is not supported");
   in.skip_whitespace_and_comments('#');
   const std::int64_t nv = in.next_int("the vertex count");
@@ -44,7 +45,8 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
   xyz.reserve(vertex_count * 3);
   for (std::size_t i = 0; i < vertex_count; ++i) {
     in.skip_whitespace_and_comments('#');
-    if (in.at_end()) in.fail("unexpected end of file: header claims " + std::to_string(nv) + " vertices, found " + std::to_string(i));
+    if (in.at_end())
+      in.fail("unexpected end of file: header claims " + std::to_string(nv) + " vertices, found " + std::to_string(i));
     for (int c = 0; c < 3; ++c) {
       const std::string_view t = in.next_token_on_line();
       if (t.empty()) in.fail("vertex " + std::to_string(i) + " has fewer than 3 coordinates");
@@ -60,7 +62,8 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
   std::vector<int> poly;
   for (std::size_t f = 0; f < face_count; ++f) {
     in.skip_whitespace_and_comments('#');
-    if (in.at_end()) in.fail("unexpected end of file: header claims " + std::to_string(nf) + " faces, found " + std::to_string(f));
+    if (in.at_end())
+      in.fail("unexpected end of file: header claims " + std::to_string(nf) + " faces, found " + std::to_string(f));
     const std::string_view tn = in.next_token_on_line();
     const auto n = detail::to_int(tn);
     if (!n) in.fail("bad vertex count '" + TextCursor::printable(tn) + "' of face " + std::to_string(f));
@@ -73,10 +76,12 @@ SurfaceMesh parse_off(std::string_view data, const std::string& name) {
     poly.clear();
     for (std::size_t k = 0; k < corners; ++k) {
       const std::string_view t = in.next_token_on_line();
-      if (t.empty()) in.fail("face " + std::to_string(f) + " lists fewer vertices than its count " + std::to_string(*n));
+      if (t.empty())
+        in.fail("face " + std::to_string(f) + " lists fewer vertices than its count " + std::to_string(*n));
       const auto v = detail::to_int(t);
       if (!v) in.fail("bad vertex index '" + TextCursor::printable(t) + "' in face " + std::to_string(f));
-      if (!detail::fits_int(*v)) in.fail("vertex index " + std::to_string(*v) + " out of range in face " + std::to_string(f));
+      if (!detail::fits_int(*v))
+        in.fail("vertex index " + std::to_string(*v) + " out of range in face " + std::to_string(f));
       poly.push_back(static_cast<int>(*v));
     }
     in.skip_line();  // optional face colour

@@ -1,14 +1,13 @@
 // STL reader, ASCII and binary. STL stores every triangle with its own three corners; corners with
 // bitwise identical coordinates are merged into one vertex so that the surface is connected.
-#include <xpd/io/surface_formats.hpp>
-
-#include "io/surface_detail.hpp"
-#include "io/text_cursor.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <unordered_map>
+#include <xpd/io/surface_formats.hpp>
+
+#include "io/surface_detail.hpp"
+#include "io/text_cursor.hpp"
 
 namespace xpd::io {
 
@@ -21,7 +20,7 @@ constexpr std::size_t kBinaryTriangleBytes = 50;  // normal, 3 corners (12 float
 
 // Merges corners by exact coordinates (-0 and +0 count as equal).
 class VertexMerger {
-public:
+ public:
   explicit VertexMerger(std::size_t expected) { index_.reserve(expected); }
 
   int add(double x, double y, double z) {
@@ -36,7 +35,7 @@ public:
   }
   const std::vector<double>& xyz() const { return xyz_; }
 
-private:
+ private:
   struct Key {
     std::uint64_t a, b, c;
     bool operator==(const Key&) const = default;
@@ -148,12 +147,14 @@ SurfaceMesh parse_stl(std::string_view data, const std::string& name) {
   if (data.substr(start).starts_with("solid") && (text || data.size() < kBinaryHeaderBytes))
     return parse_ascii_stl(data, name);
   if (data.size() < kBinaryHeaderBytes)
-    throw IoError(name, 0, "not an STL file: " + std::to_string(data.size()) +
-                               " bytes, too short for a binary STL and no 'solid' keyword");
+    throw IoError(name, 0,
+                  "not an STL file: " + std::to_string(data.size()) +
+                      " bytes, too short for a binary STL and no 'solid' keyword");
   const std::uint64_t n = binary_triangle_count(data);
-  throw IoError(name, 0, "binary STL header claims " + std::to_string(n) + " triangles (" +
-                             std::to_string(kBinaryHeaderBytes + n * kBinaryTriangleBytes) + " bytes) but the file has " +
-                             std::to_string(data.size()) + " bytes (truncated file or corrupt count)");
+  throw IoError(name, 0,
+                "binary STL header claims " + std::to_string(n) + " triangles (" +
+                    std::to_string(kBinaryHeaderBytes + n * kBinaryTriangleBytes) + " bytes) but the file has " +
+                    std::to_string(data.size()) + " bytes (truncated file or corrupt count)");
 }
 
 }  // namespace xpd::io

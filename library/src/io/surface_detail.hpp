@@ -1,9 +1,6 @@
 #pragma once
 // Internal helpers shared by the surface readers (OBJ, OFF, PLY, STL): token-to-number conversion
 // with IoError reporting, and conversion of growable coordinate / index buffers into a SurfaceMesh.
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -11,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::io::detail {
 

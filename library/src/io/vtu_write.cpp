@@ -1,16 +1,15 @@
 // VTK XML UnstructuredGrid writer: version 1.0, header_type UInt64, little endian, all arrays in one
 // raw <AppendedData> block. Each array there is its byte count (UInt64) followed by its bytes; the
 // `offset` attribute of a DataArray is where its byte count starts, relative to the byte after '_'.
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/io/vtu.hpp>
-
 #include <bit>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/vtu.hpp>
 
 namespace xpd::io {
 
@@ -22,12 +21,23 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -50,13 +60,17 @@ void append_le(std::string& bytes, T v) {
 
 Array field_array(const std::string& path, const VtuField& f, Eigen::Index rows, const char* where) {
   if (f.name.empty()) throw IoError(path, 0, std::string(where) + " field without a name");
-  if (f.components < 1) throw IoError(path, 0, std::string(where) + " field '" + f.name + "' has " + std::to_string(f.components) + " components");
+  if (f.components < 1)
+    throw IoError(path, 0,
+                  std::string(where) + " field '" + f.name + "' has " + std::to_string(f.components) + " components");
   const auto expected = static_cast<std::size_t>(rows) * static_cast<std::size_t>(f.components);
   if (f.values.size() != expected)
-    throw IoError(path, 0, std::string(where) + " field '" + f.name + "' has " + std::to_string(f.values.size()) +
-                               " values, expected " + std::to_string(rows) + " x " + std::to_string(f.components));
+    throw IoError(path, 0,
+                  std::string(where) + " field '" + f.name + "' has " + std::to_string(f.values.size()) +
+                      " values, expected " + std::to_string(rows) + " x " + std::to_string(f.components));
   Array a;
-  a.attributes = "type=\"Float64\" Name=\"" + xml_escape(f.name) + "\" NumberOfComponents=\"" + std::to_string(f.components) + "\"";
+  a.attributes = "type=\"Float64\" Name=\"" + xml_escape(f.name) + "\" NumberOfComponents=\"" +
+                 std::to_string(f.components) + "\"";
   a.bytes.reserve(expected * 8);
   for (double v : f.values) append_le(a.bytes, v);
   return a;
@@ -64,8 +78,8 @@ Array field_array(const std::string& path, const VtuField& f, Eigen::Index rows,
 
 }  // namespace
 
-void write_vtu(const std::string& path, const Points& nodes, const Tets& tets, const std::vector<VtuField>& point_fields,
-               const std::vector<VtuField>& cell_fields) {
+void write_vtu(const std::string& path, const Points& nodes, const Tets& tets,
+               const std::vector<VtuField>& point_fields, const std::vector<VtuField>& cell_fields) {
   const Eigen::Index nv = nodes.rows(), nt = tets.rows();
   // Build every payload first so that bad input fails before the file is touched.
   std::vector<Array> point_data, cell_data;
@@ -84,7 +98,9 @@ void write_vtu(const std::string& path, const Points& nodes, const Tets& tets, c
     for (int c = 0; c < 4; ++c) {
       const int v = tets(e, c);
       if (v < 0 || v >= nv)
-        throw IoError(path, 0, "tet " + std::to_string(e) + " references node " + std::to_string(v) + " of " + std::to_string(nv));
+        throw IoError(
+            path, 0,
+            "tet " + std::to_string(e) + " references node " + std::to_string(v) + " of " + std::to_string(nv));
       append_le(connectivity.bytes, static_cast<std::int64_t>(v));
     }
     append_le(offsets.bytes, static_cast<std::int64_t>(4 * (e + 1)));

@@ -1,5 +1,6 @@
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/embedding.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/tet_locator.hpp>
 #include <xpd/mesh/validate.hpp>
 
@@ -28,54 +29,6 @@ struct Crossing {
 // 2D orientation (b − a) × (q − a) in the (y,z) plane.
 double orient_yz(const Vec3& a, const Vec3& b, double qy, double qz) {
   return (b[1] - a[1]) * (qz - a[2]) - (b[2] - a[2]) * (qy - a[1]);
-}
-
-// Winding number of the surface around p seen along direction `dir`: Σ sign(n·dir) over the
-// triangles the ray p + t dir (t > 0) crosses. Sets `degenerate` when the ray passes within
-// round-off of a triangle edge/vertex or starts on a triangle (then the count is unreliable).
-int ray_winding(const SurfaceMesh& s, const Vec3& p, const Vec3& dir, bool& degenerate) {
-  constexpr double eps = 1e-10;
-  int w = 0;
-  degenerate = false;
-  for (Eigen::Index f = 0; f < s.triangles.rows(); ++f) {
-    const Vec3 a = vertex(s, f, 0), b = vertex(s, f, 1), c = vertex(s, f, 2);
-    const Vec3 e1 = b - a, e2 = c - a, pv = dir.cross(e2);
-    const double det = e1.dot(pv);
-    const double scale = e1.norm() * e2.norm();
-    if (std::abs(det) <= 1e-14 * scale) continue;  // ray parallel to the triangle plane
-    const double inv = 1.0 / det;
-    const Vec3 tv = p - a;
-    const double u = tv.dot(pv) * inv;
-    const Vec3 qv = tv.cross(e1);
-    const double v = dir.dot(qv) * inv;
-    const double t = e2.dot(qv) * inv;
-    if (u < -eps || v < -eps || u + v > 1 + eps) continue;
-    const double len = std::max({e1.norm(), e2.norm(), 1e-300});
-    if (std::abs(t) <= eps * len) {
-      degenerate = true;  // p on (or within round-off of) the triangle
-      continue;
-    }
-    if (t < 0) continue;
-    if (u <= eps || v <= eps || u + v >= 1 - eps) degenerate = true;
-    w += det > 0 ? 1 : -1;
-  }
-  return w;
-}
-
-// Non-zero winding of p, trying generic directions until one is not degenerate.
-bool inside_by_rays(const SurfaceMesh& s, const Vec3& p) {
-  static const std::array<Vec3, 5> dirs{Vec3(0.5773502691896258, 0.6123724356957945, 0.5400617248673217).normalized(),
-                                        Vec3(-0.3713906763541037, 0.7427813527082074, -0.5570860145311556).normalized(),
-                                        Vec3(0.8017837257372732, -0.2672612419124244, -0.5345224838248488).normalized(),
-                                        Vec3(-0.6859943405700354, -0.5144957554275265, 0.5144957554275265).normalized(),
-                                        Vec3(0.1825741858350554, -0.9128709291752769, 0.3651483716701107).normalized()};
-  int w = 0;
-  for (const Vec3& d : dirs) {
-    bool degenerate = false;
-    w = ray_winding(s, p, d, degenerate);
-    if (!degenerate) break;
-  }
-  return w != 0;
 }
 
 // inside[node] for every grid node (corners and centres).
@@ -165,7 +118,7 @@ std::vector<char> grid_nodes_inside(const SurfaceMesh& s, const BccGrid& g) {
     }
   }
   tbb::parallel_for(std::size_t(0), redo.size(), [&](std::size_t r) {
-    inside[std::size_t(redo[r])] = inside_by_rays(s, g.node_position(redo[r]));
+    inside[std::size_t(redo[r])] = inside_closed_surface(s, g.node_position(redo[r]));
   });
   return inside;
 }

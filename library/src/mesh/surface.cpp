@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
 #include <tbb/parallel_sort.h>
@@ -28,23 +29,85 @@ bool sort3(std::array<int, 3>& v) {
   return even;
 }
 
-Edges edges_from_keys(std::vector<std::uint64_t>& keys) {
-  tbb::parallel_sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  Edges edges(static_cast<Eigen::Index>(keys.size()), 2);
-  for (std::size_t e = 0; e < keys.size(); ++e) {
-    edges(Eigen::Index(e), 0) = static_cast<int>(keys[e] >> 32);
-    edges(Eigen::Index(e), 1) = static_cast<int>(keys[e] & 0xffffffffu);
+// Unique undirected edges by a counting sort on the smaller node (linear time; each bucket is
+// short and sorted in place), then listed in lexicographic order.
+template <class EdgeOf>
+Edges unique_edges_by_bucket(std::size_t count, int num_nodes, EdgeOf&& edge_of) {
+  std::vector<int> start(std::size_t(num_nodes) + 1, 0);
+  for (std::size_t e = 0; e < count; ++e) ++start[std::size_t(edge_of(e).first) + 1];
+  for (int v = 0; v < num_nodes; ++v) start[std::size_t(v) + 1] += start[std::size_t(v)];
+  std::vector<int> other(count), fill(start.begin(), start.end() - 1);
+  for (std::size_t e = 0; e < count; ++e) {
+    const auto [i, j] = edge_of(e);
+    other[std::size_t(fill[std::size_t(i)]++)] = j;
   }
-  return edges;
+  std::vector<int> rows;
+  rows.reserve(count);
+  for (int v = 0; v < num_nodes; ++v) {
+    const auto b = other.begin() + start[std::size_t(v)], e = other.begin() + start[std::size_t(v) + 1];
+    std::sort(b, e);
+    for (auto it = b; it != e; ++it)
+      if (it == b || *it != *(it - 1)) rows.insert(rows.end(), {v, *it});
+  }
+  return Eigen::Map<const Edges>(rows.data(), Eigen::Index(rows.size() / 2), 2);
 }
 
-std::uint64_t edge_key(int i, int j) {
-  if (i > j) std::swap(i, j);
-  return (std::uint64_t(std::uint32_t(i)) << 32) | std::uint32_t(j);
+template <class Mat>
+int max_index(const Mat& m) {
+  if (m.size() == 0) return -1;
+  if (m.minCoeff() < 0) throw MeshError("unique_edges: negative node index");
+  return m.maxCoeff();
+}
+
+// Winding number of the surface around p seen along direction `dir`: Σ ±1 (by the sign of n·dir) over the
+// triangles the ray p + t dir (t > 0) crosses. Sets `degenerate` when the ray passes within
+// round-off of a triangle edge/vertex or starts on a triangle (then the count is unreliable).
+int ray_winding(const SurfaceMesh& s, const Vec3& p, const Vec3& dir, bool& degenerate) {
+  constexpr double eps = 1e-10;
+  int w = 0;
+  degenerate = false;
+  for (Eigen::Index f = 0; f < s.triangles.rows(); ++f) {
+    const Vec3 a = s.nodes.row(s.triangles(f, 0)).transpose(), b = s.nodes.row(s.triangles(f, 1)).transpose(),
+               c = s.nodes.row(s.triangles(f, 2)).transpose();
+    const Vec3 e1 = b - a, e2 = c - a, pv = dir.cross(e2);
+    const double det = e1.dot(pv);
+    const double scale = e1.norm() * e2.norm();
+    if (std::abs(det) <= 1e-14 * scale) continue;  // ray parallel to the triangle plane
+    const double inv = 1.0 / det;
+    const Vec3 tv = p - a;
+    const double u = tv.dot(pv) * inv;
+    const Vec3 qv = tv.cross(e1);
+    const double v = dir.dot(qv) * inv;
+    const double t = e2.dot(qv) * inv;
+    if (u < -eps || v < -eps || u + v > 1 + eps) continue;
+    const double len = std::max({e1.norm(), e2.norm(), 1e-300});
+    if (std::abs(t) <= eps * len) {
+      degenerate = true;  // p on (or within round-off of) the triangle
+      continue;
+    }
+    if (t < 0) continue;
+    if (u <= eps || v <= eps || u + v >= 1 - eps) degenerate = true;
+    w += det > 0 ? 1 : -1;
+  }
+  return w;
 }
 
 }  // namespace
+
+bool inside_closed_surface(const SurfaceMesh& s, const Vec3& p) {
+  static const std::array<Vec3, 5> dirs{Vec3(0.5773502691896258, 0.6123724356957945, 0.5400617248673217).normalized(),
+                                        Vec3(-0.3713906763541037, 0.7427813527082074, -0.5570860145311556).normalized(),
+                                        Vec3(0.8017837257372732, -0.2672612419124244, -0.5345224838248488).normalized(),
+                                        Vec3(-0.6859943405700354, -0.5144957554275265, 0.5144957554275265).normalized(),
+                                        Vec3(0.1825741858350554, -0.9128709291752769, 0.3651483716701107).normalized()};
+  int w = 0;
+  for (const Vec3& d : dirs) {
+    bool degenerate = false;
+    w = ray_winding(s, p, d, degenerate);
+    if (!degenerate) break;
+  }
+  return w != 0;
+}
 
 Triangles boundary_faces(const Tets& tets) {
   // Sort all faces by their sorted node triple; a key seen once is a boundary face.
@@ -97,17 +160,17 @@ std::vector<int> boundary_nodes(const Tets& tets) { return boundary_nodes(bounda
 
 Edges unique_edges(const Tets& tets) {
   static constexpr std::array<std::array<int, 2>, 6> kEdges{{{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}}};
-  std::vector<std::uint64_t> keys(static_cast<std::size_t>(6 * tets.rows()));
-  for (Eigen::Index t = 0; t < tets.rows(); ++t)
-    for (int e = 0; e < 6; ++e) keys[std::size_t(6 * t + e)] = edge_key(tets(t, kEdges[e][0]), tets(t, kEdges[e][1]));
-  return edges_from_keys(keys);
+  return unique_edges_by_bucket(std::size_t(6 * tets.rows()), max_index(tets) + 1, [&](std::size_t e) {
+    const int i = tets(Eigen::Index(e / 6), kEdges[e % 6][0]), j = tets(Eigen::Index(e / 6), kEdges[e % 6][1]);
+    return std::pair{std::min(i, j), std::max(i, j)};
+  });
 }
 
 Edges unique_edges(const Triangles& triangles) {
-  std::vector<std::uint64_t> keys(static_cast<std::size_t>(3 * triangles.rows()));
-  for (Eigen::Index f = 0; f < triangles.rows(); ++f)
-    for (int e = 0; e < 3; ++e) keys[std::size_t(3 * f + e)] = edge_key(triangles(f, e), triangles(f, (e + 1) % 3));
-  return edges_from_keys(keys);
+  return unique_edges_by_bucket(std::size_t(3 * triangles.rows()), max_index(triangles) + 1, [&](std::size_t e) {
+    const int i = triangles(Eigen::Index(e / 3), int(e % 3)), j = triangles(Eigen::Index(e / 3), int((e + 1) % 3));
+    return std::pair{std::min(i, j), std::max(i, j)};
+  });
 }
 
 double mean_edge_length(const Points& nodes, const Edges& edges) {

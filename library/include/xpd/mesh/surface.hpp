@@ -56,4 +56,11 @@ double enclosed_volume(const Points& nodes, const Triangles& triangles);
 /// Total area of the triangles: Σ_f |(x_b − x_a) × (x_c − x_a)| / 2.
 double surface_area(const Points& nodes, const Triangles& triangles);
 
+/// Whether p lies inside a closed (watertight) surface: non-zero winding number, counted as
+/// Σ sign(n_f · d) over the triangles crossed by the ray p + t d, t > 0. Up to five fixed generic
+/// directions d are tried until one passes no triangle edge or vertex within round-off (relative
+/// 1e-10); a point on the surface itself counts as degenerate for every ray. Orientation-agnostic.
+/// O(#F) per query: an oracle and a fallback, not for bulk queries.
+bool inside_closed_surface(const SurfaceMesh& surface, const Vec3& p);
+
 }  // namespace xpd

@@ -1,0 +1,101 @@
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/surface.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace xpd {
+
+TEST(MeshSurface, BoxBoundaryIsClosedOutwardManifold) {
+  const int nx = 4, ny = 5, nz = 6;
+  const Vec3 lo(0, 0, 0), hi(1, 2, 3);
+  const TetMesh m = make_box(nx, ny, nz, lo, hi);
+  const Triangles faces = boundary_faces(m.tets);
+  // Two triangles per boundary quad, two sides per axis.
+  EXPECT_EQ(faces.rows(), 2 * 2 * ((nx - 1) * (ny - 1) + (ny - 1) * (nz - 1) + (nx - 1) * (nz - 1)));
+  EXPECT_TRUE(is_closed_manifold(faces));
+  EXPECT_NEAR(enclosed_volume(m.nodes, faces), 6.0, 1e-12);
+  EXPECT_NEAR(surface_area(m.nodes, faces), 2.0 * (2 + 6 + 3), 1e-12);
+  // Every face lies on one side of the box and its normal is that side's outward axis.
+  for (Eigen::Index f = 0; f < faces.rows(); ++f) {
+    const Vec3 a = m.nodes.row(faces(f, 0)), b = m.nodes.row(faces(f, 1)), c = m.nodes.row(faces(f, 2));
+    const Vec3 n = (b - a).cross(c - a).normalized();
+    const Vec3 centroid = (a + b + c) / 3;
+    Vec3 outward = Vec3::Zero();
+    for (int k = 0; k < 3; ++k) {
+      if (std::abs(centroid[k] - lo[k]) < 1e-12) outward[k] = -1;
+      if (std::abs(centroid[k] - hi[k]) < 1e-12) outward[k] = 1;
+    }
+    ASSERT_DOUBLE_EQ(outward.norm(), 1.0) << "face " << f << " is not on the box surface";
+    EXPECT_NEAR(n.dot(outward), 1.0, 1e-12) << "face " << f;
+  }
+  EXPECT_EQ(boundary_nodes(faces).size(), std::size_t(nx * ny * nz - (nx - 2) * (ny - 2) * (nz - 2)));
+  EXPECT_EQ(boundary_nodes(m.tets), boundary_nodes(faces));
+}
+
+TEST(MeshSurface, SingleTetFacesInDocumentedOrder) {
+  Tets t(1, 4);
+  t << 0, 1, 2, 3;
+  const Triangles f = boundary_faces(t);
+  Triangles expected(4, 3);
+  expected << 1, 2, 3, 0, 3, 2, 0, 1, 3, 0, 2, 1;
+  EXPECT_EQ(f, expected);
+  // Outward: each face's normal points away from the omitted node.
+  Points x(4, 3);
+  x << 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1;
+  for (int k = 0; k < 4; ++k) {
+    const Vec3 a = x.row(f(k, 0)), b = x.row(f(k, 1)), c = x.row(f(k, 2)), opposite = x.row(k);
+    EXPECT_LT((b - a).cross(c - a).dot(opposite - a), 0) << "face " << k;
+  }
+  EXPECT_NEAR(enclosed_volume(x, f), 1.0 / 6.0, 1e-15);
+}
+
+TEST(MeshSurface, RejectsNonManifoldAndInconsistentTets) {
+  Tets three(3, 4);  // three tets on face (0,1,2)
+  three << 0, 1, 2, 3, 0, 2, 1, 4, 0, 1, 2, 5;
+  EXPECT_THROW(boundary_faces(three), MeshError);
+  Tets same(2, 4);  // both list face (0,1,2) with the same orientation
+  same << 0, 1, 2, 3, 0, 1, 2, 4;
+  EXPECT_THROW(boundary_faces(same), MeshError);
+  Tets ok(2, 4);
+  ok << 0, 1, 2, 3, 0, 2, 1, 4;
+  EXPECT_EQ(boundary_faces(ok).rows(), 6);
+}
+
+TEST(MeshSurface, UniqueEdgesAndMeanEdgeLength) {
+  // One Kuhn-split cube: 12 cube edges, 6 face diagonals, 1 main diagonal.
+  const TetMesh m = make_box(2, 2, 2, Vec3::Zero(), Vec3::Ones());
+  EXPECT_EQ(unique_edges(m.tets).rows(), 19);
+  EXPECT_NEAR(mean_edge_length(m.nodes, m.tets), (12 + 6 * std::sqrt(2.0) + std::sqrt(3.0)) / 19, 1e-15);
+  const Triangles faces = boundary_faces(m.tets);
+  EXPECT_EQ(unique_edges(faces).rows(), 18);  // the main diagonal is interior
+  EXPECT_NEAR(mean_edge_length(m.nodes, faces), (12 + 6 * std::sqrt(2.0)) / 18, 1e-15);
+}
+
+TEST(MeshSurface, ClosedManifoldCheck) {
+  const TetMesh m = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
+  Triangles faces = boundary_faces(m.tets);
+  EXPECT_TRUE(is_closed_manifold(faces));
+  Triangles open = faces.topRows(faces.rows() - 1);
+  EXPECT_FALSE(is_closed_manifold(open));
+  Triangles flipped = faces;
+  std::swap(flipped(0, 1), flipped(0, 2));
+  EXPECT_FALSE(is_closed_manifold(flipped));
+  EXPECT_FALSE(is_closed_manifold(Triangles(0, 3)));
+}
+
+TEST(MeshSurface, InsideClosedSurfaceOfBox) {
+  const TetMesh m = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
+  const SurfaceMesh s{m.nodes, boundary_faces(m.tets)};
+  EXPECT_TRUE(inside_closed_surface(s, Vec3(0.5, 0.5, 0.5)));  // on grid lines of the triangulation
+  EXPECT_TRUE(inside_closed_surface(s, Vec3(0.1, 0.9, 0.3)));
+  EXPECT_FALSE(inside_closed_surface(s, Vec3(1.5, 0.5, 0.5)));
+  EXPECT_FALSE(inside_closed_surface(s, Vec3(-0.1, 0.2, 0.3)));
+  SurfaceMesh inverted = s;
+  inverted.triangles.col(1).swap(inverted.triangles.col(2));
+  EXPECT_TRUE(inside_closed_surface(inverted, Vec3(0.5, 0.5, 0.5)));
+}
+
+}  // namespace xpd

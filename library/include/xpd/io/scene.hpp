@@ -1,0 +1,146 @@
+#pragma once
+// The JSON scene: what xpd simulates (mesh, materials, named selections, attachments, loads) and
+// how (solver settings, outputs). docs/scene-format.md is the specification; this header holds the
+// parsed form as plain structs with every default filled in. Parsing is strict: unknown keys, wrong
+// types, out-of-range values and references to undefined selections are SceneErrors that name the
+// JSON pointer of the offending value ("/materials/0/mu"). CLI, Python and tests share this loader.
+#include <xpd/core/keyframes.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xpd {
+
+/// Where the simulation mesh comes from: a tet-mesh file or the structured box generator.
+struct MeshSource {
+  enum class Kind { File, Box };
+  Kind kind = Kind::Box;
+  std::string file;                 ///< Kind::File: path resolved against the scene's directory
+  std::array<int, 3> nodes{2, 2, 2};  ///< Kind::Box: nodes per axis (each in [2, 1024])
+  Vec3 min = Vec3::Zero();          ///< Kind::Box: lower corner [m]
+  Vec3 max = Vec3::Ones();          ///< Kind::Box: upper corner [m]
+  std::string embedded_surface;     ///< optional surface file embedded in the tets (resolved; "" = none)
+  bool fix_orientation = false;     ///< reorient inverted tets instead of rejecting the mesh
+};
+
+/// Strain limiting term mu' ||F - Q||^2, Q = U clamp(Sigma, sigma_min, sigma_max) V^T (paper 5.3).
+struct StrainLimit {
+  double stiffness = 0;  ///< mu' [Pa], > 0
+  double sigma_min = 0;  ///< lower principal stretch limit, in [0, 1)
+  double sigma_max = 0;  ///< upper principal stretch limit, > 1
+};
+
+/// An elastic material applied to the tets of a region. Later entries of Scene::materials override
+/// earlier ones where their regions overlap.
+struct Material {
+  std::string region = "all";           ///< "all" or a selection name (tets via select_tets)
+  std::optional<int> region_tag;        ///< set instead when the region is a mesh region tag (TetMesh::region)
+  double mu = 0;                        ///< shear modulus [Pa], > 0
+  double lambda = 0;                    ///< first Lame parameter [Pa], >= 0 (0 keeps the PD matrix block diagonal)
+  double density = 1000;                ///< [kg/m^3], > 0
+  std::optional<StrainLimit> strain_limit;
+};
+
+/// Skeleton data of a bone attachment; the solver defines how the bones drive the selection.
+struct BoneBinding {
+  std::string skeleton;    ///< .tgf path, resolved
+  std::string pose;        ///< .dmat path, resolved
+  std::vector<int> bones;  ///< 0-based bone indices (rows of io::Skeleton::bones), checked against the skeleton
+};
+
+/// Zero-rest-length springs pulling the nodes of a selection towards targets (w/2 ||x - t||^2 per node).
+struct Attachment {
+  enum class Type { Fixed, Rigid, Bone };
+  Type type = Type::Fixed;
+  std::string selection;           ///< "all" or a selection name
+  double stiffness = 0;            ///< w per node [N/m], > 0
+  std::vector<Keyframe> keyframes; ///< Type::Rigid: non-empty, strictly increasing frames; targets = evaluate(keyframes, frame) applied to rest positions
+  BoneBinding bone;                ///< Type::Bone
+};
+
+/// Scale of a load over the frames: linear ramp or explicit per-frame list (see scale_at).
+struct LoadRamp {
+  int frames = 0;              ///< linear ramp: scale(k) = min(1, k / frames); 0 when `scale` is used
+  std::vector<double> scale;   ///< explicit: scale(k) = scale[min(k, size) - 1]
+};
+
+/// An external load.
+struct Load {
+  enum class Type { Gravity, NodeForce, TotalForce };
+  enum class Distribution { Equal, Area };
+  Type type = Type::Gravity;
+  Vec3 value = Vec3::Zero();  ///< Gravity: acceleration [m/s^2]; NodeForce: force per node [N]; TotalForce: total force [N]
+  std::string selection;      ///< NodeForce / TotalForce: "all" or a selection name
+  Distribution distribution = Distribution::Equal;  ///< TotalForce: equal shares, or by lumped boundary area
+  std::optional<LoadRamp> ramp;
+
+  /// Multiplier of the load while stepping to frame k (k >= 1): 1 without a ramp.
+  double scale_at(int frame) const;
+};
+
+struct SolverSettings {
+  enum class Type { Quasistatic, ImplicitEuler };
+  enum class Accelerator { None, Anderson, Chebyshev };
+  Type type = Type::Quasistatic;
+  double time_step = 1.0 / 30.0;  ///< [s], > 0; the implicit Euler step, and the frame length for "time" keys
+  int frames = 1;                 ///< frames to compute, >= 1
+  int max_iterations = 100;       ///< PD iterations per frame, >= 1
+  int min_iterations = 1;         ///< in [0, max_iterations]
+  double tolerance = 1e-6;        ///< stop when ||residual|| <= tolerance * ||residual at iteration 0||; > 0
+  Accelerator accelerator = Accelerator::None;
+  int threads = 0;                ///< 0 = all hardware threads
+};
+
+struct OutputSettings {
+  enum class Surface { None, Obj, Ply };
+  int every = 1;                  ///< write every n-th frame, >= 1
+  bool vtu = true;                ///< volume frames as .vtu
+  Surface surface = Surface::None;
+  std::vector<std::string> fields{"displacement"};  ///< per-node/per-tet arrays in the .vtu (see docs)
+};
+
+/// A parsed, validated scene.
+struct Scene {
+  std::string file;      ///< the scene's file name (or the name given to parse_scene)
+  std::string base_dir;  ///< directory relative paths were resolved against
+  std::string description;
+  MeshSource mesh;
+  std::vector<Material> materials;
+  SelectionMap selections;
+  std::vector<Attachment> attachments;
+  std::vector<Load> loads;
+  SolverSettings solver;
+  OutputSettings outputs;
+  nlohmann::json collision;  ///< reserved: kept verbatim (an object, or null when absent)
+};
+
+/// Reads and validates a scene file. Relative paths inside are resolved against the file's
+/// directory. Throws IoError (missing file; malformed JSON with line:column) or SceneError.
+Scene load_scene(const std::string& path);
+
+/// Validates an in-memory scene; `name` is used in error messages, `base_dir` resolves relative
+/// paths. Referenced index files and skeletons are read (IoError if unreadable); other referenced
+/// files must exist. Throws SceneError.
+Scene parse_scene(const nlohmann::json& json, const std::string& name, const std::string& base_dir);
+
+/// Builds the mesh of a box generator source (Kind::Box). Throws Error for Kind::File.
+TetMesh make_generated_mesh(const MeshSource& source);
+
+/// Builds the simulation mesh: the generator, or io::read_tet_mesh with fix_orientation.
+TetMesh build_scene_mesh(const MeshSource& source);
+
+/// Material index for every tet (the last material whose region contains it). Throws SceneError
+/// (path "/materials") when some tet has no material, or a material region is empty or uses a
+/// region tag the mesh does not have.
+std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh);
+
+/// Checks a scene against its mesh: every selection referenced by an attachment or load selects at
+/// least one node and index selections are in range. Throws SceneError naming the JSON path.
+void check_scene_against_mesh(const Scene& scene, const TetMesh& mesh);
+
+}  // namespace xpd

@@ -1,0 +1,682 @@
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/scene.hpp>
+#include <xpd/io/skeleton.hpp>
+#include <xpd/mesh/box.hpp>
+
+#include "io/json_reader.hpp"
+#include "io/text_cursor.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace xpd {
+namespace {
+
+using io::detail::did_you_mean;
+using io::detail::JsonReader;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int kMaxBoxNodes = 1024;
+
+std::string fmt_num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out.empty() ? "none" : out;
+}
+
+// Everything the struct parsers share: the file name, the base directory, the solver settings
+// (keyframe times) and the names of the defined selections (references).
+struct Context {
+  std::string file;
+  std::string base_dir;
+  SolverSettings solver;
+  std::vector<std::string> selection_names;  // defined names plus "all"
+
+  std::string resolve(const std::string& p) const {
+    if (base_dir.empty() || fs::path(p).is_absolute()) return p;
+    return (fs::path(base_dir) / p).lexically_normal().string();
+  }
+  // Resolves a path read at `r` and checks that the file exists.
+  std::string existing_file(const JsonReader& r) const {
+    const std::string given = r.as<std::string>();
+    if (given.empty()) r.fail("empty file name");
+    const std::string path = resolve(given);
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) r.fail("file not found: '" + path + "'");
+    return path;
+  }
+  // Reads a selection reference at `r` and checks it names a defined selection or "all".
+  std::string selection_ref(const JsonReader& r) const {
+    const std::string name = r.as<std::string>();
+    if (std::find(selection_names.begin(), selection_names.end(), name) == selection_names.end())
+      r.fail("unknown selection '" + name + "'" + did_you_mean(name, selection_names) + " (defined: " +
+             quoted_list(selection_names) + ")");
+    return name;
+  }
+};
+
+double positive(const JsonReader& r) {
+  const double v = r.as<double>();
+  if (!(v > 0)) r.fail("must be > 0, got " + fmt_num(v));
+  return v;
+}
+double non_negative(const JsonReader& r) {
+  const double v = r.as<double>();
+  if (v < 0) r.fail("must be >= 0, got " + fmt_num(v));
+  return v;
+}
+int int_at_least(const JsonReader& r, int lo) {
+  const int v = r.as<int>();
+  if (v < lo) r.fail("must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
+  return v;
+}
+Vec3 nonzero_direction(const JsonReader& r) {
+  const Vec3 v = r.as<Vec3>();
+  if (v.norm() == 0) r.fail("must be a nonzero vector");
+  return v.normalized();
+}
+
+// ---- mesh ---------------------------------------------------------------------------------------
+
+// Uniform spacing with the longest side 1, as make_box_from_spec.
+Vec3 default_box_extent(const std::array<int, 3>& n) {
+  const int longest = std::max({n[0], n[1], n[2]});
+  const double h = 1.0 / (longest - 1);
+  return Vec3((n[0] - 1) * h, (n[1] - 1) * h, (n[2] - 1) * h);
+}
+
+void check_box_count(const JsonReader& r, int n) {
+  if (n < 2 || n > kMaxBoxNodes)
+    r.fail("box node count must be in [2, " + std::to_string(kMaxBoxNodes) + "], got " + std::to_string(n));
+}
+
+// "box:N" or "box:NX,NY,NZ".
+MeshSource parse_box_string(const JsonReader& r, const std::string& spec) {
+  std::vector<int> counts;
+  std::string_view rest = std::string_view(spec).substr(4);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view t = rest.substr(0, comma);
+    int v = 0;
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || p != t.data() + t.size())
+      r.fail("malformed box generator '" + spec + "' (expected 'box:N' or 'box:NX,NY,NZ')");
+    counts.push_back(v);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (counts.size() != 1 && counts.size() != 3)
+    r.fail("malformed box generator '" + spec + "' (expected 'box:N' or 'box:NX,NY,NZ')");
+  MeshSource m;
+  m.kind = MeshSource::Kind::Box;
+  for (int k = 0; k < 3; ++k) m.nodes[static_cast<std::size_t>(k)] = counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(k)];
+  for (int n : m.nodes) check_box_count(r, n);
+  m.min = Vec3::Zero();
+  m.max = default_box_extent(m.nodes);
+  return m;
+}
+
+MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
+  if (r.is_string()) {
+    const std::string s = r.as<std::string>();
+    if (is_generator_spec(s)) return parse_box_string(r, s);
+    MeshSource m;
+    m.kind = MeshSource::Kind::File;
+    m.file = ctx.existing_file(r);
+    return m;
+  }
+  if (!r.is_object()) r.fail_type("a file name, a generator string 'box:N', or an object");
+  const bool file = r.has("file"), generator = r.has("generator");
+  if (file == generator) r.fail("give exactly one of 'file' and 'generator'");
+  MeshSource m;
+  if (file) {
+    r.allow_keys({"file", "embedded_surface", "fix_orientation"}, " (for a mesh file)");
+    m.kind = MeshSource::Kind::File;
+    m.file = ctx.existing_file(r.child("file"));
+  } else {
+    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"}, " (for the box generator)");
+    r.child("generator").one_of({"box"});
+    m.kind = MeshSource::Kind::Box;
+    const JsonReader nodes = r.child("nodes");
+    if (nodes.is_array()) {
+      if (nodes.size() != 3) nodes.fail_type("an integer or an array of 3 integers");
+      for (std::size_t k = 0; k < 3; ++k) {
+        m.nodes[k] = nodes.element(k).as<int>();
+        check_box_count(nodes.element(k), m.nodes[k]);
+      }
+    } else {
+      const int n = nodes.as<int>();
+      check_box_count(nodes, n);
+      m.nodes = {n, n, n};
+    }
+    m.min = r.optional<Vec3>("min", Vec3::Zero());
+    m.max = r.optional<Vec3>("max", m.min + default_box_extent(m.nodes));
+    if (!(m.min.array() < m.max.array()).all())
+      r.fail_at(r.has("max") ? "max" : "min", "box max must exceed min in every component");
+  }
+  if (const auto s = r.optional_child("embedded_surface")) m.embedded_surface = ctx.existing_file(*s);
+  m.fix_orientation = r.optional<bool>("fix_orientation", false);
+  return m;
+}
+
+// ---- selections ---------------------------------------------------------------------------------
+
+std::vector<int> read_index_file(const JsonReader& r, const std::string& path) {
+  std::vector<int> nodes;
+  try {
+    const std::string data = io::read_file_bytes(path);
+    io::detail::TextCursor in(data, path);
+    while (true) {
+      in.skip_whitespace_and_comments('#');
+      if (in.at_end()) break;
+      const std::int64_t v = in.next_int("a node index");
+      if (v < 0 || v > std::numeric_limits<int>::max()) in.fail("node index " + std::to_string(v) + " out of range");
+      nodes.push_back(static_cast<int>(v));
+    }
+  } catch (const IoError& e) {
+    r.fail(std::string("cannot read index file: ") + e.what());
+  }
+  return nodes;
+}
+
+Selection parse_selection(const JsonReader& r, const Context& ctx) {
+  r.expect_object();
+  const std::string type = r.child("type").one_of(
+      {"box", "sphere", "half_space", "surface", "indices", "union", "intersection", "difference"});
+  const std::string note = " (for a selection of type '" + type + "')";
+  if (type == "box") {
+    r.allow_keys({"type", "min", "max"}, note);
+    BoxSelection b{r.required<Vec3>("min"), r.required<Vec3>("max")};
+    if (!(b.min.array() <= b.max.array()).all()) r.fail_at("max", "box max must be >= min in every component");
+    return b;
+  }
+  if (type == "sphere") {
+    r.allow_keys({"type", "center", "radius"}, note);
+    SphereSelection s;
+    s.center = r.required<Vec3>("center");
+    const JsonReader radius = r.child("radius");
+    s.radius = radius.as<double>();
+    if (s.radius < 0) radius.fail("negative radius " + fmt_num(s.radius));
+    return s;
+  }
+  if (type == "half_space") {
+    r.allow_keys({"type", "normal", "offset", "point"}, note);
+    HalfSpaceSelection h;
+    h.normal = nonzero_direction(r.child("normal"));
+    if (r.has("offset") && r.has("point")) r.fail("give at most one of 'offset' and 'point'");
+    if (r.has("point")) {
+      h.offset = h.normal.dot(r.required<Vec3>("point"));
+    } else {
+      // `offset` is along the given normal; rescale for the normalised one.
+      const Vec3 given = r.required<Vec3>("normal");
+      h.offset = r.optional<double>("offset", 0.0) / given.norm();
+    }
+    return h;
+  }
+  if (type == "surface") {
+    r.allow_keys({"type", "within", "direction", "max_angle_deg"}, note);
+    SurfaceSelection s;
+    if (const auto w = r.optional_child("within")) s.within = ctx.selection_ref(*w);
+    if (r.has("direction")) {
+      SurfaceSelection::Cone cone;
+      cone.direction = nonzero_direction(r.child("direction"));
+      if (const auto a = r.optional_child("max_angle_deg")) {
+        cone.max_angle_deg = a->as<double>();
+        if (!(cone.max_angle_deg >= 0 && cone.max_angle_deg <= 180))
+          a->fail("must be in [0, 180] degrees, got " + fmt_num(cone.max_angle_deg));
+      }
+      s.cone = cone;
+    } else if (r.has("max_angle_deg")) {
+      r.fail_at("max_angle_deg", "'max_angle_deg' needs a 'direction'");
+    }
+    return s;
+  }
+  if (type == "indices") {
+    r.allow_keys({"type", "file", "nodes"}, note);
+    if (r.has("file") == r.has("nodes")) r.fail("give exactly one of 'file' and 'nodes'");
+    IndexSelection s;
+    if (r.has("file")) {
+      const JsonReader f = r.child("file");
+      s.file = ctx.existing_file(f);
+      s.nodes = read_index_file(f, s.file);
+    } else {
+      const JsonReader nodes = r.child("nodes");
+      s.nodes = nodes.as<std::vector<int>>();
+      for (std::size_t k = 0; k < s.nodes.size(); ++k)
+        if (s.nodes[k] < 0) nodes.element(k).fail("negative node index " + std::to_string(s.nodes[k]));
+    }
+    return s;
+  }
+  // Set operations.
+  r.allow_keys({"type", "of"}, note);
+  SetSelection s;
+  s.op = type == "union" ? SetSelection::Op::Union
+         : type == "intersection" ? SetSelection::Op::Intersection
+                                  : SetSelection::Op::Difference;
+  const JsonReader of = r.child("of");
+  if (!of.is_array() || of.size() == 0) of.fail_type("a non-empty array of selection names");
+  for (std::size_t k = 0; k < of.size(); ++k) s.operands.push_back(ctx.selection_ref(of.element(k)));
+  return s;
+}
+
+// The names a selection refers to.
+std::vector<std::string> references(const Selection& s) {
+  if (const auto* surface = std::get_if<SurfaceSelection>(&s))
+    return surface->within.empty() ? std::vector<std::string>{} : std::vector<std::string>{surface->within};
+  if (const auto* set = std::get_if<SetSelection>(&s)) return set->operands;
+  return {};
+}
+
+SelectionMap parse_selections(const JsonReader& r, Context& ctx) {
+  r.expect_object();
+  // Names first, so that references may point forward.
+  ctx.selection_names = {"all"};
+  for (const auto& item : r.value().items()) {
+    if (item.key() == "all") r.fail_at("all", "'all' is a built-in selection and cannot be redefined");
+    if (item.key().empty()) r.fail_at("", "empty selection name");
+    ctx.selection_names.push_back(item.key());
+  }
+  SelectionMap out;
+  for (const auto& item : r.value().items()) out[item.key()] = parse_selection(r.child(item.key()), ctx);
+  // Reject reference cycles (depth-first search; 1 = on the stack, 2 = done).
+  std::map<std::string, int> state;
+  std::vector<std::string> chain;
+  const std::function<void(const std::string&)> visit = [&](const std::string& name) {
+    if (name == "all" || state[name] == 2) return;
+    if (state[name] == 1) {
+      std::string cycle;
+      for (auto it = std::find(chain.begin(), chain.end(), name); it != chain.end(); ++it) cycle += *it + " -> ";
+      r.fail_at(name, "selection reference cycle: " + cycle + name);
+    }
+    state[name] = 1;
+    chain.push_back(name);
+    for (const std::string& ref : references(out.at(name))) visit(ref);
+    chain.pop_back();
+    state[name] = 2;
+  };
+  for (const auto& [name, selection] : out) visit(name);
+  return out;
+}
+
+// ---- materials ----------------------------------------------------------------------------------
+
+Material parse_material(const JsonReader& r, const Context& ctx) {
+  r.allow_keys({"region", "mu", "lambda", "youngs_modulus", "poisson_ratio", "density", "strain_limit"});
+  Material m;
+  if (const auto region = r.optional_child("region")) {
+    if (region->value().is_number()) m.region_tag = region->as<int>();
+    else if (region->is_string()) m.region = ctx.selection_ref(*region);
+    else region->fail_type("a selection name, \"all\", or an integer region tag");
+  }
+  const bool lame = r.has("mu") || r.has("lambda");
+  const bool engineering = r.has("youngs_modulus") || r.has("poisson_ratio");
+  if (lame && engineering)
+    r.fail_at(r.has("mu") ? "mu" : "lambda",
+              "give either 'mu' (and 'lambda') or 'youngs_modulus' and 'poisson_ratio', not both");
+  if (engineering) {
+    const double e = positive(r.child("youngs_modulus"));
+    const JsonReader nu_reader = r.child("poisson_ratio");
+    const double nu = nu_reader.as<double>();
+    if (!(nu > -1 && nu < 0.5)) nu_reader.fail("must be in (-1, 0.5), got " + fmt_num(nu));
+    m.mu = e / (2 * (1 + nu));
+    m.lambda = e * nu / ((1 + nu) * (1 - 2 * nu));
+    // A negative lambda (nu < 0) is not supported by the PD volume term.
+    if (m.lambda < 0) nu_reader.fail("negative Poisson ratio gives lambda < 0, which xpd does not support");
+  } else {
+    m.mu = positive(r.child("mu"));
+    if (const auto l = r.optional_child("lambda")) m.lambda = non_negative(*l);
+  }
+  if (const auto d = r.optional_child("density")) m.density = positive(*d);
+  if (const auto s = r.optional_child("strain_limit")) {
+    s->allow_keys({"stiffness", "sigma_min", "sigma_max"});
+    StrainLimit limit;
+    limit.stiffness = positive(s->child("stiffness"));
+    const JsonReader lo = s->child("sigma_min"), hi = s->child("sigma_max");
+    limit.sigma_min = lo.as<double>();
+    limit.sigma_max = hi.as<double>();
+    if (!(limit.sigma_min >= 0 && limit.sigma_min < 1)) lo.fail("must be in [0, 1), got " + fmt_num(limit.sigma_min));
+    if (!(limit.sigma_max > 1)) hi.fail("must be > 1, got " + fmt_num(limit.sigma_max));
+    m.strain_limit = limit;
+  }
+  return m;
+}
+
+// ---- attachments --------------------------------------------------------------------------------
+
+Eigen::Quaterniond parse_rotation(const JsonReader& r) {
+  r.expect_object();
+  const bool axis_angle = r.has("axis") || r.has("angle_deg");
+  if (axis_angle == r.has("quaternion")) r.fail("give either 'axis' and 'angle_deg', or 'quaternion'");
+  if (axis_angle) {
+    r.allow_keys({"axis", "angle_deg"}, " (axis-angle rotation)");
+    const Vec3 axis = nonzero_direction(r.child("axis"));
+    const double angle = r.required<double>("angle_deg") * M_PI / 180.0;
+    return Eigen::Quaterniond(Eigen::AngleAxisd(angle, axis));
+  }
+  r.allow_keys({"quaternion"}, " (quaternion rotation)");
+  const JsonReader q = r.child("quaternion");
+  const std::vector<double> v = q.as<std::vector<double>>();
+  if (v.size() != 4) q.fail_type("an array of 4 numbers [w, x, y, z]");
+  Eigen::Quaterniond quat(v[0], v[1], v[2], v[3]);
+  if (quat.norm() == 0) q.fail("zero quaternion");
+  return quat.normalized();
+}
+
+Keyframe parse_keyframe(const JsonReader& r, const Context& ctx) {
+  r.allow_keys({"frame", "time", "translation", "rotation", "pivot"});
+  if (r.has("frame") == r.has("time")) r.fail("give exactly one of 'frame' and 'time'");
+  Keyframe k;
+  k.frame = r.has("frame") ? non_negative(r.child("frame")) : non_negative(r.child("time")) / ctx.solver.time_step;
+  k.translation = r.optional<Vec3>("translation", Vec3::Zero());
+  if (const auto rot = r.optional_child("rotation")) k.rotation = parse_rotation(*rot);
+  k.pivot = r.optional<Vec3>("pivot", Vec3::Zero());
+  return k;
+}
+
+Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
+  r.expect_object();
+  const std::string type = r.child("type").one_of({"fixed", "rigid", "bone"});
+  const std::string note = " (for an attachment of type '" + type + "')";
+  Attachment a;
+  if (type == "fixed") {
+    r.allow_keys({"type", "selection", "stiffness"}, note);
+    a.type = Attachment::Type::Fixed;
+  } else if (type == "rigid") {
+    r.allow_keys({"type", "selection", "stiffness", "keyframes"}, note);
+    a.type = Attachment::Type::Rigid;
+    const JsonReader keys = r.child("keyframes");
+    if (!keys.is_array() || keys.size() == 0) keys.fail_type("a non-empty array of keyframes");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const JsonReader key = keys.element(i);
+      a.keyframes.push_back(parse_keyframe(key, ctx));
+      if (i > 0 && !(a.keyframes[i].frame > a.keyframes[i - 1].frame))
+        key.fail_at(key.has("frame") ? "frame" : "time",
+                    "keyframes must be in strictly increasing order (frame " + fmt_num(a.keyframes[i].frame) +
+                        " follows frame " + fmt_num(a.keyframes[i - 1].frame) + ")");
+    }
+  } else {
+    r.allow_keys({"type", "selection", "stiffness", "skeleton", "pose", "bones"}, note);
+    a.type = Attachment::Type::Bone;
+    const JsonReader skel = r.child("skeleton");
+    a.bone.skeleton = ctx.existing_file(skel);
+    io::Skeleton skeleton;
+    try {
+      skeleton = io::read_tgf(a.bone.skeleton);
+    } catch (const IoError& e) {
+      skel.fail(std::string("cannot read skeleton: ") + e.what());
+    }
+    a.bone.pose = ctx.existing_file(r.child("pose"));
+    const JsonReader bones = r.child("bones");
+    if (bones.is_array()) {
+      if (bones.size() == 0) bones.fail_type("a bone index or a non-empty array of bone indices");
+      a.bone.bones = bones.as<std::vector<int>>();
+    } else {
+      a.bone.bones = {bones.as<int>()};
+    }
+    const auto count = static_cast<int>(skeleton.bones.rows());
+    for (std::size_t k = 0; k < a.bone.bones.size(); ++k) {
+      const int b = a.bone.bones[k];
+      if (b < 0 || b >= count) {
+        const std::string msg = "bone index " + std::to_string(b) + " out of range [0, " + std::to_string(count) +
+                                ") of skeleton '" + a.bone.skeleton + "' (bone indices are 0-based)";
+        if (bones.is_array()) bones.element(k).fail(msg);
+        bones.fail(msg);
+      }
+    }
+  }
+  a.selection = ctx.selection_ref(r.child("selection"));
+  a.stiffness = positive(r.child("stiffness"));
+  return a;
+}
+
+// ---- loads --------------------------------------------------------------------------------------
+
+LoadRamp parse_ramp(const JsonReader& r) {
+  r.allow_keys({"frames", "scale"});
+  if (r.has("frames") == r.has("scale")) r.fail("give exactly one of 'frames' and 'scale'");
+  LoadRamp ramp;
+  if (r.has("frames")) {
+    ramp.frames = int_at_least(r.child("frames"), 1);
+  } else {
+    const JsonReader s = r.child("scale");
+    ramp.scale = s.as<std::vector<double>>();
+    if (ramp.scale.empty()) s.fail_type("a non-empty array of numbers");
+  }
+  return ramp;
+}
+
+Load parse_load(const JsonReader& r, const Context& ctx) {
+  r.expect_object();
+  const std::string type = r.child("type").one_of({"gravity", "node_force", "total_force"});
+  const std::string note = " (for a load of type '" + type + "')";
+  Load l;
+  if (type == "gravity") {
+    r.allow_keys({"type", "acceleration", "ramp"}, note);
+    l.type = Load::Type::Gravity;
+    l.value = r.required<Vec3>("acceleration");
+  } else {
+    if (type == "node_force") {
+      r.allow_keys({"type", "selection", "force", "ramp"}, note);
+      l.type = Load::Type::NodeForce;
+    } else {
+      r.allow_keys({"type", "selection", "force", "distribution", "ramp"}, note);
+      l.type = Load::Type::TotalForce;
+      if (const auto d = r.optional_child("distribution"))
+        l.distribution = d->one_of({"equal", "area"}) == "area" ? Load::Distribution::Area : Load::Distribution::Equal;
+    }
+    l.selection = ctx.selection_ref(r.child("selection"));
+    l.value = r.required<Vec3>("force");
+  }
+  if (const auto ramp = r.optional_child("ramp")) l.ramp = parse_ramp(*ramp);
+  return l;
+}
+
+// ---- solver, outputs ----------------------------------------------------------------------------
+
+SolverSettings parse_solver(const JsonReader& r) {
+  r.allow_keys({"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator",
+                "threads"});
+  SolverSettings s;
+  if (const auto t = r.optional_child("type"))
+    s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
+                                                                            : SolverSettings::Type::ImplicitEuler;
+  if (const auto v = r.optional_child("time_step")) s.time_step = positive(*v);
+  if (const auto v = r.optional_child("frames")) s.frames = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("max_iterations")) s.max_iterations = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("min_iterations")) {
+    s.min_iterations = int_at_least(*v, 0);
+    if (s.min_iterations > s.max_iterations)
+      v->fail("min_iterations (" + std::to_string(s.min_iterations) + ") exceeds max_iterations (" +
+              std::to_string(s.max_iterations) + ")");
+  }
+  if (const auto v = r.optional_child("tolerance")) s.tolerance = positive(*v);
+  if (const auto v = r.optional_child("accelerator")) {
+    const std::string a = v->one_of({"none", "anderson", "chebyshev"});
+    s.accelerator = a == "none"       ? SolverSettings::Accelerator::None
+                    : a == "anderson" ? SolverSettings::Accelerator::Anderson
+                                      : SolverSettings::Accelerator::Chebyshev;
+  }
+  if (const auto v = r.optional_child("threads")) s.threads = int_at_least(*v, 0);
+  return s;
+}
+
+const std::vector<std::string> kOutputFields{"displacement", "velocity", "external_force", "material", "volume_ratio"};
+
+OutputSettings parse_outputs(const JsonReader& r) {
+  r.allow_keys({"every", "vtu", "surface", "fields"});
+  OutputSettings o;
+  if (const auto v = r.optional_child("every")) o.every = int_at_least(*v, 1);
+  o.vtu = r.optional<bool>("vtu", true);
+  if (const auto v = r.optional_child("surface"); v && !v->value().is_null())
+    o.surface = v->one_of({"obj", "ply"}) == "obj" ? OutputSettings::Surface::Obj : OutputSettings::Surface::Ply;
+  if (const auto f = r.optional_child("fields")) {
+    if (!f->is_array()) f->fail_type("an array of field names");
+    o.fields.clear();
+    for (std::size_t k = 0; k < f->size(); ++k) {
+      const JsonReader e = f->element(k);
+      const std::string name = e.one_of(kOutputFields);
+      if (std::find(o.fields.begin(), o.fields.end(), name) != o.fields.end()) e.fail("duplicate field '" + name + "'");
+      o.fields.push_back(name);
+    }
+  }
+  return o;
+}
+
+template <class T, class Parse>
+std::vector<T> parse_list(const JsonReader& r, Parse parse) {
+  if (!r.is_array()) r.fail_type("an array");
+  std::vector<T> out;
+  for (std::size_t i = 0; i < r.size(); ++i) out.push_back(parse(r.element(i)));
+  return out;
+}
+
+// Line and column (1-based) of a 0-based byte offset.
+std::pair<std::size_t, std::size_t> line_column(const std::string& data, std::size_t offset) {
+  offset = std::min(offset, data.size());
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < offset; ++i)
+    if (data[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  return {line, offset - line_start + 1};
+}
+
+}  // namespace
+
+double Load::scale_at(int frame) const {
+  if (!ramp) return 1.0;
+  if (ramp->frames > 0) return std::min(1.0, std::max(0.0, static_cast<double>(frame) / ramp->frames));
+  if (ramp->scale.empty()) return 1.0;
+  const auto k = static_cast<std::size_t>(std::clamp(frame, 1, static_cast<int>(ramp->scale.size())));
+  return ramp->scale[k - 1];
+}
+
+Scene parse_scene(const nlohmann::json& document, const std::string& name, const std::string& base_dir) {
+  Context ctx;
+  ctx.file = name;
+  ctx.base_dir = base_dir;
+  const JsonReader root(document, "", ctx.file);
+  root.allow_keys({"version", "description", "mesh", "materials", "selections", "attachments", "loads", "solver",
+                   "outputs", "collision"});
+  if (const auto v = root.optional_child("version"); v && v->as<int>() != 1)
+    v->fail("unsupported scene version " + v->value().dump() + " (this xpd reads version 1)");
+  Scene scene;
+  scene.file = name;
+  scene.base_dir = base_dir;
+  scene.description = root.optional<std::string>("description", "");
+  // Solver first (keyframe times need the time step), selections before anything that names them.
+  if (const auto s = root.optional_child("solver")) scene.solver = parse_solver(*s);
+  ctx.solver = scene.solver;
+  ctx.selection_names = {"all"};
+  if (const auto s = root.optional_child("selections")) scene.selections = parse_selections(*s, ctx);
+  scene.mesh = parse_mesh(root.child("mesh"), ctx);
+  const JsonReader materials = root.child("materials");
+  scene.materials = parse_list<Material>(materials, [&](const JsonReader& r) { return parse_material(r, ctx); });
+  if (scene.materials.empty()) materials.fail("at least one material is required");
+  if (const auto a = root.optional_child("attachments"))
+    scene.attachments = parse_list<Attachment>(*a, [&](const JsonReader& r) { return parse_attachment(r, ctx); });
+  if (const auto l = root.optional_child("loads"))
+    scene.loads = parse_list<Load>(*l, [&](const JsonReader& r) { return parse_load(r, ctx); });
+  if (const auto o = root.optional_child("outputs")) scene.outputs = parse_outputs(*o);
+  if (const auto c = root.optional_child("collision")) {
+    c->expect_object();  // reserved: kept verbatim, not interpreted yet
+    scene.collision = c->value();
+  }
+  return scene;
+}
+
+Scene load_scene(const std::string& path) {
+  const std::string data = io::read_file_bytes(path);
+  json document;
+  try {
+    // Comments (// and /* */) are allowed in scene files.
+    document = json::parse(data, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based count of bytes read when the error was detected.
+    const auto [line, column] = line_column(data, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: " prefix.
+    if (const std::size_t p = what.find(": "); p != std::string::npos && what.find("parse error") < p)
+      what = what.substr(p + 2);
+    throw IoError(path, line, "column " + std::to_string(column) + ": malformed JSON: " + what);
+  }
+  return parse_scene(document, path, fs::path(path).parent_path().string());
+}
+
+TetMesh make_generated_mesh(const MeshSource& source) {
+  if (source.kind != MeshSource::Kind::Box) throw Error("make_generated_mesh: the mesh source is a file, not a generator");
+  return make_box(source.nodes[0], source.nodes[1], source.nodes[2], source.min, source.max);
+}
+
+std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh) {
+  std::vector<int> material(static_cast<std::size_t>(mesh.tets.rows()), -1);
+  for (std::size_t i = 0; i < scene.materials.size(); ++i) {
+    const Material& m = scene.materials[i];
+    const std::string pointer = "/materials/" + std::to_string(i) + "/region";
+    std::vector<int> tets;
+    if (m.region_tag) {
+      if (mesh.region.empty()) throw SceneError(scene.file, pointer, "the mesh has no region tags");
+      for (std::size_t e = 0; e < mesh.region.size(); ++e)
+        if (mesh.region[e] == *m.region_tag) tets.push_back(static_cast<int>(e));
+    } else {
+      try {
+        tets = select_tets(m.region, scene.selections, mesh);
+      } catch (const SceneError&) {
+        throw;
+      } catch (const Error& e) {
+        throw SceneError(scene.file, pointer, e.what());
+      }
+    }
+    if (tets.empty())
+      throw SceneError(scene.file, pointer,
+                       "region " + (m.region_tag ? "tag " + std::to_string(*m.region_tag) : "'" + m.region + "'") +
+                           " contains no tets");
+    for (int e : tets) material[static_cast<std::size_t>(e)] = static_cast<int>(i);
+  }
+  const auto missing = std::find(material.begin(), material.end(), -1);
+  if (missing != material.end())
+    throw SceneError(scene.file, "/materials",
+                     "tet " + std::to_string(missing - material.begin()) + " (and " +
+                         std::to_string(std::count(missing, material.end(), -1) - 1) +
+                         " more) lies in no material region; start the list with a material for region 'all'");
+  return material;
+}
+
+void check_scene_against_mesh(const Scene& scene, const TetMesh& mesh) {
+  const auto nodes_of = [&](const std::string& name, const std::string& pointer) {
+    try {
+      return select_nodes(name, scene.selections, mesh);
+    } catch (const SceneError&) {
+      throw;
+    } catch (const Error& e) {
+      throw SceneError(scene.file, pointer, e.what());
+    }
+  };
+  for (const auto& [name, selection] : scene.selections)
+    (void)nodes_of(name, "/selections/" + io::detail::escape_pointer_token(name));
+  const auto require_nodes = [&](const std::string& name, const std::string& pointer) {
+    if (nodes_of(name, pointer).empty())
+      throw SceneError(scene.file, pointer, "selection '" + name + "' contains no node of the mesh");
+  };
+  for (std::size_t i = 0; i < scene.attachments.size(); ++i)
+    require_nodes(scene.attachments[i].selection, "/attachments/" + std::to_string(i) + "/selection");
+  for (std::size_t i = 0; i < scene.loads.size(); ++i)
+    if (scene.loads[i].type != Load::Type::Gravity)
+      require_nodes(scene.loads[i].selection, "/loads/" + std::to_string(i) + "/selection");
+}
+
+}  // namespace xpd

@@ -46,12 +46,12 @@ void RunOutput::write_surface(int frame, const SurfaceMesh& surface, const std::
   io::write_surface(fmt::format("{}/surfaces/{:04d}.{}", dir_, frame, ext), surface);
 }
 
-void RunOutput::append_stats(const nlohmann::json& frame_stats) {
+void RunOutput::append_stats(const nlohmann::ordered_json& frame_stats) {
   stats_["frames"].push_back(frame_stats);
   flush_stats();
 }
 
-void RunOutput::set_metadata(const std::string& key, const nlohmann::json& value) {
+void RunOutput::set_metadata(const std::string& key, const nlohmann::ordered_json& value) {
   stats_[key] = value;
   flush_stats();
 }

@@ -26,9 +26,9 @@ public:
   void write_surface(int frame, const SurfaceMesh& surface, const std::string& ext);
 
   /// Appends one frame's statistics and rewrites stats.json.
-  void append_stats(const nlohmann::json& frame_stats);
+  void append_stats(const nlohmann::ordered_json& frame_stats);
   /// Top-level metadata stored next to "frames" (scene name, mesh counts, ...).
-  void set_metadata(const std::string& key, const nlohmann::json& value);
+  void set_metadata(const std::string& key, const nlohmann::ordered_json& value);
 
   const std::string& dir() const { return dir_; }
   std::string frame_path(int frame) const;

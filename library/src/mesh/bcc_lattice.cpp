@@ -106,23 +106,26 @@ BccGrid BccGrid::covering(const Eigen::AlignedBox3d& box, double h) {
 
 TetMesh make_bcc_submesh(const BccGrid& grid, const std::vector<std::int64_t>& tet_ids,
                          std::vector<std::int64_t>* grid_node_of) {
-  // Mark used grid nodes, number them in ascending grid order, then write the tets.
-  std::vector<std::int64_t> used;
-  used.reserve(tet_ids.size() * 4);
+  // Mark used grid nodes, number them in ascending grid order (a dense map over the grid's
+  // nodes: linear time), then write the tets.
+  std::vector<int> number(std::size_t(grid.num_nodes()), 0);
   for (const std::int64_t id : tet_ids) {
     if (!grid.tet_exists(id)) throw MeshError(fmt::format("BCC lattice: tet id {} does not exist", id));
-    for (const std::int64_t n : grid.tet_nodes(id)) used.push_back(n);
+    for (const std::int64_t n : grid.tet_nodes(id)) number[std::size_t(n)] = 1;
   }
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
+  std::vector<std::int64_t> used;
+  for (std::size_t n = 0; n < number.size(); ++n)
+    if (number[n]) {
+      number[n] = int(used.size());
+      used.push_back(std::int64_t(n));
+    }
   TetMesh mesh;
   mesh.nodes.resize(Eigen::Index(used.size()), 3);
   for (std::size_t v = 0; v < used.size(); ++v) mesh.nodes.row(Eigen::Index(v)) = grid.node_position(used[v]).transpose();
   mesh.tets.resize(Eigen::Index(tet_ids.size()), 4);
   for (std::size_t t = 0; t < tet_ids.size(); ++t) {
     const auto n = grid.tet_nodes(tet_ids[t]);
-    for (int k = 0; k < 4; ++k)
-      mesh.tets(Eigen::Index(t), k) = int(std::lower_bound(used.begin(), used.end(), n[std::size_t(k)]) - used.begin());
+    for (int k = 0; k < 4; ++k) mesh.tets(Eigen::Index(t), k) = number[std::size_t(n[std::size_t(k)])];
   }
   if (grid_node_of) *grid_node_of = std::move(used);
   return mesh;

@@ -5,6 +5,8 @@
 #include <xpd/mesh/validate.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <cmath>
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
@@ -202,24 +204,25 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
 
   // (1) Tets with a node inside the surface.
   const std::vector<char> inside = grid_nodes_inside(closed, g);
-  std::vector<char> keep(std::size_t(g.num_tet_ids()), 0);
+  // Flags per tet id; atomics (relaxed) because step (2) reads and sets them concurrently. The
+  // final set is the union of all hits, so the result does not depend on thread timing.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> keep(new std::atomic<std::uint8_t>[std::size_t(g.num_tet_ids())]);
+  tbb::parallel_for(std::int64_t(0), g.num_tet_ids(), [&](std::int64_t id) { keep[std::size_t(id)].store(0, std::memory_order_relaxed); });
   tbb::parallel_for(std::int64_t(0), g.num_cells(), [&](std::int64_t cell) {
     for (int t = 0; t < 12; ++t) {
       const std::int64_t id = 12 * cell + t;
       if (!g.tet_exists(id)) continue;
       for (const std::int64_t n : g.tet_nodes(id))
         if (inside[std::size_t(n)]) {
-          keep[std::size_t(id)] = 1;
+          keep[std::size_t(id)].store(1, std::memory_order_relaxed);
           break;
         }
     }
   });
 
-  // (2) Tets overlapping a surface triangle (reads `keep` only to skip work).
-  tbb::enumerable_thread_specific<std::vector<std::int64_t>> hits_tls;
+  // (2) Tets overlapping a surface triangle (a tet already kept is not tested again).
   const double slack = 1e-10 * h;
   tbb::parallel_for(tbb::blocked_range<Eigen::Index>(0, closed.triangles.rows(), 256), [&](const auto& range) {
-    auto& hits = hits_tls.local();
     std::array<std::int64_t, 24> ids;
     for (Eigen::Index f = range.begin(); f < range.end(); ++f) {
       const std::array<Vec3, 3> tri{vertex(closed, f, 0), vertex(closed, f, 1), vertex(closed, f, 2)};
@@ -233,19 +236,17 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
             const int n = tets_around_cell(g, Eigen::Vector3i(i, j, k), ids);
             for (int q = 0; q < n; ++q) {
               const std::int64_t id = ids[std::size_t(q)];
-              if (keep[std::size_t(id)]) continue;
+              if (keep[std::size_t(id)].load(std::memory_order_relaxed)) continue;
               const std::array<Vec3, 4> tet = tet_positions(g, id);
               Eigen::AlignedBox3d kb;
               for (const Vec3& p : tet) kb.extend(p);
               if (!kb.intersects(Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
                 continue;
-              if (triangle_tet_overlap(tri, tet, slack)) hits.push_back(id);
+              if (triangle_tet_overlap(tri, tet, slack)) keep[std::size_t(id)].store(1, std::memory_order_relaxed);
             }
           }
     }
   });
-  for (auto& v : hits_tls)
-    for (const std::int64_t id : v) keep[std::size_t(id)] = 1;
 
   // (3) The most interior tet of each surface vertex among the 24 overlapping its cell.
   const Eigen::Index ns = closed.nodes.rows();
@@ -266,12 +267,12 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
       }
     }
   });
-  for (const std::int64_t id : vertex_tet) keep[std::size_t(id)] = 1;
+  for (const std::int64_t id : vertex_tet) keep[std::size_t(id)].store(1, std::memory_order_relaxed);
 
   // (4) Compact: kept ids ascending, nodes in grid order.
   std::vector<std::int64_t> kept;
   for (std::int64_t id = 0; id < g.num_tet_ids(); ++id)
-    if (keep[std::size_t(id)]) kept.push_back(id);
+    if (keep[std::size_t(id)].load(std::memory_order_relaxed)) kept.push_back(id);
   out.lattice = make_bcc_submesh(g, kept, &out.grid_node_of);
   out.tet_of_vertex.resize(std::size_t(ns));
   for (Eigen::Index s = 0; s < ns; ++s)

@@ -81,6 +81,17 @@ std::array<std::int64_t, 4> BccGrid::tet_nodes(std::int64_t id) const {
   return n;
 }
 
+std::array<Vec3, 4> BccGrid::tet_positions(std::int64_t id) const {
+  const std::int64_t cell = id / 12;
+  const Template& tp = templates()[std::size_t(id % 12)];
+  const Vec3 c(double(cell % cells[0]), double((cell / cells[0]) % cells[1]),
+               double(cell / (std::int64_t(cells[0]) * cells[1])));
+  std::array<Vec3, 4> x;
+  for (std::size_t k = 0; k < 4; ++k)
+    x[k] = origin + cell_size * (c + tp.offset[k].cast<double>() + Vec3::Constant(tp.center[k] ? 0.5 : 0.0));
+  return x;
+}
+
 Eigen::Vector3i BccGrid::cell_of(const Vec3& p) const {
   Eigen::Vector3i c;
   for (int a = 0; a < 3; ++a) {

@@ -170,11 +170,6 @@ int tets_around_cell(const BccGrid& g, const Eigen::Vector3i& c, std::array<std:
   return n;
 }
 
-std::array<Vec3, 4> tet_positions(const BccGrid& g, std::int64_t id) {
-  const auto n = g.tet_nodes(id);
-  return {g.node_position(n[0]), g.node_position(n[1]), g.node_position(n[2]), g.node_position(n[3])};
-}
-
 void check_binding(const Tets& tets, const std::vector<int>& tet_of, const BarycentricWeights& weights,
                    Eigen::Index num_nodes, const char* who) {
   if (weights.rows() != Eigen::Index(tet_of.size()))
@@ -208,16 +203,31 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
   // final set is the union of all hits, so the result does not depend on thread timing.
   std::unique_ptr<std::atomic<std::uint8_t>[]> keep(new std::atomic<std::uint8_t>[std::size_t(g.num_tet_ids())]);
   tbb::parallel_for(std::int64_t(0), g.num_tet_ids(), [&](std::int64_t id) { keep[std::size_t(id)].store(0, std::memory_order_relaxed); });
-  tbb::parallel_for(std::int64_t(0), g.num_cells(), [&](std::int64_t cell) {
-    for (int t = 0; t < 12; ++t) {
-      const std::int64_t id = 12 * cell + t;
-      if (!g.tet_exists(id)) continue;
-      for (const std::int64_t n : g.tet_nodes(id))
-        if (inside[std::size_t(n)]) {
-          keep[std::size_t(id)].store(1, std::memory_order_relaxed);
-          break;
+  // Node indices are affine in the cell: node(c, t, k) = node(0, t, k) + (corner_index(c) for a
+  // corner, cell_index(c) for a centre), so each template is resolved once.
+  std::array<std::array<std::int64_t, 4>, 12> node0;
+  std::array<std::array<bool, 4>, 12> is_center;
+  for (int t = 0; t < 12; ++t) {
+    node0[std::size_t(t)] = g.tet_nodes(t);
+    for (std::size_t k = 0; k < 4; ++k) is_center[std::size_t(t)][k] = node0[std::size_t(t)][k] >= g.num_corners();
+  }
+  tbb::parallel_for(0, g.cells[2], [&](int k) {
+    for (int j = 0; j < g.cells[1]; ++j)
+      for (int i = 0; i < g.cells[0]; ++i) {
+        const std::int64_t cell = g.cell_index(i, j, k), corner = g.corner_index(i, j, k);
+        const int c[3] = {i, j, k};
+        for (int t = 0; t < 12; ++t) {
+          const int a = t / 4;
+          if (c[a] + 1 >= g.cells[a]) continue;  // no neighbour across this face
+          for (std::size_t q = 0; q < 4; ++q) {
+            const std::int64_t n = node0[std::size_t(t)][q] + (is_center[std::size_t(t)][q] ? cell : corner);
+            if (inside[std::size_t(n)]) {
+              keep[std::size_t(12 * cell + t)].store(1, std::memory_order_relaxed);
+              break;
+            }
+          }
         }
-    }
+      }
   });
 
   // (2) Tets overlapping a surface triangle (a tet already kept is not tested again).
@@ -237,7 +247,7 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
             for (int q = 0; q < n; ++q) {
               const std::int64_t id = ids[std::size_t(q)];
               if (keep[std::size_t(id)].load(std::memory_order_relaxed)) continue;
-              const std::array<Vec3, 4> tet = tet_positions(g, id);
+              const std::array<Vec3, 4> tet = g.tet_positions(id);
               Eigen::AlignedBox3d kb;
               for (const Vec3& p : tet) kb.extend(p);
               if (!kb.intersects(Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
@@ -258,7 +268,7 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
     const int n = tets_around_cell(g, g.cell_of(p), ids);
     double best = -std::numeric_limits<double>::infinity();
     for (int q = 0; q < n; ++q) {
-      const std::array<Vec3, 4> x = tet_positions(g, ids[std::size_t(q)]);
+      const std::array<Vec3, 4> x = g.tet_positions(ids[std::size_t(q)]);
       const Vec4 w = barycentric(p, x[0], x[1], x[2], x[3]);
       if (w.minCoeff() > best) {
         best = w.minCoeff();

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace xpd {
 
@@ -46,6 +47,9 @@ struct BccGrid {
   bool tet_exists(std::int64_t id) const;
   /// The 4 grid node indices of tet `id`, positively oriented (det[x1−x0, x2−x0, x3−x0] = h³/2).
   std::array<std::int64_t, 4> tet_nodes(std::int64_t id) const;
+  /// Positions of the 4 nodes of tet `id`, in tet_nodes order (computed from the cell and the
+  /// tet template directly; cheaper than node_position of each node).
+  std::array<Vec3, 4> tet_positions(std::int64_t id) const;
   /// Cell containing p (floor of (p − origin)/h), clamped to the grid.
   Eigen::Vector3i cell_of(const Vec3& p) const;
 

@@ -1,10 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/bcc_lattice.hpp>
 #include <xpd/mesh/quality.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/validate.hpp>
-
-#include <gtest/gtest.h>
 
 namespace xpd {
 

@@ -1,6 +1,7 @@
-#include "mesh/test_mesh_util.hpp"
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
+#include <chrono>
+#include <random>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/embedding.hpp>
@@ -10,17 +11,13 @@
 #include <xpd/mesh/tetrahedralize.hpp>
 #include <xpd/mesh/validate.hpp>
 
-#include <gtest/gtest.h>
-
-#include <chrono>
-#include <random>
+#include "mesh/test_mesh_util.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
 
-double bbox_diagonal(const Points& x) {
-  return (x.colwise().maxCoeff() - x.colwise().minCoeff()).norm();
-}
+double bbox_diagonal(const Points& x) { return (x.colwise().maxCoeff() - x.colwise().minCoeff()).norm(); }
 
 // The checks every embedding must pass, with tolerances:
 //  - weights: each in [−1e−9, 1 + 1e−9], Σ = 1 within 1e−12 (they are exact barycentric weights);
@@ -33,8 +30,9 @@ void expect_valid_embedding(const SurfaceMesh& s, const Embedding& e) {
   ASSERT_EQ(e.weights.rows(), ns);
   const double h = e.grid.cell_size;
   for (Eigen::Index t = 0; t < e.lattice.tets.rows(); ++t) {
-    const double v = signed_volume(e.lattice.nodes.row(e.lattice.tets(t, 0)), e.lattice.nodes.row(e.lattice.tets(t, 1)),
-                                   e.lattice.nodes.row(e.lattice.tets(t, 2)), e.lattice.nodes.row(e.lattice.tets(t, 3)));
+    const double v =
+        signed_volume(e.lattice.nodes.row(e.lattice.tets(t, 0)), e.lattice.nodes.row(e.lattice.tets(t, 1)),
+                      e.lattice.nodes.row(e.lattice.tets(t, 2)), e.lattice.nodes.row(e.lattice.tets(t, 3)));
     ASSERT_NEAR(v, h * h * h / 12, 1e-9 * h * h * h) << "lattice tet " << t;
   }
   for (Eigen::Index s_i = 0; s_i < ns; ++s_i) {
@@ -102,11 +100,12 @@ TEST_P(MeshBccEmbedding, EveryVertexIsInItsTetAndTheSolidIsCovered) {
   EXPECT_GT(inside, 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    MeshReal, MeshBccEmbedding,
-    ::testing::Combine(::testing::Values("libigl-tutorial-data/decimated-knight.off", "sofa-meshes/liver-smooth.obj",
-                                         "libigl-tutorial-data/arm.obj", "diffpd-assets/bunny_watertight_simplified.obj"),
-                       ::testing::Values(8, 24)));
+INSTANTIATE_TEST_SUITE_P(MeshReal, MeshBccEmbedding,
+                         ::testing::Combine(::testing::Values("libigl-tutorial-data/decimated-knight.off",
+                                                              "sofa-meshes/liver-smooth.obj",
+                                                              "libigl-tutorial-data/arm.obj",
+                                                              "diffpd-assets/bunny_watertight_simplified.obj"),
+                                            ::testing::Values(8, 24)));
 
 TEST(MeshBccEmbeddingProps, DeterministicAndOrientationAgnostic) {
   const SurfaceMesh s = test::read_test_surface(test::data_path("libigl-tutorial-data/decimated-knight.off"));
@@ -156,7 +155,8 @@ TEST(MeshEmbedPoints, InsideOutsideAndSnapping) {
   Points moved = s.nodes;
   const Vec3 hi = s.nodes.colwise().maxCoeff();
   const std::vector<int> pushed{3, 100, 400};
-  for (int k = 0; k < 3; ++k) moved.row(pushed[std::size_t(k)]) = hi.transpose() + 0.02 * (k + 1) * Vec3(1, 0.5, 0.25).transpose();
+  for (int k = 0; k < 3; ++k)
+    moved.row(pushed[std::size_t(k)]) = hi.transpose() + 0.02 * (k + 1) * Vec3(1, 0.5, 0.25).transpose();
   const PointEmbedding report = embed_points(m, moved);
   ASSERT_EQ(report.outside, pushed);
   for (std::size_t k = 0; k < pushed.size(); ++k) {

@@ -1,14 +1,13 @@
-#include "mesh/test_mesh_util.hpp"
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
+#include <random>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/tet_locator.hpp>
 #include <xpd/mesh/tetrahedralize.hpp>
 
-#include <gtest/gtest.h>
-
-#include <random>
+#include "mesh/test_mesh_util.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {

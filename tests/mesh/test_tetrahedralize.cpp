@@ -1,6 +1,7 @@
-#include "mesh/test_mesh_util.hpp"
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/quality.hpp>
@@ -8,10 +9,8 @@
 #include <xpd/mesh/tetrahedralize.hpp>
 #include <xpd/mesh/validate.hpp>
 
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <chrono>
+#include "mesh/test_mesh_util.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -41,9 +40,11 @@ TEST_P(MeshTetrahedralize, PositiveTetsFillTheSurfaceVolume) {
   TetMesh m = tetrahedralize(s);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const MeshQuality q = mesh_quality(m);
-  std::printf("[ timing   ] tetrahedralize %s (%ld tris): %ld nodes, %ld tets, %.0f ms; dihedral [%.1f, %.1f], max aspect %.2f\n",
-              GetParam(), long(s.triangles.rows()), long(m.nodes.rows()), long(m.tets.rows()), 1e3 * secs,
-              q.min_dihedral_deg, q.max_dihedral_deg, q.max_aspect_ratio);
+  std::printf(
+      "[ timing   ] tetrahedralize %s (%ld tris): %ld nodes, %ld tets, %.0f ms; dihedral [%.1f, %.1f], max aspect "
+      "%.2f\n",
+      GetParam(), long(s.triangles.rows()), long(m.nodes.rows()), long(m.tets.rows()), 1e3 * secs, q.min_dihedral_deg,
+      q.max_dihedral_deg, q.max_aspect_ratio);
   EXPECT_EQ(q.num_inverted, 0);
   EXPECT_GT(q.min_volume, 0);
   const double enclosed = enclosed_volume(s.nodes, s.triangles);

@@ -1,10 +1,10 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/bcc_lattice.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/bcc_lattice.hpp>
 
 namespace xpd {
 namespace {
@@ -36,7 +36,9 @@ const std::array<Template, 12>& templates() {
         }
         tp.center = {true, true, false, false};
         std::array<Eigen::Vector3i, 4> x2;  // doubled coordinates
-        for (int k = 0; k < 4; ++k) x2[std::size_t(k)] = 2 * tp.offset[std::size_t(k)] + (tp.center[std::size_t(k)] ? Eigen::Vector3i::Ones() : Eigen::Vector3i::Zero());
+        for (int k = 0; k < 4; ++k)
+          x2[std::size_t(k)] = 2 * tp.offset[std::size_t(k)] +
+                               (tp.center[std::size_t(k)] ? Eigen::Vector3i::Ones() : Eigen::Vector3i::Zero());
         const Eigen::Vector3i e1 = x2[1] - x2[0], e2 = x2[2] - x2[0], e3 = x2[3] - x2[0];
         if (e1.dot(e2.cross(e3)) < 0) {
           std::swap(tp.offset[2], tp.offset[3]);
@@ -132,7 +134,8 @@ TetMesh make_bcc_submesh(const BccGrid& grid, const std::vector<std::int64_t>& t
     }
   TetMesh mesh;
   mesh.nodes.resize(Eigen::Index(used.size()), 3);
-  for (std::size_t v = 0; v < used.size(); ++v) mesh.nodes.row(Eigen::Index(v)) = grid.node_position(used[v]).transpose();
+  for (std::size_t v = 0; v < used.size(); ++v)
+    mesh.nodes.row(Eigen::Index(v)) = grid.node_position(used[v]).transpose();
   mesh.tets.resize(Eigen::Index(tet_ids.size()), 4);
   for (std::size_t t = 0; t < tet_ids.size(); ++t) {
     const auto n = grid.tet_nodes(tet_ids[t]);

@@ -1,18 +1,18 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/embedding.hpp>
-#include <xpd/mesh/surface.hpp>
-#include <xpd/mesh/tet_locator.hpp>
-#include <xpd/mesh/validate.hpp>
-
-#include <algorithm>
-#include <atomic>
-#include <memory>
-#include <cmath>
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/embedding.hpp>
+#include <xpd/mesh/surface.hpp>
+#include <xpd/mesh/tet_locator.hpp>
+#include <xpd/mesh/validate.hpp>
 
 namespace xpd {
 namespace {
@@ -86,8 +86,9 @@ std::vector<char> grid_nodes_inside(const SurfaceMesh& s, const BccGrid& g) {
 
   std::vector<Crossing> crossings;
   for (auto& v : crossings_tls) crossings.insert(crossings.end(), v.begin(), v.end());
-  tbb::parallel_sort(crossings.begin(), crossings.end(),
-                     [](const Crossing& p, const Crossing& q) { return p.line != q.line ? p.line < q.line : p.x < q.x; });
+  tbb::parallel_sort(crossings.begin(), crossings.end(), [](const Crossing& p, const Crossing& q) {
+    return p.line != q.line ? p.line < q.line : p.x < q.x;
+  });
   std::vector<char> line_degenerate(std::size_t(lines), 0);
   for (auto& v : degenerate_tls)
     for (int l : v) line_degenerate[std::size_t(l)] = 1;
@@ -176,7 +177,8 @@ void check_binding(const Tets& tets, const std::vector<int>& tet_of, const Baryc
     throw MeshError(fmt::format("{}: {} tets but {} weight rows", who, tet_of.size(), weights.rows()));
   for (std::size_t s = 0; s < tet_of.size(); ++s)
     if (tet_of[s] < 0 || tet_of[s] >= tets.rows())
-      throw MeshError(fmt::format("{}: point {} is bound to tet {} (mesh has {} tets)", who, s, tet_of[s], tets.rows()));
+      throw MeshError(
+          fmt::format("{}: point {} is bound to tet {} (mesh has {} tets)", who, s, tet_of[s], tets.rows()));
   if (tets.rows() > 0 && (tets.minCoeff() < 0 || tets.maxCoeff() >= num_nodes))
     throw MeshError(fmt::format("{}: tet node index out of range [0, {})", who, num_nodes));
 }
@@ -194,7 +196,7 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
   Embedding out;
   out.grid = BccGrid::covering(box, h);
   const BccGrid& g = out.grid;
-  if (g.num_cells() > (std::int64_t(64) << 20))
+  if (g.num_cells() > (std::int64_t(16) << 20))
     throw MeshError(fmt::format("make_bcc_embedding: {} lattice cells is too many (cell size {})", g.num_cells(), h));
 
   // (1) Tets with a node inside the surface.
@@ -202,7 +204,8 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
   // Flags per tet id; atomics (relaxed) because step (2) reads and sets them concurrently. The
   // final set is the union of all hits, so the result does not depend on thread timing.
   std::unique_ptr<std::atomic<std::uint8_t>[]> keep(new std::atomic<std::uint8_t>[std::size_t(g.num_tet_ids())]);
-  tbb::parallel_for(std::int64_t(0), g.num_tet_ids(), [&](std::int64_t id) { keep[std::size_t(id)].store(0, std::memory_order_relaxed); });
+  tbb::parallel_for(std::int64_t(0), g.num_tet_ids(),
+                    [&](std::int64_t id) { keep[std::size_t(id)].store(0, std::memory_order_relaxed); });
   // Node indices are affine in the cell: node(c, t, k) = node(0, t, k) + (corner_index(c) for a
   // corner, cell_index(c) for a centre), so each template is resolved once.
   std::array<std::array<std::int64_t, 4>, 12> node0;
@@ -250,7 +253,8 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
               const std::array<Vec3, 4> tet = g.tet_positions(id);
               Eigen::AlignedBox3d kb;
               for (const Vec3& p : tet) kb.extend(p);
-              if (!kb.intersects(Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
+              if (!kb.intersects(
+                      Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
                 continue;
               if (triangle_tet_overlap(tri, tet, slack)) keep[std::size_t(id)].store(1, std::memory_order_relaxed);
             }
@@ -313,8 +317,7 @@ Eigen::SparseMatrix<double> embedding_matrix(const Tets& tets, const std::vector
   std::vector<Eigen::Triplet<double>> entries;
   entries.reserve(4 * tet_of.size());
   for (std::size_t s = 0; s < tet_of.size(); ++s)
-    for (int k = 0; k < 4; ++k)
-      entries.emplace_back(int(s), tets(tet_of[s], k), weights(Eigen::Index(s), k));
+    for (int k = 0; k < 4; ++k) entries.emplace_back(int(s), tets(tet_of[s], k), weights(Eigen::Index(s), k));
   Eigen::SparseMatrix<double> W(Eigen::Index(tet_of.size()), num_nodes);
   W.setFromTriplets(entries.begin(), entries.end());
   return W;

@@ -1,38 +1,45 @@
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <tetgen.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <vector>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/tetrahedralize.hpp>
 #include <xpd/mesh/validate.hpp>
-
-#include <cmath>
-#include <cerrno>
-#include <cstdint>
-#include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <tetgen.h>
-#include <vector>
 
 namespace xpd {
 namespace {
 
 std::string tetgen_code_message(int code) {
   switch (code) {
-    case 1: return "out of memory";
-    case 2: return "internal error";
-    case 3: return "the input surface self-intersects";
-    case 4: return "a very small input feature (edge or face) relative to the model size";
-    case 5: return "two very close input facets";
-    case 10: return "invalid input";
-    default: return "unknown error";
+    case 1:
+      return "out of memory";
+    case 2:
+      return "internal error";
+    case 3:
+      return "the input surface self-intersects";
+    case 4:
+      return "a very small input feature (edge or face) relative to the model size";
+    case 5:
+      return "two very close input facets";
+    case 10:
+      return "invalid input";
+    default:
+      return "unknown error";
   }
 }
 
 // What a TetGen run produced, as plain arrays (so that it can cross a pipe).
 struct TetgenResult {
-  int code = 0;                     // 0 = success, else TetGen's error code, −signal if it crashed
-  std::vector<double> points;       // #V × 3
-  std::vector<int> tets;            // #T × 4, zero-based
-  int num_intersecting_faces = 0;   // with switch 'd': triangles reported as intersecting
+  int code = 0;                    // 0 = success, else TetGen's error code, −signal if it crashed
+  std::vector<double> points;      // #V × 3
+  std::vector<int> tets;           // #T × 4, zero-based
+  int num_intersecting_faces = 0;  // with switch 'd': triangles reported as intersecting
 };
 
 TetgenResult run_tetgen_here(tetgenio& in, const std::string& switches) {
@@ -118,9 +125,10 @@ TetgenResult run_tetgen(tetgenio& in, const std::string& switches, bool isolate)
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
-    throw MeshError(fmt::format("tetrahedralize: TetGen crashed (signal {}) on switches '{}'; this happens on "
-                                "self-intersecting or nearly degenerate input (try detect_self_intersections)",
-                                WTERMSIG(status), switches));
+    throw MeshError(
+        fmt::format("tetrahedralize: TetGen crashed (signal {}) on switches '{}'; this happens on "
+                    "self-intersecting or nearly degenerate input (try detect_self_intersections)",
+                    WTERMSIG(status), switches));
   if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw MeshError("tetrahedralize: lost the result of the TetGen process");
   return r;
@@ -144,8 +152,9 @@ TetMesh tetrahedralize(const SurfaceMesh& closed, const TetrahedralizeOptions& o
   // Input checks: TetGen's own diagnostics on bad input are terse or fatal.
   validate_surface(closed, "tetrahedralize");
   if (!is_closed_manifold(closed.triangles))
-    throw MeshError("tetrahedralize: the surface is not a closed, consistently oriented 2-manifold "
-                    "(every edge must be shared by exactly two triangles with opposite orientations)");
+    throw MeshError(
+        "tetrahedralize: the surface is not a closed, consistently oriented 2-manifold "
+        "(every edge must be shared by exactly two triangles with opposite orientations)");
   const double volume = enclosed_volume(closed.nodes, closed.triangles);
   if (!(std::abs(volume) > 0)) throw MeshError("tetrahedralize: the surface encloses zero volume");
   if (!std::isfinite(options.max_radius_edge_ratio) || !std::isfinite(options.max_volume) ||
@@ -177,10 +186,14 @@ TetMesh tetrahedralize(const SurfaceMesh& closed, const TetrahedralizeOptions& o
   const std::string switches = tetgen_switches(options);
   if (options.detect_self_intersections) {
     const TetgenResult check = run_tetgen(in, "pzQd", options.isolate_process);
-    if (check.code != 0) throw MeshError(fmt::format("tetrahedralize: TetGen self-intersection check failed with code {} ({})", check.code, tetgen_code_message(check.code)));
+    if (check.code != 0)
+      throw MeshError(fmt::format("tetrahedralize: TetGen self-intersection check failed with code {} ({})", check.code,
+                                  tetgen_code_message(check.code)));
     if (check.num_intersecting_faces > 0)
-      throw MeshError(fmt::format("tetrahedralize: the input surface self-intersects ({} intersecting triangles "
-                                  "reported by TetGen)", check.num_intersecting_faces));
+      throw MeshError(
+          fmt::format("tetrahedralize: the input surface self-intersects ({} intersecting triangles "
+                      "reported by TetGen)",
+                      check.num_intersecting_faces));
   }
   const TetgenResult out = run_tetgen(in, switches, options.isolate_process);
   if (out.code != 0)

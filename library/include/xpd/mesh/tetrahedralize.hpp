@@ -2,9 +2,8 @@
 // Conforming, quality tetrahedralization of a closed triangle surface with TetGen 1.5
 // (H. Si, "TetGen, a Delaunay-based quality tetrahedral mesh generator", ACM TOMS 41(2), 2015).
 // TetGen is a private dependency: no TetGen header or macro appears here.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
+#include <set>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/embedding.hpp>
@@ -126,10 +128,9 @@ TEST(MeshBccEmbeddingProps, DeterministicAndOrientationAgnostic) {
 }
 
 TEST(MeshBccEmbeddingProps, AxisAlignedCubeOnLatticePlanes) {
-  // A cube whose faces and vertices fall exactly on lattice planes and lines: the ray-parity
-  // degeneracies the inside test must resolve. The lattice must cover the cube exactly once
-  // (cube volume plus the tets that only touch it from outside are excluded or included
-  // consistently) and every vertex must be embedded.
+  // A cube whose faces, edges and vertices fall exactly on lattice planes and lines: the
+  // ray-parity degeneracies the inside test must resolve. The kept tets must still cover the
+  // cube and embed every vertex.
   const TetMesh box = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
   const SurfaceMesh s{box.nodes, boundary_faces(box.tets)};
   const Embedding e = make_bcc_embedding(s, {.cell_size = 0.25, .resolution = 0});
@@ -140,6 +141,51 @@ TEST(MeshBccEmbeddingProps, AxisAlignedCubeOnLatticePlanes) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
   for (int i = 0; i < 200; ++i) EXPECT_TRUE(locator.find_tet(Vec3(u(rng), u(rng), u(rng))).found());
+}
+
+// The per-line ray casting of the inside pass against the brute-force oracle: every lattice tet
+// with a grid node inside the surface must be kept, and every kept tet must have a node inside
+// or come within the bounding box of some surface triangle.
+TEST(MeshBccEmbeddingProps, KeptTetsMatchTheInsideOracle) {
+  const SurfaceMesh s = test::read_test_surface(test::data_path("libigl-tutorial-data/decimated-knight.off"));
+  const Embedding e = make_bcc_embedding(s, {.cell_size = 0, .resolution = 14});
+  const BccGrid& g = e.grid;
+  std::vector<char> inside(std::size_t(g.num_nodes()));
+  for (std::int64_t n = 0; n < g.num_nodes(); ++n)
+    inside[std::size_t(n)] = inside_closed_surface(s, g.node_position(n));
+  std::set<std::array<std::int64_t, 4>> kept;
+  for (Eigen::Index t = 0; t < e.lattice.tets.rows(); ++t) {
+    std::array<std::int64_t, 4> key;
+    for (int k = 0; k < 4; ++k) key[std::size_t(k)] = e.grid_node_of[std::size_t(e.lattice.tets(t, k))];
+    std::sort(key.begin(), key.end());
+    kept.insert(key);
+  }
+  std::vector<Eigen::AlignedBox3d> tri_boxes;
+  for (Eigen::Index f = 0; f < s.triangles.rows(); ++f) {
+    Eigen::AlignedBox3d b;
+    for (int k = 0; k < 3; ++k) b.extend(s.nodes.row(s.triangles(f, k)).transpose());
+    tri_boxes.push_back(b);
+  }
+  int with_inside_node = 0;
+  for (std::int64_t id = 0; id < g.num_tet_ids(); ++id) {
+    if (!g.tet_exists(id)) continue;
+    std::array<std::int64_t, 4> key = g.tet_nodes(id);
+    bool any_inside = false;
+    for (const std::int64_t n : key) any_inside = any_inside || inside[std::size_t(n)];
+    std::sort(key.begin(), key.end());
+    const bool is_kept = kept.count(key) > 0;
+    if (any_inside) {
+      ++with_inside_node;
+      EXPECT_TRUE(is_kept) << "tet " << id << " has a node inside but was dropped";
+    } else if (is_kept) {
+      Eigen::AlignedBox3d tb;
+      for (const Vec3& x : g.tet_positions(id)) tb.extend(x);
+      const bool near_surface = std::any_of(tri_boxes.begin(), tri_boxes.end(),
+                                            [&](const Eigen::AlignedBox3d& b) { return b.intersects(tb); });
+      EXPECT_TRUE(near_surface) << "tet " << id << " is kept but lies away from the surface and the solid";
+    }
+  }
+  EXPECT_GT(with_inside_node, 100);
 }
 
 TEST(MeshEmbedPoints, InsideOutsideAndSnapping) {

@@ -2,13 +2,12 @@
 // TEST-ONLY helpers for the mesh tests: a minimal OBJ/OFF surface reader (gzip through
 // io::read_file_bytes). The product readers live in xpd/io; this exists only so the mesh tests
 // can load real surfaces independently of them. No error recovery: malformed files throw.
-#include <xpd/io/file.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <xpd/io/file.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::test {
 

@@ -1,12 +1,11 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/box.hpp>
-#include <xpd/mesh/quality.hpp>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
 #include <numbers>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/quality.hpp>
 
 namespace xpd {
 
@@ -16,7 +15,8 @@ TEST(MeshQuality, RegularTet) {
   m.nodes << 1, 1, 1, 1, -1, -1, -1, 1, -1, -1, -1, 1;  // edge 2√2
   m.tets.resize(1, 4);
   m.tets << 0, 1, 2, 3;
-  if (signed_volume(m.nodes.row(0), m.nodes.row(1), m.nodes.row(2), m.nodes.row(3)) < 0) std::swap(m.tets(0, 2), m.tets(0, 3));
+  if (signed_volume(m.nodes.row(0), m.nodes.row(1), m.nodes.row(2), m.nodes.row(3)) < 0)
+    std::swap(m.tets(0, 2), m.tets(0, 3));
   const MeshQuality q = mesh_quality(m);
   const double dihedral = std::acos(1.0 / 3.0) * 180.0 / std::numbers::pi;  // 70.5288°
   EXPECT_NEAR(q.min_dihedral_deg, dihedral, 1e-10);

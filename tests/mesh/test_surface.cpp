@@ -1,10 +1,9 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/box.hpp>
-#include <xpd/mesh/surface.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 

@@ -1,10 +1,10 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/bcc_lattice.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/bcc_lattice.hpp>
 
 namespace xpd {
 namespace {
@@ -36,7 +36,9 @@ const std::array<Template, 12>& templates() {
         }
         tp.center = {true, true, false, false};
         std::array<Eigen::Vector3i, 4> x2;  // doubled coordinates
-        for (int k = 0; k < 4; ++k) x2[std::size_t(k)] = 2 * tp.offset[std::size_t(k)] + (tp.center[std::size_t(k)] ? Eigen::Vector3i::Ones() : Eigen::Vector3i::Zero());
+        for (int k = 0; k < 4; ++k)
+          x2[std::size_t(k)] = 2 * tp.offset[std::size_t(k)] +
+                               (tp.center[std::size_t(k)] ? Eigen::Vector3i::Ones() : Eigen::Vector3i::Zero());
         const Eigen::Vector3i e1 = x2[1] - x2[0], e2 = x2[2] - x2[0], e3 = x2[3] - x2[0];
         if (e1.dot(e2.cross(e3)) < 0) {
           std::swap(tp.offset[2], tp.offset[3]);
@@ -81,6 +83,17 @@ std::array<std::int64_t, 4> BccGrid::tet_nodes(std::int64_t id) const {
   return n;
 }
 
+std::array<Vec3, 4> BccGrid::tet_positions(std::int64_t id) const {
+  const std::int64_t cell = id / 12;
+  const Template& tp = templates()[std::size_t(id % 12)];
+  const Vec3 c(double(cell % cells[0]), double((cell / cells[0]) % cells[1]),
+               double(cell / (std::int64_t(cells[0]) * cells[1])));
+  std::array<Vec3, 4> x;
+  for (std::size_t k = 0; k < 4; ++k)
+    x[k] = origin + cell_size * (c + tp.offset[k].cast<double>() + Vec3::Constant(tp.center[k] ? 0.5 : 0.0));
+  return x;
+}
+
 Eigen::Vector3i BccGrid::cell_of(const Vec3& p) const {
   Eigen::Vector3i c;
   for (int a = 0; a < 3; ++a) {
@@ -106,23 +119,27 @@ BccGrid BccGrid::covering(const Eigen::AlignedBox3d& box, double h) {
 
 TetMesh make_bcc_submesh(const BccGrid& grid, const std::vector<std::int64_t>& tet_ids,
                          std::vector<std::int64_t>* grid_node_of) {
-  // Mark used grid nodes, number them in ascending grid order, then write the tets.
-  std::vector<std::int64_t> used;
-  used.reserve(tet_ids.size() * 4);
+  // Mark used grid nodes, number them in ascending grid order (a dense map over the grid's
+  // nodes: linear time), then write the tets.
+  std::vector<int> number(std::size_t(grid.num_nodes()), 0);
   for (const std::int64_t id : tet_ids) {
     if (!grid.tet_exists(id)) throw MeshError(fmt::format("BCC lattice: tet id {} does not exist", id));
-    for (const std::int64_t n : grid.tet_nodes(id)) used.push_back(n);
+    for (const std::int64_t n : grid.tet_nodes(id)) number[std::size_t(n)] = 1;
   }
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
+  std::vector<std::int64_t> used;
+  for (std::size_t n = 0; n < number.size(); ++n)
+    if (number[n]) {
+      number[n] = int(used.size());
+      used.push_back(std::int64_t(n));
+    }
   TetMesh mesh;
   mesh.nodes.resize(Eigen::Index(used.size()), 3);
-  for (std::size_t v = 0; v < used.size(); ++v) mesh.nodes.row(Eigen::Index(v)) = grid.node_position(used[v]).transpose();
+  for (std::size_t v = 0; v < used.size(); ++v)
+    mesh.nodes.row(Eigen::Index(v)) = grid.node_position(used[v]).transpose();
   mesh.tets.resize(Eigen::Index(tet_ids.size()), 4);
   for (std::size_t t = 0; t < tet_ids.size(); ++t) {
     const auto n = grid.tet_nodes(tet_ids[t]);
-    for (int k = 0; k < 4; ++k)
-      mesh.tets(Eigen::Index(t), k) = int(std::lower_bound(used.begin(), used.end(), n[std::size_t(k)]) - used.begin());
+    for (int k = 0; k < 4; ++k) mesh.tets(Eigen::Index(t), k) = number[std::size_t(n[std::size_t(k)])];
   }
   if (grid_node_of) *grid_node_of = std::move(used);
   return mesh;

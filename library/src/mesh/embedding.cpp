@@ -1,16 +1,18 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/embedding.hpp>
-#include <xpd/mesh/surface.hpp>
-#include <xpd/mesh/tet_locator.hpp>
-#include <xpd/mesh/validate.hpp>
-
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/embedding.hpp>
+#include <xpd/mesh/surface.hpp>
+#include <xpd/mesh/tet_locator.hpp>
+#include <xpd/mesh/validate.hpp>
 
 namespace xpd {
 namespace {
@@ -84,8 +86,9 @@ std::vector<char> grid_nodes_inside(const SurfaceMesh& s, const BccGrid& g) {
 
   std::vector<Crossing> crossings;
   for (auto& v : crossings_tls) crossings.insert(crossings.end(), v.begin(), v.end());
-  tbb::parallel_sort(crossings.begin(), crossings.end(),
-                     [](const Crossing& p, const Crossing& q) { return p.line != q.line ? p.line < q.line : p.x < q.x; });
+  tbb::parallel_sort(crossings.begin(), crossings.end(), [](const Crossing& p, const Crossing& q) {
+    return p.line != q.line ? p.line < q.line : p.x < q.x;
+  });
   std::vector<char> line_degenerate(std::size_t(lines), 0);
   for (auto& v : degenerate_tls)
     for (int l : v) line_degenerate[std::size_t(l)] = 1;
@@ -168,18 +171,14 @@ int tets_around_cell(const BccGrid& g, const Eigen::Vector3i& c, std::array<std:
   return n;
 }
 
-std::array<Vec3, 4> tet_positions(const BccGrid& g, std::int64_t id) {
-  const auto n = g.tet_nodes(id);
-  return {g.node_position(n[0]), g.node_position(n[1]), g.node_position(n[2]), g.node_position(n[3])};
-}
-
 void check_binding(const Tets& tets, const std::vector<int>& tet_of, const BarycentricWeights& weights,
                    Eigen::Index num_nodes, const char* who) {
   if (weights.rows() != Eigen::Index(tet_of.size()))
     throw MeshError(fmt::format("{}: {} tets but {} weight rows", who, tet_of.size(), weights.rows()));
   for (std::size_t s = 0; s < tet_of.size(); ++s)
     if (tet_of[s] < 0 || tet_of[s] >= tets.rows())
-      throw MeshError(fmt::format("{}: point {} is bound to tet {} (mesh has {} tets)", who, s, tet_of[s], tets.rows()));
+      throw MeshError(
+          fmt::format("{}: point {} is bound to tet {} (mesh has {} tets)", who, s, tet_of[s], tets.rows()));
   if (tets.rows() > 0 && (tets.minCoeff() < 0 || tets.maxCoeff() >= num_nodes))
     throw MeshError(fmt::format("{}: tet node index out of range [0, {})", who, num_nodes));
 }
@@ -197,29 +196,46 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
   Embedding out;
   out.grid = BccGrid::covering(box, h);
   const BccGrid& g = out.grid;
-  if (g.num_cells() > (std::int64_t(64) << 20))
+  if (g.num_cells() > (std::int64_t(16) << 20))
     throw MeshError(fmt::format("make_bcc_embedding: {} lattice cells is too many (cell size {})", g.num_cells(), h));
 
   // (1) Tets with a node inside the surface.
   const std::vector<char> inside = grid_nodes_inside(closed, g);
-  std::vector<char> keep(std::size_t(g.num_tet_ids()), 0);
-  tbb::parallel_for(std::int64_t(0), g.num_cells(), [&](std::int64_t cell) {
-    for (int t = 0; t < 12; ++t) {
-      const std::int64_t id = 12 * cell + t;
-      if (!g.tet_exists(id)) continue;
-      for (const std::int64_t n : g.tet_nodes(id))
-        if (inside[std::size_t(n)]) {
-          keep[std::size_t(id)] = 1;
-          break;
+  // Flags per tet id; atomics (relaxed) because step (2) reads and sets them concurrently. The
+  // final set is the union of all hits, so the result does not depend on thread timing.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> keep(new std::atomic<std::uint8_t>[std::size_t(g.num_tet_ids())]);
+  tbb::parallel_for(std::int64_t(0), g.num_tet_ids(),
+                    [&](std::int64_t id) { keep[std::size_t(id)].store(0, std::memory_order_relaxed); });
+  // Node indices are affine in the cell: node(c, t, k) = node(0, t, k) + (corner_index(c) for a
+  // corner, cell_index(c) for a centre), so each template is resolved once.
+  std::array<std::array<std::int64_t, 4>, 12> node0;
+  std::array<std::array<bool, 4>, 12> is_center;
+  for (int t = 0; t < 12; ++t) {
+    node0[std::size_t(t)] = g.tet_nodes(t);
+    for (std::size_t k = 0; k < 4; ++k) is_center[std::size_t(t)][k] = node0[std::size_t(t)][k] >= g.num_corners();
+  }
+  tbb::parallel_for(0, g.cells[2], [&](int k) {
+    for (int j = 0; j < g.cells[1]; ++j)
+      for (int i = 0; i < g.cells[0]; ++i) {
+        const std::int64_t cell = g.cell_index(i, j, k), corner = g.corner_index(i, j, k);
+        const int c[3] = {i, j, k};
+        for (int t = 0; t < 12; ++t) {
+          const int a = t / 4;
+          if (c[a] + 1 >= g.cells[a]) continue;  // no neighbour across this face
+          for (std::size_t q = 0; q < 4; ++q) {
+            const std::int64_t n = node0[std::size_t(t)][q] + (is_center[std::size_t(t)][q] ? cell : corner);
+            if (inside[std::size_t(n)]) {
+              keep[std::size_t(12 * cell + t)].store(1, std::memory_order_relaxed);
+              break;
+            }
+          }
         }
-    }
+      }
   });
 
-  // (2) Tets overlapping a surface triangle (reads `keep` only to skip work).
-  tbb::enumerable_thread_specific<std::vector<std::int64_t>> hits_tls;
+  // (2) Tets overlapping a surface triangle (a tet already kept is not tested again).
   const double slack = 1e-10 * h;
   tbb::parallel_for(tbb::blocked_range<Eigen::Index>(0, closed.triangles.rows(), 256), [&](const auto& range) {
-    auto& hits = hits_tls.local();
     std::array<std::int64_t, 24> ids;
     for (Eigen::Index f = range.begin(); f < range.end(); ++f) {
       const std::array<Vec3, 3> tri{vertex(closed, f, 0), vertex(closed, f, 1), vertex(closed, f, 2)};
@@ -233,19 +249,18 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
             const int n = tets_around_cell(g, Eigen::Vector3i(i, j, k), ids);
             for (int q = 0; q < n; ++q) {
               const std::int64_t id = ids[std::size_t(q)];
-              if (keep[std::size_t(id)]) continue;
-              const std::array<Vec3, 4> tet = tet_positions(g, id);
+              if (keep[std::size_t(id)].load(std::memory_order_relaxed)) continue;
+              const std::array<Vec3, 4> tet = g.tet_positions(id);
               Eigen::AlignedBox3d kb;
               for (const Vec3& p : tet) kb.extend(p);
-              if (!kb.intersects(Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
+              if (!kb.intersects(
+                      Eigen::AlignedBox3d(tb.min() - Vec3::Constant(slack), tb.max() + Vec3::Constant(slack))))
                 continue;
-              if (triangle_tet_overlap(tri, tet, slack)) hits.push_back(id);
+              if (triangle_tet_overlap(tri, tet, slack)) keep[std::size_t(id)].store(1, std::memory_order_relaxed);
             }
           }
     }
   });
-  for (auto& v : hits_tls)
-    for (const std::int64_t id : v) keep[std::size_t(id)] = 1;
 
   // (3) The most interior tet of each surface vertex among the 24 overlapping its cell.
   const Eigen::Index ns = closed.nodes.rows();
@@ -257,7 +272,7 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
     const int n = tets_around_cell(g, g.cell_of(p), ids);
     double best = -std::numeric_limits<double>::infinity();
     for (int q = 0; q < n; ++q) {
-      const std::array<Vec3, 4> x = tet_positions(g, ids[std::size_t(q)]);
+      const std::array<Vec3, 4> x = g.tet_positions(ids[std::size_t(q)]);
       const Vec4 w = barycentric(p, x[0], x[1], x[2], x[3]);
       if (w.minCoeff() > best) {
         best = w.minCoeff();
@@ -266,12 +281,12 @@ Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& option
       }
     }
   });
-  for (const std::int64_t id : vertex_tet) keep[std::size_t(id)] = 1;
+  for (const std::int64_t id : vertex_tet) keep[std::size_t(id)].store(1, std::memory_order_relaxed);
 
   // (4) Compact: kept ids ascending, nodes in grid order.
   std::vector<std::int64_t> kept;
   for (std::int64_t id = 0; id < g.num_tet_ids(); ++id)
-    if (keep[std::size_t(id)]) kept.push_back(id);
+    if (keep[std::size_t(id)].load(std::memory_order_relaxed)) kept.push_back(id);
   out.lattice = make_bcc_submesh(g, kept, &out.grid_node_of);
   out.tet_of_vertex.resize(std::size_t(ns));
   for (Eigen::Index s = 0; s < ns; ++s)
@@ -302,8 +317,7 @@ Eigen::SparseMatrix<double> embedding_matrix(const Tets& tets, const std::vector
   std::vector<Eigen::Triplet<double>> entries;
   entries.reserve(4 * tet_of.size());
   for (std::size_t s = 0; s < tet_of.size(); ++s)
-    for (int k = 0; k < 4; ++k)
-      entries.emplace_back(int(s), tets(tet_of[s], k), weights(Eigen::Index(s), k));
+    for (int k = 0; k < 4; ++k) entries.emplace_back(int(s), tets(tet_of[s], k), weights(Eigen::Index(s), k));
   Eigen::SparseMatrix<double> W(Eigen::Index(tet_of.size()), num_nodes);
   W.setFromTriplets(entries.begin(), entries.end());
   return W;

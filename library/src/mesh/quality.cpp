@@ -1,15 +1,15 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/quality.hpp>
-#include <xpd/mesh/surface.hpp>
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 #include <limits>
 #include <numbers>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_reduce.h>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/quality.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 namespace {
@@ -61,8 +61,8 @@ TetShape tet_shape(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
   s.longest_edge = std::sqrt(std::max({(b - a).squaredNorm(), (c - a).squaredNorm(), (d - a).squaredNorm(),
                                        (c - b).squaredNorm(), (d - b).squaredNorm(), (d - c).squaredNorm()}));
   const double inradius = area > 0 ? 3.0 * std::abs(s.volume) / area : 0.0;
-  s.aspect_ratio = inradius > 0 ? s.longest_edge / (kRegularEdgeToInradius * inradius)
-                                : std::numeric_limits<double>::infinity();
+  s.aspect_ratio =
+      inradius > 0 ? s.longest_edge / (kRegularEdgeToInradius * inradius) : std::numeric_limits<double>::infinity();
   return s;
 }
 

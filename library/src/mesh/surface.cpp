@@ -1,12 +1,12 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/surface.hpp>
+#include <fmt/format.h>
+#include <tbb/parallel_sort.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <fmt/format.h>
-#include <tbb/parallel_sort.h>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 namespace {

@@ -1,9 +1,9 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/tet_locator.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/tet_locator.hpp>
 
 namespace xpd {
 namespace {
@@ -68,8 +68,8 @@ double point_tet_distance(const Vec3& p, const Vec3& a, const Vec3& b, const Vec
   if (barycentric(p, a, b, c, d).minCoeff() >= 0) return 0.0;
   // Outside: the closest point of the solid lies on its boundary.
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& [u, v, w] : {std::tuple{&a, &b, &c}, std::tuple{&a, &b, &d}, std::tuple{&a, &c, &d},
-                                std::tuple{&b, &c, &d}})
+  for (const auto& [u, v, w] :
+       {std::tuple{&a, &b, &c}, std::tuple{&a, &b, &d}, std::tuple{&a, &c, &d}, std::tuple{&b, &c, &d}})
     best = std::min(best, (closest_point_on_triangle(p, *u, *v, *w) - p).norm());
   return best;
 }

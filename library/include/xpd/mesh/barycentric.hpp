@@ -1,8 +1,7 @@
 #pragma once
 // Barycentric coordinates in a tetrahedron, the weights of every embedding in xpd.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <algorithm>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

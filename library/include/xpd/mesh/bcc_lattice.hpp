@@ -16,18 +16,18 @@
 //
 // Tet ids. The tet of the face between cell c and c + e_a with square edge e ∈ {0..3} has id
 // 12·cell_index(c) + 4a + e; it exists iff c_a + 1 < n_a.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <array>
 #include <cstdint>
+#include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
 /// A BCC grid: cells, node numbering and tets. Node index: corners first
 /// (i + (n_x+1)(j + (n_y+1) k)), then centres (#corners + i + n_x (j + n_y k)).
 struct BccGrid {
-  Vec3 origin = Vec3::Zero();                 ///< corner (0,0,0)
-  double cell_size = 1;                       ///< h
+  Vec3 origin = Vec3::Zero();                       ///< corner (0,0,0)
+  double cell_size = 1;                             ///< h
   Eigen::Vector3i cells = Eigen::Vector3i::Ones();  ///< n_x, n_y, n_z (each ≥ 1)
 
   std::int64_t num_cells() const { return std::int64_t(cells[0]) * cells[1] * cells[2]; }
@@ -35,7 +35,9 @@ struct BccGrid {
   std::int64_t num_nodes() const { return num_corners() + num_cells(); }
   /// Upper bound (exclusive) of tet ids: 12 · #cells (ids on the grid's upper faces do not exist).
   std::int64_t num_tet_ids() const { return 12 * num_cells(); }
-  std::int64_t cell_index(int i, int j, int k) const { return i + std::int64_t(cells[0]) * (j + std::int64_t(cells[1]) * k); }
+  std::int64_t cell_index(int i, int j, int k) const {
+    return i + std::int64_t(cells[0]) * (j + std::int64_t(cells[1]) * k);
+  }
   std::int64_t corner_index(int i, int j, int k) const {
     return i + std::int64_t(cells[0] + 1) * (j + std::int64_t(cells[1] + 1) * k);
   }
@@ -46,6 +48,9 @@ struct BccGrid {
   bool tet_exists(std::int64_t id) const;
   /// The 4 grid node indices of tet `id`, positively oriented (det[x1−x0, x2−x0, x3−x0] = h³/2).
   std::array<std::int64_t, 4> tet_nodes(std::int64_t id) const;
+  /// Positions of the 4 nodes of tet `id`, in tet_nodes order (computed from the cell and the
+  /// tet template directly; cheaper than node_position of each node).
+  std::array<Vec3, 4> tet_positions(std::int64_t id) const;
   /// Cell containing p (floor of (p − origin)/h), clamped to the grid.
   Eigen::Vector3i cell_of(const Vec3& p) const;
 

@@ -4,12 +4,11 @@
 // the sparse #S × #V matrix W. This is the coarse-simulation / high-resolution-surface coupling
 // of Wang et al. 2021 (localized collisions in PD), who embed the collision surface in a BCC
 // lattice; the same weights give the collision proxies of DESIGN.md §3.
+#include <Eigen/SparseCore>
+#include <vector>
 #include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/bcc_lattice.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
-
-#include <Eigen/SparseCore>
-#include <vector>
 
 namespace xpd {
 
@@ -21,10 +20,10 @@ struct BccOptions {
 
 /// A surface embedded in a lattice cut from a BCC grid.
 struct Embedding {
-  TetMesh lattice;                  ///< kept lattice tets (positive), unused nodes removed
-  std::vector<int> tet_of_vertex;   ///< #S: lattice tet containing each surface vertex
-  BarycentricWeights weights;       ///< #S × 4: weights of each surface vertex in its tet
-  BccGrid grid;                     ///< the grid the lattice was cut from
+  TetMesh lattice;                         ///< kept lattice tets (positive), unused nodes removed
+  std::vector<int> tet_of_vertex;          ///< #S: lattice tet containing each surface vertex
+  BarycentricWeights weights;              ///< #S × 4: weights of each surface vertex in its tet
+  BccGrid grid;                            ///< the grid the lattice was cut from
   std::vector<std::int64_t> grid_node_of;  ///< #V: grid node index of each lattice node
 };
 
@@ -43,7 +42,8 @@ struct Embedding {
 ///
 /// `closed` must be watertight (geometrically closed; seams with duplicated vertices are fine);
 /// its orientation does not matter (non-zero winding rule). Throws MeshError on an invalid
-/// surface or an absurd resolution (more than 4096 cells along an axis or 64M cells in total).
+/// surface or an absurd resolution (more than 4096 cells along an axis or 16M cells in total;
+/// memory is about 14 bytes per cell during construction).
 /// Cost: O(#cells + #F · cells per triangle); parallel with TBB.
 Embedding make_bcc_embedding(const SurfaceMesh& closed, const BccOptions& options = {});
 
@@ -78,9 +78,9 @@ struct EmbedPointsOptions {
 
 /// Result of embed_points.
 struct PointEmbedding {
-  std::vector<int> tet_of_point;       ///< #P: containing (or, snapped, nearest) tet; −1 if unbound
-  BarycentricWeights weights;          ///< #P × 4
-  std::vector<int> outside;            ///< indices of the points outside every tet (ascending)
+  std::vector<int> tet_of_point;         ///< #P: containing (or, snapped, nearest) tet; −1 if unbound
+  BarycentricWeights weights;            ///< #P × 4
+  std::vector<int> outside;              ///< indices of the points outside every tet (ascending)
   std::vector<double> outside_distance;  ///< distance of each `outside` point to its nearest tet
   bool all_inside() const { return outside.empty(); }
 };

@@ -1,9 +1,8 @@
 #pragma once
 // Boundary surfaces of tetrahedral meshes and measures of triangle surfaces: boundary extraction,
 // boundary nodes, unique edges, mean edge length, closedness and enclosed volume.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

@@ -2,11 +2,10 @@
 // Point location in a tetrahedral mesh: which tet contains a point, and with which barycentric
 // weights. A uniform grid over the tets' bounding boxes answers queries in O(1) expected time;
 // a brute-force oracle with the identical selection rule is kept for tests.
-#include <xpd/mesh/barycentric.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <limits>
 #include <vector>
+#include <xpd/mesh/barycentric.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -28,7 +27,7 @@ struct TetLocation {
 /// (memory O(#T) even for a sparse mesh in a large box). The locator keeps its own copy of the
 /// mesh. Thread-safe for concurrent queries.
 class TetLocator {
-public:
+ public:
   /// nodes #V × 3, tets #T × 4 (any orientation, non-degenerate). cell_size ≤ 0 picks the default.
   /// Throws MeshError on an empty mesh or an index out of range.
   TetLocator(const Points& nodes, const Tets& tets, double cell_size = 0);
@@ -49,7 +48,7 @@ public:
   const Points& nodes() const { return nodes_; }
   const Tets& tets() const { return tets_; }
 
-private:
+ private:
   Eigen::Vector3i cell_of(const Vec3& p) const;  // clamped to the grid
   int cell_index(int i, int j, int k) const { return i + dims_[0] * (j + dims_[1] * k); }
 

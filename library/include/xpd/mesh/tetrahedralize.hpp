@@ -2,9 +2,8 @@
 // Conforming, quality tetrahedralization of a closed triangle surface with TetGen 1.5
 // (H. Si, "TetGen, a Delaunay-based quality tetrahedral mesh generator", ACM TOMS 41(2), 2015).
 // TetGen is a private dependency: no TetGen header or macro appears here.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -24,6 +23,13 @@ struct TetrahedralizeOptions {
   /// Extra raw TetGen switches appended verbatim (expert use, e.g. "V" or "O3"); must not contain
   /// output-format switches that change the tet layout (e.g. "o2").
   std::string extra_switches;
+  /// Run TetGen's self-intersection detection [d] first and throw MeshError naming the number of
+  /// intersecting triangles. Costs about one extra Delaunay pass.
+  bool detect_self_intersections = false;
+  /// Run TetGen in a forked child process (POSIX). TetGen 1.5 (Debian libtet1.5) crashes with
+  /// SIGSEGV in its cleanup on some error paths instead of throwing; isolation turns that crash
+  /// into a MeshError. Costs one fork (~1 ms). Disable only for trusted input or debugging.
+  bool isolate_process = true;
 };
 
 /// The TetGen switch string the options stand for, e.g. "pzQq1.414Y".

@@ -1,10 +1,12 @@
-// `xpd run SCENE -o OUT`: load and validate the scene, write frame 0, step the frames.
+// `xpd run SCENE -o OUT`: load and validate the scene, build the model (one factorization),
+// write frame 0, step the frames with progress, print a per-phase table like paper 000's Fig. 4.
 #include "commands.hpp"
 #include "progress.hpp"
 
 #include <xpd/core/error.hpp>
 #include <xpd/io/run_output.hpp>
 #include <xpd/io/scene.hpp>
+#include <xpd/solver/scene_simulation.hpp>
 
 #include <fmt/format.h>
 #include <memory>
@@ -15,20 +17,80 @@ namespace {
 struct RunOptions {
   std::string scene;
   std::string out;
+  bool quiet = false;
 };
 
+nlohmann::ordered_json frame_json(int frame, const FrameStats& s) {
+  return {{"frame", frame},
+          {"energy", s.energy},
+          {"residual", s.residual},
+          {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
+          {"iterations", s.iterations},
+          {"converged", s.converged},
+          {"wall_ms", s.wall_ms},
+          {"timings_ms",
+           {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
+            {"other", s.timings_ms.other}}}};
+}
+
+void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame) {
+  const OutputSettings& o = sim.scene().outputs;
+  if (frame % o.every != 0 && frame != sim.num_frames()) return;
+  if (o.vtu) out.write_frame(frame, sim.mesh().nodes, sim.positions(), sim.mesh().tets);
+  if (o.surface != OutputSettings::Surface::None) {
+    const std::string ext = o.surface == OutputSettings::Surface::Obj ? "obj" : "ply";
+    if (auto s = sim.embedded_surface()) out.write_surface(frame, *s, ext);
+  }
+}
+
+// Per-iteration phase table, laid out like the paper's Figure 4 (averages over all iterations).
+void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, int iterations, double wall_ms) {
+  const double it = std::max(1, iterations);
+  const double iter_ms = (total.local + total.rhs + total.solve + total.other) / it;
+  fmt::print("\n{:<58} {:>12}\n", "Phase (mean per PD iteration)", "time");
+  fmt::print("{:-<71}\n", "");
+  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (rotations, elastic forces)", total.local / it);
+  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, inertia, residual)", total.rhs / it);
+  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Global solve (CHOLMOD, 3 right-hand sides)", total.solve / it);
+  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, acceleration, checks)", total.other / it);
+  fmt::print("{:-<71}\n", "");
+  fmt::print("{:<58} {:>10.3f}ms\n", "PD iteration total", iter_ms);
+  fmt::print("{:<58} {:>10.1f}ms\n", "Setup (model build + one factorization)", sim.setup_ms());
+  fmt::print("{:<58} {:>12}\n", "PD iterations (all frames)", iterations);
+  fmt::print("{:<58} {:>10.1f}ms\n", "Wall time of all frames", wall_ms);
+  fmt::print("{:<58} {:>12}\n", "Total tetrahedra in mesh", sim.mesh().tets.rows());
+  fmt::print("{:<58} {:>12}\n", "Total simulation nodes", sim.mesh().nodes.rows());
+}
+
 void run_scene(const RunOptions& o) {
-  const Scene scene = load_scene(o.scene);
-  const TetMesh mesh = build_scene_mesh(scene.mesh);
-  check_scene_against_mesh(scene, mesh);
-  (void)assign_materials(scene, mesh);
+  SceneSimulation sim(load_scene(o.scene));
   io::RunOutput output(o.out);
-  output.set_metadata("scene", scene.file);
-  output.set_metadata("nodes", mesh.nodes.rows());
-  output.set_metadata("tets", mesh.tets.rows());
-  output.write_frame(0, mesh.nodes, mesh.nodes, mesh.tets);
+  output.set_metadata("scene", sim.scene().file);
+  output.set_metadata("nodes", sim.mesh().nodes.rows());
+  output.set_metadata("tets", sim.mesh().tets.rows());
+  output.set_metadata("setup_ms", sim.setup_ms());
+  write_outputs(output, sim, 0);
   output.append_stats(nlohmann::ordered_json{{"frame", 0}});
-  fmt::print("{}: {} nodes, {} tets; wrote {}\n", scene.file, mesh.nodes.rows(), mesh.tets.rows(), output.frame_path(0));
+
+  Progress progress("frames", sim.num_frames());
+  PhaseTimings total;
+  int iterations = 0;
+  double wall_ms = 0;
+  for (int f = 1; f <= sim.num_frames(); ++f) {
+    const FrameStats s = sim.advance(f);
+    write_outputs(output, sim, f);
+    output.append_stats(frame_json(f, s));
+    total.local += s.timings_ms.local;
+    total.rhs += s.timings_ms.rhs;
+    total.solve += s.timings_ms.solve;
+    total.other += s.timings_ms.other;
+    iterations += s.iterations;
+    wall_ms += s.wall_ms;
+    if (!o.quiet) progress.update(f, fmt::format("{} it, residual {:.2e}", s.iterations, s.residual));
+  }
+  if (!o.quiet) progress.finish();
+  print_timing_table(sim, total, iterations, wall_ms);
+  fmt::print("\nwrote {} frames to {}/frames and {}/stats.json\n", sim.num_frames() + 1, o.out, o.out);
 }
 
 }  // namespace
@@ -38,9 +100,8 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Run a scene and write its frames and statistics");
   cmd->add_option("scene", o->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
   cmd->add_option("-o,--output", o->out, "Output folder (frames/NNNN.vtu, stats.json)")->required();
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
   cmd->callback([o] { run_scene(*o); });
 }
-
-void add_bench_command(CLI::App&) {}
 
 }  // namespace xpd::cli

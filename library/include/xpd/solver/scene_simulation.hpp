@@ -1,0 +1,63 @@
+#pragma once
+// A scene turned into a running simulation: the one place where the parsed scene (io/scene.hpp)
+// meets the PD model (solver/model.hpp). CLI, Python and tests all run scenes through it.
+//
+// Per frame k ≥ 1 it sets the frame inputs, then solves the frame (quasistatic equilibrium or one
+// implicit Euler step):
+//   - attachment targets: "fixed" → rest positions; "rigid" → evaluate(keyframes, k) applied to
+//     the rest positions; "bone" → each selected node follows the nearest listed bone (rest-pose
+//     distance to the bone segment), the bones posed by forward kinematics with the relative
+//     rotations of the pose file slerped from identity (frame 0) to the full pose (last frame);
+//   - external forces: io external_forces(scene, mesh, materials, k) (gravity, node and total
+//     forces with their ramps).
+#include <xpd/io/scene.hpp>
+#include <xpd/mesh/embedding.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/state.hpp>
+
+#include <optional>
+#include <vector>
+
+namespace xpd {
+
+class SceneSimulation {
+public:
+  /// Builds the mesh, materials, attachments and loads, and the model (one factorization).
+  /// Throws SceneError / MeshError / SolverError / IoError with messages naming the cause.
+  explicit SceneSimulation(Scene scene);
+
+  const Scene& scene() const { return scene_; }
+  const TetMesh& mesh() const { return mesh_; }
+  const Model& model() const { return model_; }
+  const State& state() const { return state_; }
+  const Points& positions() const { return state_.x; }
+  int num_frames() const { return scene_.solver.frames; }
+  /// Time to build the model, including the one factorization (ms).
+  double setup_ms() const { return setup_ms_; }
+
+  /// Sets the inputs of frame `frame` (≥ 1) and solves it.
+  FrameStats advance(int frame);
+
+  /// The embedded surface at the current positions (W x), if the scene has one.
+  std::optional<SurfaceMesh> embedded_surface() const;
+
+private:
+  void set_frame_inputs(int frame);
+
+  Scene scene_;
+  TetMesh mesh_;
+  std::vector<int> tet_material_;
+  // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
+  std::vector<int> attach_owner_, attach_node_, attach_bone_;
+  std::vector<io::Skeleton> skeletons_;                      // per scene attachment (bone type)
+  std::vector<std::vector<Eigen::Quaterniond>> poses_;       // per scene attachment (bone type)
+  std::optional<SurfaceMesh> surface_;
+  std::optional<PointEmbedding> embedding_;
+  Model model_;
+  State state_;
+  SolverOptions options_;
+  double setup_ms_ = 0;
+};
+
+}  // namespace xpd

@@ -1,0 +1,135 @@
+#include <xpd/core/error.hpp>
+#include <xpd/core/skeleton_pose.hpp>
+#include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/solver/scene_simulation.hpp>
+
+#include <chrono>
+#include <fmt/format.h>
+
+namespace xpd {
+namespace {
+
+// Rest-pose nearest bone among `bones` for node position p.
+int nearest_bone(const io::Skeleton& sk, const std::vector<int>& bones, const Vec3& p) {
+  int best = bones.front();
+  double best_d = std::numeric_limits<double>::infinity();
+  for (int b : bones) {
+    const double d = point_segment_distance(p, sk.joints.row(sk.bones(b, 0)).transpose(),
+                                            sk.joints.row(sk.bones(b, 1)).transpose());
+    if (d < best_d) best_d = d, best = b;
+  }
+  return best;
+}
+
+}  // namespace
+
+SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
+  const auto t0 = std::chrono::steady_clock::now();
+  mesh_ = build_scene_mesh(scene_.mesh);
+  check_scene_against_mesh(scene_, mesh_);
+  tet_material_ = assign_materials(scene_, mesh_);
+
+  ModelDesc desc;
+  desc.mesh = mesh_;
+  const int nt = static_cast<int>(mesh_.tets.rows());
+  desc.mu.resize(static_cast<std::size_t>(nt));
+  desc.lambda.assign(static_cast<std::size_t>(nt), 0.0);
+  for (int t = 0; t < nt; ++t) {
+    const Material& m = scene_.materials[static_cast<std::size_t>(tet_material_[static_cast<std::size_t>(t)])];
+    desc.mu[static_cast<std::size_t>(t)] = m.mu;
+    desc.lambda[static_cast<std::size_t>(t)] = m.lambda;
+    if (m.strain_limit)
+      desc.strain_limits.push_back({t, m.strain_limit->stiffness, m.strain_limit->sigma_min, m.strain_limit->sigma_max});
+  }
+  // The model lumps masses with one density; per-material densities enter through the scene's
+  // external forces (gravity) and, for implicit Euler, the first material's density.
+  desc.density = scene_.materials.front().density;
+
+  skeletons_.resize(scene_.attachments.size());
+  poses_.resize(scene_.attachments.size());
+  for (std::size_t a = 0; a < scene_.attachments.size(); ++a) {
+    const Attachment& att = scene_.attachments[a];
+    const std::vector<int> nodes = select_nodes(att.selection, scene_.selections, mesh_);
+    if (att.type == Attachment::Type::Bone) {
+      skeletons_[a] = io::read_tgf(att.bone.skeleton);
+      const int nb = static_cast<int>(skeletons_[a].bones.rows());
+      for (int b : att.bone.bones)
+        if (b < 0 || b >= nb)
+          throw SceneError(scene_.file, fmt::format("/attachments/{}/bones", a),
+                           fmt::format("bone {} out of range ({} bones)", b, nb));
+      poses_[a] = pose_rotations(io::read_dmat(att.bone.pose), nb);
+    }
+    for (int v : nodes) {
+      attach_owner_.push_back(static_cast<int>(a));
+      attach_node_.push_back(v);
+      attach_bone_.push_back(att.type == Attachment::Type::Bone
+                                 ? nearest_bone(skeletons_[a], att.bone.bones, mesh_.nodes.row(v).transpose())
+                                 : -1);
+      desc.attachments.push_back({BaryPoint::node(v), att.stiffness, mesh_.nodes.row(v).transpose()});
+    }
+  }
+  desc.nodal_forces = external_forces(scene_, mesh_, tet_material_, 1);
+  desc.integrator = scene_.solver.type == SolverSettings::Type::ImplicitEuler ? Integrator::ImplicitEuler
+                                                                              : Integrator::Quasistatic;
+  desc.time_step = scene_.solver.time_step;
+
+  if (!scene_.mesh.embedded_surface.empty()) {
+    surface_ = io::read_surface(scene_.mesh.embedded_surface);
+    EmbedPointsOptions eo;
+    eo.snap_outside = true;
+    embedding_ = embed_points(mesh_, surface_->nodes, eo);
+  }
+
+  model_ = build_model(desc);
+  state_ = make_state(model_);
+  options_.max_iterations = scene_.solver.max_iterations;
+  options_.rel_tolerance = scene_.solver.tolerance;
+  options_.anderson = scene_.solver.accelerator == SolverSettings::Accelerator::Anderson;
+  setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void SceneSimulation::set_frame_inputs(int frame) {
+  const double last = std::max(1, scene_.solver.frames);
+  const double s = std::clamp(frame / last, 0.0, 1.0);
+  // Bone transforms per bone-type attachment for this frame.
+  std::vector<std::vector<RigidTransform>> bone_tf(scene_.attachments.size());
+  std::vector<RigidTransform> rigid_tf(scene_.attachments.size());
+  for (std::size_t a = 0; a < scene_.attachments.size(); ++a) {
+    const Attachment& att = scene_.attachments[a];
+    if (att.type == Attachment::Type::Rigid) rigid_tf[a] = evaluate(att.keyframes, frame);
+    if (att.type == Attachment::Type::Bone) {
+      std::vector<Eigen::Quaterniond> rel;
+      for (const auto& q : poses_[a]) rel.push_back(Eigen::Quaterniond::Identity().slerp(s, q));
+      bone_tf[a] = forward_kinematics(skeletons_[a], rel);
+    }
+  }
+  Points& targets = state_.inputs.attachment_targets;
+  for (std::size_t j = 0; j < attach_node_.size(); ++j) {
+    const std::size_t a = static_cast<std::size_t>(attach_owner_[j]);
+    const Vec3 rest = mesh_.nodes.row(attach_node_[j]).transpose();
+    Vec3 t = rest;
+    switch (scene_.attachments[a].type) {
+      case Attachment::Type::Fixed: break;
+      case Attachment::Type::Rigid: t = rigid_tf[a].apply(rest); break;
+      case Attachment::Type::Bone: t = bone_tf[a][static_cast<std::size_t>(attach_bone_[j])].apply(rest); break;
+    }
+    targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
+  }
+  state_.inputs.nodal_forces = external_forces(scene_, mesh_, tet_material_, frame);
+}
+
+FrameStats SceneSimulation::advance(int frame) {
+  if (frame < 1) throw Error("SceneSimulation::advance: frames start at 1 (frame 0 is the initial state)");
+  set_frame_inputs(frame);
+  return step(model_, state_, options_);
+}
+
+std::optional<SurfaceMesh> SceneSimulation::embedded_surface() const {
+  if (!surface_) return std::nullopt;
+  SurfaceMesh s{embedded_positions(mesh_.tets, embedding_->tet_of_point, embedding_->weights, state_.x),
+                surface_->triangles};
+  return s;
+}
+
+}  // namespace xpd

@@ -104,7 +104,9 @@ TEST_P(IoSharedTetFile, LoadsAndValidatesWithSourceCounts) {
                 report.unreferenced_nodes);
   EXPECT_EQ(m.nodes.rows(), f.nodes) << path;
   EXPECT_EQ(m.tets.rows(), f.tets) << path;
-  if (f.boundary >= 0) EXPECT_EQ(m.boundary.rows(), f.boundary) << path;
+  if (f.boundary >= 0) {
+    EXPECT_EQ(m.boundary.rows(), f.boundary) << path;
+  }
   // After validation every tet is positively oriented.
   for (Eigen::Index e = 0; e < m.tets.rows(); ++e) {
     const double v = signed_volume(m.nodes.row(m.tets(e, 0)), m.nodes.row(m.tets(e, 1)), m.nodes.row(m.tets(e, 2)),

@@ -307,7 +307,7 @@ private:
   }
 
   void read_elements_v2() {
-    const std::size_t n = c_.check_count(c_.next_int("the element count"), binary_ ? 12 : 8, "elements");
+    const std::size_t n = c_.check_count(c_.next_int("the element count"), 8, "elements");
     std::vector<std::int64_t> tags, nodes;
     if (!binary_) {
       for (std::size_t i = 0; i < n; ++i) {

@@ -233,6 +233,16 @@ TEST(SceneParse, MalformedJsonNamesLineAndColumn) {
   EXPECT_THROW((void)load_scene(test::fixture_path("scenes/does_not_exist.json")), IoError);
 }
 
+TEST(SceneErrors, DuplicateKeyInFileNamesItsPointer) {
+  try {
+    (void)load_scene(test::fixture_path("scenes/duplicate_key.json"));
+    FAIL() << "expected SceneError";
+  } catch (const SceneError& e) {
+    EXPECT_EQ(e.json_path(), "/materials/1/mu") << e.what();
+    EXPECT_NE(std::string(e.what()).find("duplicate key 'mu'"), std::string::npos) << e.what();
+  }
+}
+
 // ---- every error names its JSON pointer --------------------------------------------------------
 
 json base_scene() {

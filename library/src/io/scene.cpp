@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -555,6 +556,68 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& data, std::si
   return {line, offset - line_start + 1};
 }
 
+// Finds the first key repeated within one JSON object (nlohmann keeps only the last silently) and
+// its JSON pointer. A SAX pass over the text, run after the document parsed.
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
+public:
+  std::optional<std::string> duplicate;
+
+  bool null() override { return value_done(); }
+  bool boolean(bool) override { return value_done(); }
+  bool number_integer(number_integer_t) override { return value_done(); }
+  bool number_unsigned(number_unsigned_t) override { return value_done(); }
+  bool number_float(number_float_t, const string_t&) override { return value_done(); }
+  bool string(string_t&) override { return value_done(); }
+  bool binary(binary_t&) override { return value_done(); }
+  bool start_object(std::size_t) override {
+    stack_.push_back(Frame{true, {}, {}, 0});
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return value_done();
+  }
+  bool start_array(std::size_t) override {
+    stack_.push_back(Frame{false, {}, {}, 0});
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return value_done();
+  }
+  bool key(string_t& k) override {
+    Frame& top = stack_.back();
+    if (!top.keys.insert(k).second) {
+      std::string pointer;
+      for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
+        pointer.push_back('/');
+        pointer.append(stack_[i].object ? io::detail::escape_pointer_token(stack_[i].key)
+                                        : std::to_string(stack_[i].index));
+      }
+      pointer.push_back('/');
+      pointer.append(io::detail::escape_pointer_token(k));
+      duplicate = pointer;
+      return false;
+    }
+    top.key = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;      // object: the key being read
+    std::size_t index;    // array: the element being read
+  };
+  bool value_done() {
+    if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
+    return true;
+  }
+  std::vector<Frame> stack_;
+};
+
 }  // namespace
 
 double Load::scale_at(int frame) const {
@@ -613,6 +676,12 @@ Scene load_scene(const std::string& path) {
     if (const std::size_t p = what.find(": "); p != std::string::npos && what.find("parse error") < p)
       what = what.substr(p + 2);
     throw IoError(path, line, "column " + std::to_string(column) + ": malformed JSON: " + what);
+  }
+  DuplicateKeyFinder finder;
+  (void)json::sax_parse(data, &finder, nlohmann::json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/true);
+  if (finder.duplicate) {
+    const std::string key = finder.duplicate->substr(finder.duplicate->rfind('/') + 1);
+    throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
   }
   return parse_scene(document, path, fs::path(path).parent_path().string());
 }

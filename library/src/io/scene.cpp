@@ -331,11 +331,10 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
     const double e = positive(r.child("youngs_modulus"));
     const JsonReader nu_reader = r.child("poisson_ratio");
     const double nu = nu_reader.as<double>();
-    if (!(nu > -1 && nu < 0.5)) nu_reader.fail("must be in (-1, 0.5), got " + fmt_num(nu));
+    // nu < 0 would give lambda < 0, which the PD volume term does not support; 0.5 is incompressible.
+    if (!(nu >= 0 && nu < 0.5)) nu_reader.fail("must be in [0, 0.5), got " + fmt_num(nu));
     m.mu = e / (2 * (1 + nu));
     m.lambda = e * nu / ((1 + nu) * (1 - 2 * nu));
-    // A negative lambda (nu < 0) is not supported by the PD volume term.
-    if (m.lambda < 0) nu_reader.fail("negative Poisson ratio gives lambda < 0, which xpd does not support");
   } else {
     m.mu = positive(r.child("mu"));
     if (const auto l = r.optional_child("lambda")) m.lambda = non_negative(*l);

@@ -143,4 +143,15 @@ std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh);
 /// least one node and index selections are in range. Throws SceneError naming the JSON path.
 void check_scene_against_mesh(const Scene& scene, const TetMesh& mesh);
 
+/// Lumped node masses [kg], #V: each tet gives density · volume / 4 to each of its nodes, with the
+/// density of its material (`tet_material` from assign_materials).
+std::vector<double> lumped_masses(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material);
+
+/// The external force on every node [N] while stepping to `frame` (#V × 3): the sum of all loads,
+/// each times its ramp scale (Load::scale_at). Gravity is lumped mass × acceleration; node_force
+/// adds `force` to each selected node; total_force splits `force` over the selected nodes equally or
+/// by lumped boundary area (lumped_boundary_area). Throws SceneError (path of the load) when an
+/// area-distributed load's selection has no boundary area.
+Points external_forces(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material, int frame);
+
 }  // namespace xpd

@@ -63,8 +63,8 @@ struct Context {
   std::string selection_ref(const JsonReader& r) const {
     const std::string name = r.as<std::string>();
     if (std::find(selection_names.begin(), selection_names.end(), name) == selection_names.end())
-      r.fail("unknown selection '" + name + "'" + did_you_mean(name, selection_names) + " (defined: " +
-             quoted_list(selection_names) + ")");
+      r.fail("unknown selection '" + name + "'" + did_you_mean(name, selection_names) +
+             " (defined: " + quoted_list(selection_names) + ")");
     return name;
   }
 };
@@ -123,7 +123,8 @@ MeshSource parse_box_string(const JsonReader& r, const std::string& spec) {
     r.fail("malformed box generator '" + spec + "' (expected 'box:N' or 'box:NX,NY,NZ')");
   MeshSource m;
   m.kind = MeshSource::Kind::Box;
-  for (int k = 0; k < 3; ++k) m.nodes[static_cast<std::size_t>(k)] = counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(k)];
+  for (int k = 0; k < 3; ++k)
+    m.nodes[static_cast<std::size_t>(k)] = counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(k)];
   for (int n : m.nodes) check_box_count(r, n);
   m.min = Vec3::Zero();
   m.max = default_box_extent(m.nodes);
@@ -148,7 +149,8 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else {
-    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"}, " (for the box generator)");
+    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"},
+                 " (for the box generator)");
     r.child("generator").one_of({"box"});
     m.kind = MeshSource::Kind::Box;
     const JsonReader nodes = r.child("nodes");
@@ -264,7 +266,7 @@ Selection parse_selection(const JsonReader& r, const Context& ctx) {
   // Set operations.
   r.allow_keys({"type", "of"}, note);
   SetSelection s;
-  s.op = type == "union" ? SetSelection::Op::Union
+  s.op = type == "union"          ? SetSelection::Op::Union
          : type == "intersection" ? SetSelection::Op::Intersection
                                   : SetSelection::Op::Difference;
   const JsonReader of = r.child("of");
@@ -318,9 +320,12 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
   r.allow_keys({"region", "mu", "lambda", "youngs_modulus", "poisson_ratio", "density", "strain_limit"});
   Material m;
   if (const auto region = r.optional_child("region")) {
-    if (region->value().is_number()) m.region_tag = region->as<int>();
-    else if (region->is_string()) m.region = ctx.selection_ref(*region);
-    else region->fail_type("a selection name, \"all\", or an integer region tag");
+    if (region->value().is_number())
+      m.region_tag = region->as<int>();
+    else if (region->is_string())
+      m.region = ctx.selection_ref(*region);
+    else
+      region->fail_type("a selection name, \"all\", or an integer region tag");
   }
   const bool lame = r.has("mu") || r.has("lambda");
   const bool engineering = r.has("youngs_modulus") || r.has("poisson_ratio");
@@ -403,9 +408,9 @@ Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
       const JsonReader key = keys.element(i);
       a.keyframes.push_back(parse_keyframe(key, ctx));
       if (i > 0 && !(a.keyframes[i].frame > a.keyframes[i - 1].frame))
-        key.fail_at(key.has("frame") ? "frame" : "time",
-                    "keyframes must be in strictly increasing order (frame " + fmt_num(a.keyframes[i].frame) +
-                        " follows frame " + fmt_num(a.keyframes[i - 1].frame) + ")");
+        key.fail_at(key.has("frame") ? "frame" : "time", "keyframes must be in strictly increasing order (frame " +
+                                                             fmt_num(a.keyframes[i].frame) + " follows frame " +
+                                                             fmt_num(a.keyframes[i - 1].frame) + ")");
     }
   } else {
     r.allow_keys({"type", "selection", "stiffness", "skeleton", "pose", "bones"}, note);
@@ -487,12 +492,12 @@ Load parse_load(const JsonReader& r, const Context& ctx) {
 // ---- solver, outputs ----------------------------------------------------------------------------
 
 SolverSettings parse_solver(const JsonReader& r) {
-  r.allow_keys({"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator",
-                "threads"});
+  r.allow_keys(
+      {"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator", "threads"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
     s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
-                                                                            : SolverSettings::Type::ImplicitEuler;
+                                                                           : SolverSettings::Type::ImplicitEuler;
   if (const auto v = r.optional_child("time_step")) s.time_step = positive(*v);
   if (const auto v = r.optional_child("frames")) s.frames = int_at_least(*v, 1);
   if (const auto v = r.optional_child("max_iterations")) s.max_iterations = int_at_least(*v, 1);
@@ -558,7 +563,7 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& data, std::si
 // Finds the first key repeated within one JSON object (nlohmann keeps only the last silently) and
 // its JSON pointer. A SAX pass over the text, run after the document parsed.
 class DuplicateKeyFinder : public nlohmann::json_sax<json> {
-public:
+ public:
   std::optional<std::string> duplicate;
 
   bool null() override { return value_done(); }
@@ -603,12 +608,12 @@ public:
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
-private:
+ private:
   struct Frame {
     bool object;
     std::set<std::string> keys;
-    std::string key;      // object: the key being read
-    std::size_t index;    // array: the element being read
+    std::string key;    // object: the key being read
+    std::size_t index;  // array: the element being read
   };
   bool value_done() {
     if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
@@ -686,7 +691,8 @@ Scene load_scene(const std::string& path) {
 }
 
 TetMesh make_generated_mesh(const MeshSource& source) {
-  if (source.kind != MeshSource::Kind::Box) throw Error("make_generated_mesh: the mesh source is a file, not a generator");
+  if (source.kind != MeshSource::Kind::Box)
+    throw Error("make_generated_mesh: the mesh source is a file, not a generator");
   return make_box(source.nodes[0], source.nodes[1], source.nodes[2], source.min, source.max);
 }
 

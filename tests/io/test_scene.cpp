@@ -591,3 +591,74 @@ TEST(SceneErrors, EditDistanceSuggestionsStayQuietForUnrelatedKeys) {
 
 }  // namespace
 }  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// Every value of the full example replaced by values of every other type, and every key removed:
+// the loader either accepts the result or throws SceneError, never another exception.
+void collect_pointers(const json& value, const std::string& pointer, std::vector<std::string>& out) {
+  out.push_back(pointer);
+  if (value.is_object())
+    for (const auto& item : value.items()) {
+      std::string token;
+      for (char c : item.key())
+        token += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+      collect_pointers(item.value(), pointer + "/" + token, out);
+    }
+  else if (value.is_array())
+    for (std::size_t i = 0; i < value.size(); ++i) collect_pointers(value[i], pointer + "/" + std::to_string(i), out);
+}
+
+TEST(SceneErrors, MutatedFullExampleNeverEscapesAsAnotherException) {
+  std::ifstream in(test::fixture_path("scenes/full.json"));
+  json full = json::parse(in, nullptr, true, /*ignore_comments=*/true);
+  full["materials"].erase(2);  // the region-tag material, which a generated box cannot satisfy
+  std::vector<std::string> pointers;
+  collect_pointers(full, "", pointers);
+  ASSERT_GT(pointers.size(), 100u);
+  const std::vector<json> replacements{
+      nullptr, 0, -1, 1e300, 2.5, "x", "all", json::array(), json::object(), json::array({1, 2, 3}), true};
+  int accepted = 0, rejected = 0, checked = 0;
+  const auto attempt = [&](const json& j, const std::string& what) {
+    try {
+      const Scene s = parse_scene(j, "full.json", scenes_dir());
+      ++accepted;
+      // The mesh-level checks may reject it too, but only with xpd errors.
+      if (s.mesh.kind != MeshSource::Kind::Box) return;
+      const TetMesh mesh = make_generated_mesh(s.mesh);
+      try {
+        check_scene_against_mesh(s, mesh);
+        (void)external_forces(s, mesh, assign_materials(s, mesh), 3);
+        ++checked;
+      } catch (const SceneError&) {
+      }
+    } catch (const SceneError&) {
+      ++rejected;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << ": " << e.what();
+    }
+  };
+  for (const std::string& p : pointers) {
+    if (p.empty()) continue;
+    const json::json_pointer ptr(p);
+    for (const json& r : replacements) {
+      json j = full;
+      j[ptr] = r;
+      attempt(j, p + " = " + r.dump());
+    }
+    json j = full;
+    const json::json_pointer parent = ptr.parent_pointer();
+    if (j[parent].is_object())
+      j[parent].erase(ptr.back());
+    else
+      j[parent].erase(std::stoul(ptr.back()));
+    attempt(j, "erase " + p);
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace
+}  // namespace xpd

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -160,6 +161,22 @@ TEST(SceneParse, FullExampleAgainstItsMesh) {
   ASSERT_FALSE(middle.empty());
   for (std::size_t e = 0; e < material.size(); ++e)
     EXPECT_EQ(material[e], std::binary_search(middle.begin(), middle.end(), static_cast<int>(e)) ? 1 : 0) << e;
+}
+
+TEST(SceneParse, ShippedScenesAreValid) {
+  // Every scene under scenes/ (demos) parses and fits its mesh.
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(XPD_SOURCE_DIR) + "/scenes")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    const Scene s = load_scene(entry.path().string());
+    if (s.mesh.kind != MeshSource::Kind::Box) continue;
+    const TetMesh mesh = make_generated_mesh(s.mesh);
+    EXPECT_NO_THROW(check_scene_against_mesh(s, mesh));
+    EXPECT_NO_THROW((void)assign_materials(s, mesh));
+  }
+  EXPECT_GE(count, 2);
 }
 
 TEST(SceneParse, MinimalSceneGetsDefaults) {

@@ -61,7 +61,8 @@ TEST(SceneKeyframes, RotationAboutPivotAndShortestArc) {
                                    key(1, Vector3d::Zero(), 180, Vector3d::UnitZ(), pivot)};
   const RigidTransform end = evaluate(keys, 1);
   EXPECT_TRUE(end.apply(pivot).isApprox(pivot, 1e-14));
-  EXPECT_TRUE(end.apply(Vector3d(2, 0, 0)).isApprox(Vector3d(0, 0, 0), 1e-14) || end.apply(Vector3d(2, 0, 0)).norm() < 1e-14);
+  EXPECT_TRUE(end.apply(Vector3d(2, 0, 0)).isApprox(Vector3d(0, 0, 0), 1e-14) ||
+              end.apply(Vector3d(2, 0, 0)).norm() < 1e-14);
   const RigidTransform half = evaluate(keys, 0.5);
   EXPECT_TRUE(half.apply(pivot).isApprox(pivot, 1e-14));
   EXPECT_TRUE(half.apply(Vector3d(2, 0, 0)).isApprox(Vector3d(1, 1, 0), 1e-14));

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -93,8 +94,9 @@ TEST(SceneParse, FullExampleRoundTrips) {
   EXPECT_DOUBLE_EQ(rigid.keyframes[0].rotation.w(), 1);
   EXPECT_DOUBLE_EQ(rigid.keyframes[1].frame, 10);
   EXPECT_EQ(rigid.keyframes[1].pivot, Vec3(1, 0.125, 0.125));
-  EXPECT_NEAR(rigid.keyframes[1].rotation.angularDistance(
-                  Eigen::Quaterniond(Eigen::AngleAxisd(M_PI / 2, Vec3::UnitX()))), 0, 1e-12);
+  EXPECT_NEAR(
+      rigid.keyframes[1].rotation.angularDistance(Eigen::Quaterniond(Eigen::AngleAxisd(M_PI / 2, Vec3::UnitX()))), 0,
+      1e-12);
   EXPECT_NEAR(rigid.keyframes[2].frame, 20, 1e-12);  // time 1.0 / time_step 0.05
   EXPECT_NEAR(rigid.keyframes[2].rotation.x(), 1, 1e-15);
   const Attachment& bone = s.attachments[2];
@@ -161,6 +163,22 @@ TEST(SceneParse, FullExampleAgainstItsMesh) {
     EXPECT_EQ(material[e], std::binary_search(middle.begin(), middle.end(), static_cast<int>(e)) ? 1 : 0) << e;
 }
 
+TEST(SceneParse, ShippedScenesAreValid) {
+  // Every scene under scenes/ (demos) parses and fits its mesh.
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(XPD_SOURCE_DIR) + "/scenes")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    const Scene s = load_scene(entry.path().string());
+    if (s.mesh.kind != MeshSource::Kind::Box) continue;
+    const TetMesh mesh = make_generated_mesh(s.mesh);
+    EXPECT_NO_THROW(check_scene_against_mesh(s, mesh));
+    EXPECT_NO_THROW((void)assign_materials(s, mesh));
+  }
+  EXPECT_GE(count, 2);
+}
+
 TEST(SceneParse, MinimalSceneGetsDefaults) {
   const Scene s = load_scene(test::fixture_path("scenes/minimal.json"));
   EXPECT_EQ(s.mesh.kind, MeshSource::Kind::Box);
@@ -205,10 +223,10 @@ TEST(SceneParse, BoxGeneratorForms) {
     EXPECT_TRUE(m.nodes.isApprox(expected.nodes));
     EXPECT_EQ(m.tets, expected.tets);
   }
-  const Scene c = parse_scene(
-      json::parse(R"({"mesh": {"generator": "box", "nodes": 3, "min": [1, 1, 1], "max": [2, 3, 4]},
+  const Scene c =
+      parse_scene(json::parse(R"({"mesh": {"generator": "box", "nodes": 3, "min": [1, 1, 1], "max": [2, 3, 4]},
                       "materials": [{"mu": 1}]})"),
-      "c", "");
+                  "c", "");
   EXPECT_EQ(c.mesh.nodes, (std::array<int, 3>{3, 3, 3}));
   EXPECT_EQ(c.mesh.max, Vec3(2, 3, 4));
 }
@@ -231,6 +249,16 @@ TEST(SceneParse, MalformedJsonNamesLineAndColumn) {
     EXPECT_NE(std::string(e.what()).find("malformed.json:3:"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)load_scene(test::fixture_path("scenes/does_not_exist.json")), IoError);
+}
+
+TEST(SceneErrors, DuplicateKeyInFileNamesItsPointer) {
+  try {
+    (void)load_scene(test::fixture_path("scenes/duplicate_key.json"));
+    FAIL() << "expected SceneError";
+  } catch (const SceneError& e) {
+    EXPECT_EQ(e.json_path(), "/materials/1/mu") << e.what();
+    EXPECT_NE(std::string(e.what()).find("duplicate key 'mu'"), std::string::npos) << e.what();
+  }
 }
 
 // ---- every error names its JSON pointer --------------------------------------------------------
@@ -267,23 +295,42 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
       {"density zero", [](json& j) { j["materials"][0]["density"] = 0; }, "/materials/0/density", "> 0"},
       {"mu and youngs", [](json& j) { j["materials"][0]["youngs_modulus"] = 1e5; }, "/materials/0/mu", "not both"},
       {"poisson 0.5",
-       [](json& j) { j["materials"][0] = {{"youngs_modulus", 1e5}, {"poisson_ratio", 0.5}}; },
-       "/materials/0/poisson_ratio", "(-1, 0.5)"},
-      {"youngs without poisson", [](json& j) { j["materials"][0] = {{"youngs_modulus", 1e5}}; }, "/materials/0",
-       "missing required key 'poisson_ratio'"},
+       [](json& j) {
+         j["materials"][0] = {{"youngs_modulus", 1e5}, {"poisson_ratio", 0.5}};
+       },
+       "/materials/0/poisson_ratio", "[0, 0.5)"},
+      {"negative poisson",
+       [](json& j) {
+         j["materials"][0] = {{"youngs_modulus", 1e5}, {"poisson_ratio", -0.2}};
+       },
+       "/materials/0/poisson_ratio", "[0, 0.5)"},
+      {"youngs without poisson",
+       [](json& j) {
+         j["materials"][0] = {{"youngs_modulus", 1e5}};
+       },
+       "/materials/0", "missing required key 'poisson_ratio'"},
       {"sigma_min >= 1",
-       [](json& j) { j["materials"][0]["strain_limit"] = {{"stiffness", 1}, {"sigma_min", 1.0}, {"sigma_max", 2}}; },
+       [](json& j) {
+         j["materials"][0]["strain_limit"] = {{"stiffness", 1}, {"sigma_min", 1.0}, {"sigma_max", 2}};
+       },
        "/materials/0/strain_limit/sigma_min", "[0, 1)"},
       {"sigma_max <= 1",
-       [](json& j) { j["materials"][0]["strain_limit"] = {{"stiffness", 1}, {"sigma_min", 0.5}, {"sigma_max", 1}}; },
+       [](json& j) {
+         j["materials"][0]["strain_limit"] = {{"stiffness", 1}, {"sigma_min", 0.5}, {"sigma_max", 1}};
+       },
        "/materials/0/strain_limit/sigma_max", "> 1"},
       {"strain limit stiffness",
-       [](json& j) { j["materials"][0]["strain_limit"] = {{"stiffness", 0}, {"sigma_min", 0.5}, {"sigma_max", 2}}; },
+       [](json& j) {
+         j["materials"][0]["strain_limit"] = {{"stiffness", 0}, {"sigma_min", 0.5}, {"sigma_max", 2}};
+       },
        "/materials/0/strain_limit/stiffness", "> 0"},
       {"missing materials", [](json& j) { j.erase("materials"); }, "", "missing required key 'materials'"},
       {"empty materials", [](json& j) { j["materials"] = json::array(); }, "/materials", "at least one material"},
-      {"materials not an array", [](json& j) { j["materials"] = {{"mu", 1}}; }, "/materials",
-       "expected an array, found object"},
+      {"materials not an array",
+       [](json& j) {
+         j["materials"] = {{"mu", 1}};
+       },
+       "/materials", "expected an array, found object"},
       {"unknown material region", [](json& j) { j["materials"][0]["region"] = "lef"; }, "/materials/0/region",
        "unknown selection 'lef'; did you mean 'left'?"},
       {"time_step zero", [](json& j) { j["solver"]["time_step"] = 0; }, "/solver/time_step", "must be > 0"},
@@ -291,8 +338,10 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
       {"frames zero", [](json& j) { j["solver"]["frames"] = 0; }, "/solver/frames", "must be >= 1"},
       {"frames fractional", [](json& j) { j["solver"]["frames"] = 2.5; }, "/solver/frames", "expected an integer"},
       {"min > max iterations",
-       [](json& j) { j["solver"] = {{"max_iterations", 5}, {"min_iterations", 6}}; }, "/solver/min_iterations",
-       "exceeds max_iterations"},
+       [](json& j) {
+         j["solver"] = {{"max_iterations", 5}, {"min_iterations", 6}};
+       },
+       "/solver/min_iterations", "exceeds max_iterations"},
       {"tolerance", [](json& j) { j["solver"]["tolerance"] = 0; }, "/solver/tolerance", "> 0"},
       {"solver type", [](json& j) { j["solver"]["type"] = "implicit-euler"; }, "/solver/type",
        "did you mean 'implicit_euler'?"},
@@ -300,27 +349,48 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        "did you mean 'anderson'?"},
       {"threads", [](json& j) { j["solver"]["threads"] = -1; }, "/solver/threads", ">= 0"},
       {"negative radius",
-       [](json& j) { j["selections"]["ball"] = {{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", -1}}; },
+       [](json& j) {
+         j["selections"]["ball"] = {{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", -1}};
+       },
        "/selections/ball/radius", "negative radius"},
       {"box min > max",
-       [](json& j) { j["selections"]["left"]["max"] = {0.1, -1, 1}; }, "/selections/left/max", ">= min"},
-      {"vector of 2", [](json& j) { j["selections"]["left"]["min"] = {0, 0}; }, "/selections/left/min",
-       "expected an array of 3 numbers"},
-      {"vector element type", [](json& j) { j["selections"]["left"]["min"] = {0, "a", 0}; },
+       [](json& j) {
+         j["selections"]["left"]["max"] = {0.1, -1, 1};
+       },
+       "/selections/left/max", ">= min"},
+      {"vector of 2",
+       [](json& j) {
+         j["selections"]["left"]["min"] = {0, 0};
+       },
+       "/selections/left/min", "expected an array of 3 numbers"},
+      {"vector element type",
+       [](json& j) {
+         j["selections"]["left"]["min"] = {0, "a", 0};
+       },
        "/selections/left/min/1", "expected a number"},
       {"selection type", [](json& j) { j["selections"]["left"]["type"] = "bx"; }, "/selections/left/type",
        "did you mean 'box'?"},
       {"key of another selection type", [](json& j) { j["selections"]["left"]["radius"] = 1; },
        "/selections/left/radius", "unknown key 'radius' (for a selection of type 'box')"},
       {"redefined all",
-       [](json& j) { j["selections"]["all"] = {{"type", "surface"}}; }, "/selections/all", "built-in"},
+       [](json& j) {
+         j["selections"]["all"] = {{"type", "surface"}};
+       },
+       "/selections/all", "built-in"},
       {"escaped selection name",
-       [](json& j) { j["selections"]["a/b~c"] = {{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", -1}}; },
+       [](json& j) {
+         j["selections"]["a/b~c"] = {{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", -1}};
+       },
        "/selections/a~1b~0c/radius", "negative radius"},
       {"unknown union operand",
-       [](json& j) { j["selections"]["u"] = {{"type", "union"}, {"of", {"left", "rigth"}}}; }, "/selections/u/of/1",
-       "unknown selection 'rigth'"},
-      {"empty union", [](json& j) { j["selections"]["u"] = {{"type", "union"}, {"of", json::array()}}; },
+       [](json& j) {
+         j["selections"]["u"] = {{"type", "union"}, {"of", {"left", "rigth"}}};
+       },
+       "/selections/u/of/1", "unknown selection 'rigth'"},
+      {"empty union",
+       [](json& j) {
+         j["selections"]["u"] = {{"type", "union"}, {"of", json::array()}};
+       },
        "/selections/u/of", "non-empty array"},
       {"reference cycle",
        [](json& j) {
@@ -329,14 +399,20 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        },
        "/selections/a", "cycle: a -> b -> a"},
       {"max_angle without direction",
-       [](json& j) { j["selections"]["s"] = {{"type", "surface"}, {"max_angle_deg", 10}}; },
+       [](json& j) {
+         j["selections"]["s"] = {{"type", "surface"}, {"max_angle_deg", 10}};
+       },
        "/selections/s/max_angle_deg", "needs a 'direction'"},
       {"index file missing",
-       [](json& j) { j["selections"]["p"] = {{"type", "indices"}, {"file", "nope.txt"}}; }, "/selections/p/file",
-       "file not found"},
+       [](json& j) {
+         j["selections"]["p"] = {{"type", "indices"}, {"file", "nope.txt"}};
+       },
+       "/selections/p/file", "file not found"},
       {"negative inline index",
-       [](json& j) { j["selections"]["p"] = {{"type", "indices"}, {"nodes", {1, -2}}}; }, "/selections/p/nodes/1",
-       "negative node index"},
+       [](json& j) {
+         j["selections"]["p"] = {{"type", "indices"}, {"nodes", {1, -2}}};
+       },
+       "/selections/p/nodes/1", "negative node index"},
       {"attachment to unknown selection", [](json& j) { j["attachments"][0]["selection"] = "lefft"; },
        "/attachments/0/selection", "did you mean 'left'?"},
       {"attachment type", [](json& j) { j["attachments"][0]["type"] = "fixd"; }, "/attachments/0/type",
@@ -345,8 +421,8 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        "> 0"},
       {"keyframes on fixed", [](json& j) { j["attachments"][0]["keyframes"] = json::array(); },
        "/attachments/0/keyframes", "(for an attachment of type 'fixed')"},
-      {"rigid without keyframes",
-       [](json& j) { j["attachments"][0]["type"] = "rigid"; }, "/attachments/0", "missing required key 'keyframes'"},
+      {"rigid without keyframes", [](json& j) { j["attachments"][0]["type"] = "rigid"; }, "/attachments/0",
+       "missing required key 'keyframes'"},
       {"keyframes out of order",
        [](json& j) {
          j["attachments"][0]["type"] = "rigid";
@@ -373,57 +449,97 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        "/attachments/0/keyframes/0/rotation/axis", "nonzero"},
       {"bone index out of range",
        [](json& j) {
-         j["attachments"][0] = {{"type", "bone"}, {"selection", "all"}, {"stiffness", 1},
+         j["attachments"][0] = {{"type", "bone"},         {"selection", "all"},       {"stiffness", 1},
                                 {"skeleton", "tiny.tgf"}, {"pose", "tiny-pose.dmat"}, {"bones", {1, 2}}};
        },
        "/attachments/0/bones/1", "out of range [0, 2)"},
       {"bone pose missing",
        [](json& j) {
-         j["attachments"][0] = {{"type", "bone"}, {"selection", "all"}, {"stiffness", 1},
+         j["attachments"][0] = {{"type", "bone"},         {"selection", "all"},     {"stiffness", 1},
                                 {"skeleton", "tiny.tgf"}, {"pose", "missing.dmat"}, {"bones", 0}};
        },
        "/attachments/0/pose", "file not found"},
       {"bad skeleton file",
        [](json& j) {
-         j["attachments"][0] = {{"type", "bone"}, {"selection", "all"}, {"stiffness", 1},
-                                {"skeleton", "pinned_nodes.txt"}, {"pose", "tiny-pose.dmat"}, {"bones", 0}};
+         j["attachments"][0] = {{"type", "bone"},           {"selection", "all"},
+                                {"stiffness", 1},           {"skeleton", "pinned_nodes.txt"},
+                                {"pose", "tiny-pose.dmat"}, {"bones", 0}};
        },
        "/attachments/0/skeleton", "cannot read skeleton"},
       {"load selection", [](json& j) { j["loads"][0]["selection"] = "nowhere"; }, "/loads/0/selection",
        "unknown selection 'nowhere'"},
       {"load type", [](json& j) { j["loads"][0]["type"] = "force"; }, "/loads/0/type", "expected one of"},
-      {"distribution on node_force", [](json& j) { j["loads"][0]["distribution"] = "area"; },
-       "/loads/0/distribution", "(for a load of type 'node_force')"},
+      {"distribution on node_force", [](json& j) { j["loads"][0]["distribution"] = "area"; }, "/loads/0/distribution",
+       "(for a load of type 'node_force')"},
       {"distribution value",
        [](json& j) {
          j["loads"][0]["type"] = "total_force";
          j["loads"][0]["distribution"] = "areas";
        },
        "/loads/0/distribution", "did you mean 'area'?"},
-      {"ramp frames", [](json& j) { j["loads"][0]["ramp"] = {{"frames", 0}}; }, "/loads/0/ramp/frames", ">= 1"},
-      {"ramp both", [](json& j) { j["loads"][0]["ramp"] = {{"frames", 2}, {"scale", {1}}}; }, "/loads/0/ramp",
-       "exactly one"},
-      {"gravity vector", [](json& j) { j["loads"][0] = {{"type", "gravity"}, {"acceleration", {0, -9.81}}}; },
+      {"ramp frames",
+       [](json& j) {
+         j["loads"][0]["ramp"] = {{"frames", 0}};
+       },
+       "/loads/0/ramp/frames", ">= 1"},
+      {"ramp both",
+       [](json& j) {
+         j["loads"][0]["ramp"] = {{"frames", 2}, {"scale", {1}}};
+       },
+       "/loads/0/ramp", "exactly one"},
+      {"gravity vector",
+       [](json& j) {
+         j["loads"][0] = {{"type", "gravity"}, {"acceleration", {0, -9.81}}};
+       },
        "/loads/0/acceleration", "array of 3 numbers"},
       {"mesh generator count", [](json& j) { j["mesh"] = "box:1"; }, "/mesh", "[2, 1024]"},
       {"mesh generator syntax", [](json& j) { j["mesh"] = "box:4,4"; }, "/mesh", "malformed box generator"},
       {"mesh file missing", [](json& j) { j["mesh"] = "no_such_mesh.msh"; }, "/mesh", "file not found"},
-      {"mesh nodes type", [](json& j) { j["mesh"] = {{"generator", "box"}, {"nodes", "4"}}; }, "/mesh/nodes",
-       "expected an integer, found string"},
+      {"mesh nodes type",
+       [](json& j) {
+         j["mesh"] = {{"generator", "box"}, {"nodes", "4"}};
+       },
+       "/mesh/nodes", "expected an integer, found string"},
       {"mesh box min > max",
-       [](json& j) { j["mesh"] = {{"generator", "box"}, {"nodes", 3}, {"min", {0, 0, 0}}, {"max", {1, 0, 1}}}; },
+       [](json& j) {
+         j["mesh"] = {{"generator", "box"}, {"nodes", 3}, {"min", {0, 0, 0}}, {"max", {1, 0, 1}}};
+       },
        "/mesh/max", "exceed min"},
       {"mesh file and generator",
-       [](json& j) { j["mesh"] = {{"generator", "box"}, {"file", "x.msh"}}; }, "/mesh", "exactly one"},
-      {"mesh generator name", [](json& j) { j["mesh"] = {{"generator", "ball"}, {"nodes", 3}}; }, "/mesh/generator",
-       "expected one of 'box'"},
-      {"output field", [](json& j) { j["outputs"] = {{"fields", {"displacment"}}}; }, "/outputs/fields/0",
-       "did you mean 'displacement'?"},
-      {"duplicate output field", [](json& j) { j["outputs"] = {{"fields", {"velocity", "velocity"}}}; },
+       [](json& j) {
+         j["mesh"] = {{"generator", "box"}, {"file", "x.msh"}};
+       },
+       "/mesh", "exactly one"},
+      {"mesh generator name",
+       [](json& j) {
+         j["mesh"] = {{"generator", "ball"}, {"nodes", 3}};
+       },
+       "/mesh/generator", "expected one of 'box'"},
+      {"output field",
+       [](json& j) {
+         j["outputs"] = {{"fields", {"displacment"}}};
+       },
+       "/outputs/fields/0", "did you mean 'displacement'?"},
+      {"duplicate output field",
+       [](json& j) {
+         j["outputs"] = {{"fields", {"velocity", "velocity"}}};
+       },
        "/outputs/fields/1", "duplicate"},
-      {"output every", [](json& j) { j["outputs"] = {{"every", 0}}; }, "/outputs/every", ">= 1"},
-      {"output surface", [](json& j) { j["outputs"] = {{"surface", "stl"}}; }, "/outputs/surface", "'obj', 'ply'"},
-      {"vtu type", [](json& j) { j["outputs"] = {{"vtu", 1}}; }, "/outputs/vtu", "expected a boolean"},
+      {"output every",
+       [](json& j) {
+         j["outputs"] = {{"every", 0}};
+       },
+       "/outputs/every", ">= 1"},
+      {"output surface",
+       [](json& j) {
+         j["outputs"] = {{"surface", "stl"}};
+       },
+       "/outputs/surface", "'obj', 'ply'"},
+      {"vtu type",
+       [](json& j) {
+         j["outputs"] = {{"vtu", 1}};
+       },
+       "/outputs/vtu", "expected a boolean"},
       {"collision not an object", [](json& j) { j["collision"] = 3; }, "/collision", "expected an object"},
       {"version", [](json& j) { j["version"] = 2; }, "/version", "unsupported scene version 2"},
       {"root not an object", [](json& j) { j = json::array(); }, "", "expected an object"},
@@ -488,6 +604,77 @@ TEST(SceneErrors, EditDistanceSuggestionsStayQuietForUnrelatedKeys) {
   } catch (const SceneError& e) {
     EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// Every value of the full example replaced by values of every other type, and every key removed:
+// the loader either accepts the result or throws SceneError, never another exception.
+void collect_pointers(const json& value, const std::string& pointer, std::vector<std::string>& out) {
+  out.push_back(pointer);
+  if (value.is_object())
+    for (const auto& item : value.items()) {
+      std::string token;
+      for (char c : item.key())
+        token += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+      collect_pointers(item.value(), pointer + "/" + token, out);
+    }
+  else if (value.is_array())
+    for (std::size_t i = 0; i < value.size(); ++i) collect_pointers(value[i], pointer + "/" + std::to_string(i), out);
+}
+
+TEST(SceneErrors, MutatedFullExampleNeverEscapesAsAnotherException) {
+  std::ifstream in(test::fixture_path("scenes/full.json"));
+  json full = json::parse(in, nullptr, true, /*ignore_comments=*/true);
+  full["materials"].erase(2);  // the region-tag material, which a generated box cannot satisfy
+  std::vector<std::string> pointers;
+  collect_pointers(full, "", pointers);
+  ASSERT_GT(pointers.size(), 100u);
+  const std::vector<json> replacements{
+      nullptr, 0, -1, 1e300, 2.5, "x", "all", json::array(), json::object(), json::array({1, 2, 3}), true};
+  int accepted = 0, rejected = 0, checked = 0;
+  const auto attempt = [&](const json& j, const std::string& what) {
+    try {
+      const Scene s = parse_scene(j, "full.json", scenes_dir());
+      ++accepted;
+      // The mesh-level checks may reject it too, but only with xpd errors.
+      if (s.mesh.kind != MeshSource::Kind::Box) return;
+      const TetMesh mesh = make_generated_mesh(s.mesh);
+      try {
+        check_scene_against_mesh(s, mesh);
+        (void)external_forces(s, mesh, assign_materials(s, mesh), 3);
+        ++checked;
+      } catch (const SceneError&) {
+      }
+    } catch (const SceneError&) {
+      ++rejected;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << ": " << e.what();
+    }
+  };
+  for (const std::string& p : pointers) {
+    if (p.empty()) continue;
+    const json::json_pointer ptr(p);
+    for (const json& r : replacements) {
+      json j = full;
+      j[ptr] = r;
+      attempt(j, p + " = " + r.dump());
+    }
+    json j = full;
+    const json::json_pointer parent = ptr.parent_pointer();
+    if (j[parent].is_object())
+      j[parent].erase(ptr.back());
+    else
+      j[parent].erase(std::stoul(ptr.back()));
+    attempt(j, "erase " + p);
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace

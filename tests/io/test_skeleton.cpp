@@ -80,12 +80,12 @@ TEST(SceneSkeleton, TgfErrorsNameTheLine) {
     }
     return 999;
   };
-  EXPECT_EQ(line_of("1 0 0 0\n3 1 0 0\n#\n"), 2u);                // out of sequence
+  EXPECT_EQ(line_of("1 0 0 0\n3 1 0 0\n#\n"), 2u);               // out of sequence
   EXPECT_EQ(line_of("1 0 0 0\n2 1 0 0\n#\n1 2\n2 3\n#\n"), 5u);  // joint 3 missing
-  EXPECT_EQ(line_of("1 0 0 0\n2 1 x 0\n#\n"), 2u);                // bad coordinate
-  EXPECT_EQ(line_of("1 0 0 0\n2 1 0 0\n#\n1\n"), 4u);             // short bone line
-  EXPECT_EQ(line_of("1 0 0 0\n2 1 0 0\n"), 0u);                   // no '#'
-  EXPECT_EQ(line_of(""), 0u);                                     // empty
+  EXPECT_EQ(line_of("1 0 0 0\n2 1 x 0\n#\n"), 2u);               // bad coordinate
+  EXPECT_EQ(line_of("1 0 0 0\n2 1 0 0\n#\n1\n"), 4u);            // short bone line
+  EXPECT_EQ(line_of("1 0 0 0\n2 1 0 0\n"), 0u);                  // no '#'
+  EXPECT_EQ(line_of(""), 0u);                                    // empty
   EXPECT_THROW((void)read_tgf(data("no-such.tgf")), IoError);
   // Bone section without a closing '#' and extra columns are fine.
   const Skeleton s = parse_tgf("1 0 0 0 9 9\n2 1 0 0\n#\n1 2 1 0 0\n", "t.tgf");
@@ -93,19 +93,19 @@ TEST(SceneSkeleton, TgfErrorsNameTheLine) {
 }
 
 TEST(SceneSkeleton, DmatErrors) {
-  EXPECT_THROW((void)parse_dmat("2 2\n1 2 3\n", "d"), IoError);         // too few
-  EXPECT_THROW((void)parse_dmat("1 2\n1 2 3\n", "d"), IoError);         // too many
-  EXPECT_THROW((void)parse_dmat("1 2\n1 x\n", "d"), IoError);           // not a number
-  EXPECT_THROW((void)parse_dmat("-1 2\n", "d"), IoError);               // negative size
-  EXPECT_THROW((void)parse_dmat("", "d"), IoError);                     // empty
-  EXPECT_THROW((void)parse_dmat("0 0\n1 2\nabc", "d"), IoError);        // truncated binary
+  EXPECT_THROW((void)parse_dmat("2 2\n1 2 3\n", "d"), IoError);   // too few
+  EXPECT_THROW((void)parse_dmat("1 2\n1 2 3\n", "d"), IoError);   // too many
+  EXPECT_THROW((void)parse_dmat("1 2\n1 x\n", "d"), IoError);     // not a number
+  EXPECT_THROW((void)parse_dmat("-1 2\n", "d"), IoError);         // negative size
+  EXPECT_THROW((void)parse_dmat("", "d"), IoError);               // empty
+  EXPECT_THROW((void)parse_dmat("0 0\n1 2\nabc", "d"), IoError);  // truncated binary
   std::string binary = "0 0\n1 2\n";
   const double values[2] = {1.5, -2.0};
   binary.append(reinterpret_cast<const char*>(values), sizeof values);
   const Eigen::MatrixXd m = parse_dmat(binary, "d");
   ASSERT_EQ(m.rows(), 2);
   EXPECT_EQ(m(1, 0), -2.0);
-  EXPECT_THROW((void)parse_dmat(binary + "x", "d"), IoError);           // trailing bytes
+  EXPECT_THROW((void)parse_dmat(binary + "x", "d"), IoError);  // trailing bytes
   try {
     (void)parse_dmat("2 2\n1 2\n3 x\n", "d.dmat");
     FAIL();

@@ -41,7 +41,8 @@ TEST(SceneSelection, BoxSphereHalfSpaceMatchBruteForce) {
     return (i - 2.0) * (i - 2.0) + (j - 1.5) * (j - 1.5) + (k - 1.0) * (k - 1.0) <= 1.44;
   };
   const std::vector<int> expected_ball = grid_nodes(in_ball);
-  EXPECT_EQ(expected_ball.size(), 10u);  // 2 × 2 × 1 at k = 1 distance ≤ 0.71, plus (2, {1,2}, {0,2}) and (1|3, {1,2}, 1)
+  EXPECT_EQ(expected_ball.size(),
+            10u);  // 2 × 2 × 1 at k = 1 distance ≤ 0.71, plus (2, {1,2}, {0,2}) and (1|3, {1,2}, 1)
   EXPECT_EQ(select_nodes(ball, none, mesh), expected_ball);
   // x + y <= 3 (normal (1,1,0)/sqrt(2), offset 3/sqrt(2)).
   const HalfSpaceSelection plane{Vec3(1, 1, 0).normalized(), 3 / std::sqrt(2.0)};
@@ -65,9 +66,8 @@ TEST(SceneSelection, SurfacePatches) {
   // Normal cone: only the interior nodes of the top face have a normal within 10° of +z (edge and
   // corner normals average two or three faces and lean at least ~35° away).
   const SurfaceSelection top{"", SurfaceSelection::Cone{Vec3::UnitZ(), 10}};
-  EXPECT_EQ(select_nodes(top, named, mesh), grid_nodes([](int i, int j, int k) {
-              return k == NZ - 1 && i > 0 && i < NX - 1 && j > 0 && j < NY - 1;
-            }));
+  EXPECT_EQ(select_nodes(top, named, mesh),
+            grid_nodes([](int i, int j, int k) { return k == NZ - 1 && i > 0 && i < NX - 1 && j > 0 && j < NY - 1; }));
   // Cone of 90° with -x: the x = 0 face and every node whose averaged normal has a -x component.
   const SurfaceSelection left{"", SurfaceSelection::Cone{-Vec3::UnitX(), 89}};
   EXPECT_EQ(select_nodes(left, named, mesh), grid_nodes([](int i, int, int) { return i == 0; }));
@@ -117,9 +117,8 @@ TEST(SceneSelection, TetRegionsByCentroidOrAllNodes) {
     return r;
   };
   const BoxSelection box{Vec3(1, 0, 0), Vec3(3, 3, 1)};
-  const std::vector<int> in_box = tets_where([](const Vec3& c, const std::array<int, 4>&) {
-    return c.x() >= 1 && c.x() <= 3 && c.y() <= 3 && c.z() <= 1;
-  });
+  const std::vector<int> in_box = tets_where(
+      [](const Vec3& c, const std::array<int, 4>&) { return c.x() >= 1 && c.x() <= 3 && c.y() <= 3 && c.z() <= 1; });
   EXPECT_EQ(in_box.size(), 6u * 2 * 3 * 1);  // the cells of the box, whole
   EXPECT_EQ(select_tets(box, named, mesh), in_box);
   // Node lists select the tets whose four nodes are all selected: nodes with i <= 1 -> cells i = 0.
@@ -130,8 +129,9 @@ TEST(SceneSelection, TetRegionsByCentroidOrAllNodes) {
   EXPECT_EQ(left_tets, tets_where([](const Vec3& c, const std::array<int, 4>&) { return c.x() < 1; }));
   // Set operations combine tet sets.
   named["box"] = box;
-  EXPECT_EQ(select_tets(SetSelection{SetSelection::Op::Union, {"box", "left_nodes"}}, named, mesh),
-            tets_where([](const Vec3& c, const std::array<int, 4>&) { return c.x() <= 3 && (c.x() < 1 || c.z() <= 1); }));
+  EXPECT_EQ(
+      select_tets(SetSelection{SetSelection::Op::Union, {"box", "left_nodes"}}, named, mesh),
+      tets_where([](const Vec3& c, const std::array<int, 4>&) { return c.x() <= 3 && (c.x() < 1 || c.z() <= 1); }));
 }
 
 TEST(SceneSelection, BoundaryTrianglesAreClosedAndOutward) {

@@ -39,9 +39,12 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 std::string escape_pointer_token(std::string_view token) {
   std::string out;
   for (char c : token) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -126,9 +129,12 @@ int JsonReader::as<int>() const {
   // Integral floats (3.0) are accepted; the range is that of int.
   if (!value_->is_number()) fail_type("an integer");
   double v = 0;
-  if (value_->is_number_unsigned()) v = static_cast<double>(value_->get<std::uint64_t>());
-  else if (value_->is_number_integer()) v = static_cast<double>(value_->get<std::int64_t>());
-  else v = value_->get<double>();
+  if (value_->is_number_unsigned())
+    v = static_cast<double>(value_->get<std::uint64_t>());
+  else if (value_->is_number_integer())
+    v = static_cast<double>(value_->get<std::int64_t>());
+  else
+    v = value_->get<double>();
   if (!std::isfinite(v) || v != std::floor(v)) fail_type("an integer");
   if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
     fail("integer " + value_->dump() + " out of range");

@@ -31,7 +31,7 @@ std::string escape_pointer_token(std::string_view token);
 std::string describe_type(const json& value);
 
 class JsonReader {
-public:
+ public:
   JsonReader(const json& value, std::string pointer, const std::string& file)
       : value_(&value), pointer_(std::move(pointer)), file_(&file) {}
 
@@ -88,7 +88,7 @@ public:
   /// Reads a string that must be one of `choices` (error lists them, with a suggestion).
   std::string one_of(const std::vector<std::string>& choices) const;
 
-private:
+ private:
   const json* value_;
   std::string pointer_;
   const std::string* file_;

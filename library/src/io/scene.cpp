@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -62,8 +63,8 @@ struct Context {
   std::string selection_ref(const JsonReader& r) const {
     const std::string name = r.as<std::string>();
     if (std::find(selection_names.begin(), selection_names.end(), name) == selection_names.end())
-      r.fail("unknown selection '" + name + "'" + did_you_mean(name, selection_names) + " (defined: " +
-             quoted_list(selection_names) + ")");
+      r.fail("unknown selection '" + name + "'" + did_you_mean(name, selection_names) +
+             " (defined: " + quoted_list(selection_names) + ")");
     return name;
   }
 };
@@ -122,7 +123,8 @@ MeshSource parse_box_string(const JsonReader& r, const std::string& spec) {
     r.fail("malformed box generator '" + spec + "' (expected 'box:N' or 'box:NX,NY,NZ')");
   MeshSource m;
   m.kind = MeshSource::Kind::Box;
-  for (int k = 0; k < 3; ++k) m.nodes[static_cast<std::size_t>(k)] = counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(k)];
+  for (int k = 0; k < 3; ++k)
+    m.nodes[static_cast<std::size_t>(k)] = counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(k)];
   for (int n : m.nodes) check_box_count(r, n);
   m.min = Vec3::Zero();
   m.max = default_box_extent(m.nodes);
@@ -147,7 +149,8 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else {
-    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"}, " (for the box generator)");
+    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"},
+                 " (for the box generator)");
     r.child("generator").one_of({"box"});
     m.kind = MeshSource::Kind::Box;
     const JsonReader nodes = r.child("nodes");
@@ -263,7 +266,7 @@ Selection parse_selection(const JsonReader& r, const Context& ctx) {
   // Set operations.
   r.allow_keys({"type", "of"}, note);
   SetSelection s;
-  s.op = type == "union" ? SetSelection::Op::Union
+  s.op = type == "union"          ? SetSelection::Op::Union
          : type == "intersection" ? SetSelection::Op::Intersection
                                   : SetSelection::Op::Difference;
   const JsonReader of = r.child("of");
@@ -317,9 +320,12 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
   r.allow_keys({"region", "mu", "lambda", "youngs_modulus", "poisson_ratio", "density", "strain_limit"});
   Material m;
   if (const auto region = r.optional_child("region")) {
-    if (region->value().is_number()) m.region_tag = region->as<int>();
-    else if (region->is_string()) m.region = ctx.selection_ref(*region);
-    else region->fail_type("a selection name, \"all\", or an integer region tag");
+    if (region->value().is_number())
+      m.region_tag = region->as<int>();
+    else if (region->is_string())
+      m.region = ctx.selection_ref(*region);
+    else
+      region->fail_type("a selection name, \"all\", or an integer region tag");
   }
   const bool lame = r.has("mu") || r.has("lambda");
   const bool engineering = r.has("youngs_modulus") || r.has("poisson_ratio");
@@ -330,11 +336,10 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
     const double e = positive(r.child("youngs_modulus"));
     const JsonReader nu_reader = r.child("poisson_ratio");
     const double nu = nu_reader.as<double>();
-    if (!(nu > -1 && nu < 0.5)) nu_reader.fail("must be in (-1, 0.5), got " + fmt_num(nu));
+    // nu < 0 would give lambda < 0, which the PD volume term does not support; 0.5 is incompressible.
+    if (!(nu >= 0 && nu < 0.5)) nu_reader.fail("must be in [0, 0.5), got " + fmt_num(nu));
     m.mu = e / (2 * (1 + nu));
     m.lambda = e * nu / ((1 + nu) * (1 - 2 * nu));
-    // A negative lambda (nu < 0) is not supported by the PD volume term.
-    if (m.lambda < 0) nu_reader.fail("negative Poisson ratio gives lambda < 0, which xpd does not support");
   } else {
     m.mu = positive(r.child("mu"));
     if (const auto l = r.optional_child("lambda")) m.lambda = non_negative(*l);
@@ -403,9 +408,9 @@ Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
       const JsonReader key = keys.element(i);
       a.keyframes.push_back(parse_keyframe(key, ctx));
       if (i > 0 && !(a.keyframes[i].frame > a.keyframes[i - 1].frame))
-        key.fail_at(key.has("frame") ? "frame" : "time",
-                    "keyframes must be in strictly increasing order (frame " + fmt_num(a.keyframes[i].frame) +
-                        " follows frame " + fmt_num(a.keyframes[i - 1].frame) + ")");
+        key.fail_at(key.has("frame") ? "frame" : "time", "keyframes must be in strictly increasing order (frame " +
+                                                             fmt_num(a.keyframes[i].frame) + " follows frame " +
+                                                             fmt_num(a.keyframes[i - 1].frame) + ")");
     }
   } else {
     r.allow_keys({"type", "selection", "stiffness", "skeleton", "pose", "bones"}, note);
@@ -487,12 +492,12 @@ Load parse_load(const JsonReader& r, const Context& ctx) {
 // ---- solver, outputs ----------------------------------------------------------------------------
 
 SolverSettings parse_solver(const JsonReader& r) {
-  r.allow_keys({"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator",
-                "threads"});
+  r.allow_keys(
+      {"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator", "threads"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
     s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
-                                                                            : SolverSettings::Type::ImplicitEuler;
+                                                                           : SolverSettings::Type::ImplicitEuler;
   if (const auto v = r.optional_child("time_step")) s.time_step = positive(*v);
   if (const auto v = r.optional_child("frames")) s.frames = int_at_least(*v, 1);
   if (const auto v = r.optional_child("max_iterations")) s.max_iterations = int_at_least(*v, 1);
@@ -555,6 +560,68 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& data, std::si
   return {line, offset - line_start + 1};
 }
 
+// Finds the first key repeated within one JSON object (nlohmann keeps only the last silently) and
+// its JSON pointer. A SAX pass over the text, run after the document parsed.
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
+ public:
+  std::optional<std::string> duplicate;
+
+  bool null() override { return value_done(); }
+  bool boolean(bool) override { return value_done(); }
+  bool number_integer(number_integer_t) override { return value_done(); }
+  bool number_unsigned(number_unsigned_t) override { return value_done(); }
+  bool number_float(number_float_t, const string_t&) override { return value_done(); }
+  bool string(string_t&) override { return value_done(); }
+  bool binary(binary_t&) override { return value_done(); }
+  bool start_object(std::size_t) override {
+    stack_.push_back(Frame{true, {}, {}, 0});
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return value_done();
+  }
+  bool start_array(std::size_t) override {
+    stack_.push_back(Frame{false, {}, {}, 0});
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return value_done();
+  }
+  bool key(string_t& k) override {
+    Frame& top = stack_.back();
+    if (!top.keys.insert(k).second) {
+      std::string pointer;
+      for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
+        pointer.push_back('/');
+        pointer.append(stack_[i].object ? io::detail::escape_pointer_token(stack_[i].key)
+                                        : std::to_string(stack_[i].index));
+      }
+      pointer.push_back('/');
+      pointer.append(io::detail::escape_pointer_token(k));
+      duplicate = pointer;
+      return false;
+    }
+    top.key = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;    // object: the key being read
+    std::size_t index;  // array: the element being read
+  };
+  bool value_done() {
+    if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
+    return true;
+  }
+  std::vector<Frame> stack_;
+};
+
 }  // namespace
 
 double Load::scale_at(int frame) const {
@@ -614,11 +681,18 @@ Scene load_scene(const std::string& path) {
       what = what.substr(p + 2);
     throw IoError(path, line, "column " + std::to_string(column) + ": malformed JSON: " + what);
   }
+  DuplicateKeyFinder finder;
+  (void)json::sax_parse(data, &finder, nlohmann::json::input_format_t::json, /*strict=*/true, /*ignore_comments=*/true);
+  if (finder.duplicate) {
+    const std::string key = finder.duplicate->substr(finder.duplicate->rfind('/') + 1);
+    throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
+  }
   return parse_scene(document, path, fs::path(path).parent_path().string());
 }
 
 TetMesh make_generated_mesh(const MeshSource& source) {
-  if (source.kind != MeshSource::Kind::Box) throw Error("make_generated_mesh: the mesh source is a file, not a generator");
+  if (source.kind != MeshSource::Kind::Box)
+    throw Error("make_generated_mesh: the mesh source is a file, not a generator");
   return make_box(source.nodes[0], source.nodes[1], source.nodes[2], source.min, source.max);
 }
 

@@ -74,9 +74,10 @@ Skeleton parse_tgf(std::string_view data, const std::string& name) {
         fail("expected a bone line 'joint_a joint_b', found '" + TextCursor::printable(t[0]) + "...'");
       const auto n = static_cast<long long>(joints.size());
       if (a < 1 || a > n || b < 1 || b > n)
-        fail("bone " + std::to_string(bones.size() + 1) + " references joint " + std::to_string(a < 1 || a > n ? a : b) +
-             ", outside 1.." + std::to_string(n));
-      if (a == b) fail("bone " + std::to_string(bones.size() + 1) + " connects joint " + std::to_string(a) + " to itself");
+        fail("bone " + std::to_string(bones.size() + 1) + " references joint " +
+             std::to_string(a < 1 || a > n ? a : b) + ", outside 1.." + std::to_string(n));
+      if (a == b)
+        fail("bone " + std::to_string(bones.size() + 1) + " connects joint " + std::to_string(a) + " to itself");
       bones.push_back({static_cast<int>(a - 1), static_cast<int>(b - 1)});
     }
   }

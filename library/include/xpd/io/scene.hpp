@@ -20,12 +20,12 @@ namespace xpd {
 struct MeshSource {
   enum class Kind { File, Box };
   Kind kind = Kind::Box;
-  std::string file;                 ///< Kind::File: path resolved against the scene's directory
+  std::string file;                   ///< Kind::File: path resolved against the scene's directory
   std::array<int, 3> nodes{2, 2, 2};  ///< Kind::Box: nodes per axis (each in [2, 1024])
-  Vec3 min = Vec3::Zero();          ///< Kind::Box: lower corner [m]
-  Vec3 max = Vec3::Ones();          ///< Kind::Box: upper corner [m]
-  std::string embedded_surface;     ///< optional surface file embedded in the tets (resolved; "" = none)
-  bool fix_orientation = false;     ///< reorient inverted tets instead of rejecting the mesh
+  Vec3 min = Vec3::Zero();            ///< Kind::Box: lower corner [m]
+  Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
+  std::string embedded_surface;       ///< optional surface file embedded in the tets (resolved; "" = none)
+  bool fix_orientation = false;       ///< reorient inverted tets instead of rejecting the mesh
 };
 
 /// Strain limiting term mu' ||F - Q||^2, Q = U clamp(Sigma, sigma_min, sigma_max) V^T (paper 5.3).
@@ -38,11 +38,11 @@ struct StrainLimit {
 /// An elastic material applied to the tets of a region. Later entries of Scene::materials override
 /// earlier ones where their regions overlap.
 struct Material {
-  std::string region = "all";           ///< "all" or a selection name (tets via select_tets)
-  std::optional<int> region_tag;        ///< set instead when the region is a mesh region tag (TetMesh::region)
-  double mu = 0;                        ///< shear modulus [Pa], > 0
-  double lambda = 0;                    ///< first Lame parameter [Pa], >= 0 (0 keeps the PD matrix block diagonal)
-  double density = 1000;                ///< [kg/m^3], > 0
+  std::string region = "all";     ///< "all" or a selection name (tets via select_tets)
+  std::optional<int> region_tag;  ///< set instead when the region is a mesh region tag (TetMesh::region)
+  double mu = 0;                  ///< shear modulus [Pa], > 0
+  double lambda = 0;              ///< first Lame parameter [Pa], >= 0 (0 keeps the PD matrix block diagonal)
+  double density = 1000;          ///< [kg/m^3], > 0
   std::optional<StrainLimit> strain_limit;
 };
 
@@ -57,16 +57,17 @@ struct BoneBinding {
 struct Attachment {
   enum class Type { Fixed, Rigid, Bone };
   Type type = Type::Fixed;
-  std::string selection;           ///< "all" or a selection name
-  double stiffness = 0;            ///< w per node [N/m], > 0
-  std::vector<Keyframe> keyframes; ///< Type::Rigid: non-empty, strictly increasing frames; targets = evaluate(keyframes, frame) applied to rest positions
-  BoneBinding bone;                ///< Type::Bone
+  std::string selection;            ///< "all" or a selection name
+  double stiffness = 0;             ///< w per node [N/m], > 0
+  std::vector<Keyframe> keyframes;  ///< Type::Rigid: non-empty, strictly increasing frames; targets =
+                                    ///< evaluate(keyframes, frame) applied to rest positions
+  BoneBinding bone;                 ///< Type::Bone
 };
 
 /// Scale of a load over the frames: linear ramp or explicit per-frame list (see scale_at).
 struct LoadRamp {
-  int frames = 0;              ///< linear ramp: scale(k) = min(1, k / frames); 0 when `scale` is used
-  std::vector<double> scale;   ///< explicit: scale(k) = scale[min(k, size) - 1]
+  int frames = 0;             ///< linear ramp: scale(k) = min(1, k / frames); 0 when `scale` is used
+  std::vector<double> scale;  ///< explicit: scale(k) = scale[min(k, size) - 1]
 };
 
 /// An external load.
@@ -74,8 +75,9 @@ struct Load {
   enum class Type { Gravity, NodeForce, TotalForce };
   enum class Distribution { Equal, Area };
   Type type = Type::Gravity;
-  Vec3 value = Vec3::Zero();  ///< Gravity: acceleration [m/s^2]; NodeForce: force per node [N]; TotalForce: total force [N]
-  std::string selection;      ///< NodeForce / TotalForce: "all" or a selection name
+  Vec3 value =
+      Vec3::Zero();       ///< Gravity: acceleration [m/s^2]; NodeForce: force per node [N]; TotalForce: total force [N]
+  std::string selection;  ///< NodeForce / TotalForce: "all" or a selection name
   Distribution distribution = Distribution::Equal;  ///< TotalForce: equal shares, or by lumped boundary area
   std::optional<LoadRamp> ramp;
 
@@ -93,13 +95,13 @@ struct SolverSettings {
   int min_iterations = 1;         ///< in [0, max_iterations]
   double tolerance = 1e-6;        ///< stop when ||residual|| <= tolerance * ||residual at iteration 0||; > 0
   Accelerator accelerator = Accelerator::None;
-  int threads = 0;                ///< 0 = all hardware threads
+  int threads = 0;  ///< 0 = all hardware threads
 };
 
 struct OutputSettings {
   enum class Surface { None, Obj, Ply };
-  int every = 1;                  ///< write every n-th frame, >= 1
-  bool vtu = true;                ///< volume frames as .vtu
+  int every = 1;    ///< write every n-th frame, >= 1
+  bool vtu = true;  ///< volume frames as .vtu
   Surface surface = Surface::None;
   std::vector<std::string> fields{"displacement"};  ///< per-node/per-tet arrays in the .vtu (see docs)
 };
@@ -142,5 +144,16 @@ std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh);
 /// Checks a scene against its mesh: every selection referenced by an attachment or load selects at
 /// least one node and index selections are in range. Throws SceneError naming the JSON path.
 void check_scene_against_mesh(const Scene& scene, const TetMesh& mesh);
+
+/// Lumped node masses [kg], #V: each tet gives density · volume / 4 to each of its nodes, with the
+/// density of its material (`tet_material` from assign_materials).
+std::vector<double> lumped_masses(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material);
+
+/// The external force on every node [N] while stepping to `frame` (#V × 3): the sum of all loads,
+/// each times its ramp scale (Load::scale_at). Gravity is lumped mass × acceleration; node_force
+/// adds `force` to each selected node; total_force splits `force` over the selected nodes equally or
+/// by lumped boundary area (lumped_boundary_area). Throws SceneError (path of the load) when an
+/// area-distributed load's selection has no boundary area.
+Points external_forces(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material, int frame);
 
 }  // namespace xpd

@@ -109,7 +109,7 @@ double AttachmentTerm::project_add_force(const Points& x, const FrameInputs& in,
   return e;
 }
 
-void AttachmentTerm::add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>& t) const {
+void AttachmentTerm::add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>& t, bool) const {
   const BaryPoint none;
   for (const auto& s : springs_)
     add_hessian_block(t, concat_nodes(s.point, none), concat_weights(s.point, none, 0.0),
@@ -180,7 +180,8 @@ double SpringTerm::project_add_force(const Points& x, const FrameInputs&, Points
   return e;
 }
 
-void SpringTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Triplet>& t) const {
+void SpringTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Triplet>& t,
+                             bool psd_project) const {
   for (const auto& s : springs_) {
     const Vec3 d = s.a.eval(x) - s.b.eval(x);
     Mat3 M = s.stiffness * Mat3::Identity();
@@ -189,7 +190,8 @@ void SpringTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Tr
       // ∇²_d [c/2 (|d| − L)²] = c [(1 − L/|d|)(I − d̂d̂ᵀ) + d̂d̂ᵀ]; clamp the transverse part at 0.
       const Vec3 n = d / len;
       const Mat3 P = n * n.transpose();
-      M = s.stiffness * (std::max(0.0, 1.0 - s.rest_length / len) * (Mat3::Identity() - P) + P);
+      const double transverse = 1.0 - s.rest_length / len;
+      M = s.stiffness * ((psd_project ? std::max(0.0, transverse) : transverse) * (Mat3::Identity() - P) + P);
     }
     add_hessian_block(t, concat_nodes(s.a, s.b), concat_weights(s.a, s.b, -1.0), M);
   }

@@ -56,15 +56,17 @@ double TetTerm::project_add_force(const Points& x, const FrameInputs& in, Points
                                        [&](int k, const Mat3& F) { return project_element(k, F, in); });
 }
 
-void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets) const {
+void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                          bool psd_project) const {
   const auto& e = elements_;
   for (int k = 0; k < e.size(); ++k) {
     const Mat3 F = deformation_gradient(e, k, x);
     Mat9 H = density_hessian(k, F, in);
-    // PSD projection: clamp negative eigenvalues (projected Newton).
-    Eigen::SelfAdjointEigenSolver<Mat9> eig(0.5 * (H + H.transpose()));
-    const Eigen::Matrix<double, 9, 1> lam = eig.eigenvalues().cwiseMax(0.0);
-    H = eig.eigenvectors() * lam.asDiagonal() * eig.eigenvectors().transpose();
+    if (psd_project) {  // clamp negative eigenvalues (projected Newton)
+      Eigen::SelfAdjointEigenSolver<Mat9> eig(0.5 * (H + H.transpose()));
+      const Eigen::Matrix<double, 9, 1> lam = eig.eigenvalues().cwiseMax(0.0);
+      H = eig.eigenvectors() * lam.asDiagonal() * eig.eigenvectors().transpose();
+    }
     // J: vec(F)[3d + j] = Σ_a x_{a,d} g_a[j]  →  J(3d + j, 3a + d) = g_a[j].
     Vec3 g[4];
     shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);

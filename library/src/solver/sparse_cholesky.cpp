@@ -75,11 +75,14 @@ public:
     cholmod_l_factorize(A_, L_, &c_);
     check("cholmod_l_factorize");
     if (c_.status == CHOLMOD_NOT_POSDEF || L_->minor < L_->n) {
-      const long col = static_cast<long>(L_->minor);
+      // L->minor is the failing pivot in the fill-reducing order; report the original column.
+      const long k = static_cast<long>(L_->minor);
+      const auto* perm = static_cast<const SuiteSparse_long*>(L_->Perm);
+      const long col = (perm && k < info.n) ? static_cast<long>(perm[k]) : k;
       throw SolverError(fmt::format(
-          "matrix is not positive definite: CHOLMOD failed at column {} of {} (a free body, a "
-          "zero or negative stiffness, or non-finite values)",
-          col, info.n));
+          "matrix is not positive definite: CHOLMOD failed at column {} of {} (pivot {} in "
+          "elimination order; a free body, a zero or negative stiffness, or non-finite values)",
+          col, info.n, k));
     }
     info.nnz_L = c_.lnz;
     info.factorize_ms = t.elapsed_ms();

@@ -19,7 +19,7 @@ public:
                        Points& f) const override;
   double project_add_force(const Points& x, const FrameInputs& in, Points& f,
                            double* p_out) const override;
-  void add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>&) const override {}
+  void add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>&, bool) const override {}
 
 private:
   Eigen::VectorXd masses_;

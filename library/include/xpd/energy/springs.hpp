@@ -53,8 +53,8 @@ public:
                        Points& f) const override;
   double project_add_force(const Points& x, const FrameInputs& in, Points& f,
                            double* p_out) const override;
-  void add_hessian(const Points& x, const FrameInputs& in,
-                   std::vector<Triplet>& triplets) const override;
+  void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                   bool psd_project = true) const override;
   const std::vector<AttachmentSpring>& springs() const { return springs_; }
 
 private:
@@ -75,8 +75,8 @@ public:
                        Points& f) const override;
   double project_add_force(const Points& x, const FrameInputs& in, Points& f,
                            double* p_out) const override;
-  void add_hessian(const Points& x, const FrameInputs& in,
-                   std::vector<Triplet>& triplets) const override;
+  void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                   bool psd_project = true) const override;
   const std::vector<PointSpring>& springs() const { return springs_; }
 
 private:

@@ -76,10 +76,11 @@ public:
   /// g ← g + ∇E(x) (envelope theorem: equals ∇ₓÊ at the optimal p).
   void add_gradient(const Points& x, const FrameInputs& in, Points& g) const;
 
-  /// Newton oracle: adds the Hessian of E at x, projected to be positive semidefinite per
-  /// element, as 3n × 3n triplets with DOF index 3·node + coordinate.
-  virtual void add_hessian(const Points& x, const FrameInputs& in,
-                           std::vector<Triplet>& triplets) const = 0;
+  /// Newton oracle: adds the Hessian of E at x as 3n × 3n triplets (DOF index 3·node +
+  /// coordinate); with `psd_project` each element's block is projected to be positive
+  /// semidefinite (negative eigenvalues clamped to 0).
+  virtual void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                           bool psd_project = true) const = 0;
 };
 
 }  // namespace xpd

@@ -30,8 +30,8 @@ public:
                        Points& f) const override;
   double project_add_force(const Points& x, const FrameInputs& in, Points& f,
                            double* p_out) const override;
-  void add_hessian(const Points& x, const FrameInputs& in,
-                   std::vector<Triplet>& triplets) const override;
+  void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                   bool psd_project = true) const override;
 
   /// Projection p(F) of element k (local step for one element).
   virtual Mat3 project_element(int k, const Mat3& F, const FrameInputs& in) const = 0;

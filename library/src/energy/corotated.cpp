@@ -3,6 +3,7 @@
 #include <xpd/energy/polar.hpp>
 
 #include "isotropic_hessian.hpp"
+#include "polar_kernel.hpp"
 #include "tet_kernel.hpp"
 
 namespace xpd {
@@ -19,8 +20,11 @@ Mat9 CorotatedTerm::density_hessian(int, const Mat3& F, const FrameInputs&) cons
 
 double CorotatedTerm::project_add_force(const Points& x, const FrameInputs&, Points& f,
                                         double* p_out) const {
-  return detail::tet_project_add_force(elements_, x, f, p_out,
-                                       [](int, const Mat3& F) { return polar_rotation(F); });
+  return detail::tet_project_add_force(elements_, x, f, p_out, [](int, const Mat3& F) {
+    Mat3 R;
+    if (detail::polar_rotation_newton(F.data(), R.data())) return R;  // inlined fast path
+    return polar_rotation(F);
+  });
 }
 
 }  // namespace xpd

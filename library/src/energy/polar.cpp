@@ -1,5 +1,7 @@
 #include <xpd/energy/polar.hpp>
 
+#include "polar_kernel.hpp"
+
 #include <Eigen/Geometry>
 #include <Eigen/LU>
 #include <Eigen/SVD>
@@ -23,47 +25,10 @@ SignedSvd3 signed_svd(const Eigen::Matrix3d& F) {
   return out;
 }
 
-namespace {
-
-// X⁻ᵀ = [c1×c2, c2×c0, c0×c1] / det X for X = [c0 c1 c2]; returns det X.
-inline double inverse_transpose(const Eigen::Matrix3d& X, Eigen::Matrix3d& Xit) {
-  Xit.col(0) = X.col(1).cross(X.col(2));
-  Xit.col(1) = X.col(2).cross(X.col(0));
-  Xit.col(2) = X.col(0).cross(X.col(1));
-  const double det = X.col(0).dot(Xit.col(0));
-  Xit /= det;
-  return det;
-}
-
-}  // namespace
-
 Eigen::Matrix3d polar_rotation(const Eigen::Matrix3d& F) {
-  const double norm2 = F.squaredNorm();
-  const double det = F.determinant();
-  // Newton only where F is safely orientation-preserving: the iteration keeps sign(det X) and would
-  // converge to a reflection for det F < 0.
-  if (!(det > 1e-6 * norm2 * std::sqrt(norm2))) {
-    const SignedSvd3 s = signed_svd(F);
-    return s.U * s.V.transpose();
-  }
-  Eigen::Matrix3d X = F, Xit;
-  bool scaled = true;
-  for (int it = 0; it < 40; ++it) {
-    inverse_transpose(X, Xit);
-    Eigen::Matrix3d Xn;
-    if (scaled) {
-      // Frobenius-norm scaling (Higham): ζ = sqrt(||X⁻¹|| / ||X||); brings σ near 1 quickly.
-      const double zeta = std::sqrt(std::sqrt(Xit.squaredNorm() / X.squaredNorm()));
-      Xn = 0.5 * (zeta * X + Xit / zeta);
-    } else {
-      Xn = 0.5 * (X + Xit);
-    }
-    const double diff2 = (Xn - X).squaredNorm();
-    X = Xn;
-    if (diff2 < 1e-4) scaled = false;  // near convergence plain Newton is quadratic
-    // Quadratic convergence: the error of the new iterate is about diff² / 2.
-    if (diff2 < 1e-16) return X;
-  }
+  Eigen::Matrix3d R;
+  if (detail::polar_rotation_newton(F.data(), R.data())) return R;
+  // Inverted, degenerate or ill-conditioned: the signed SVD gives the closest rotation.
   const SignedSvd3 s = signed_svd(F);
   return s.U * s.V.transpose();
 }

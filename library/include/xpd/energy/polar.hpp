@@ -21,10 +21,11 @@ struct SignedSvd3 {
 SignedSvd3 signed_svd(const Eigen::Matrix3d& F);
 
 /// Polar rotation R = argmin_{R ∈ SO(3)} ||F − R||_F.
-/// Fast path: scaled Newton iteration X ← (ζX + ζ⁻¹X⁻ᵀ)/2 (Higham 1986) when F is safely
-/// non-inverted (det F > 1e-6 ||F||³); converges quadratically to the orthogonal polar factor,
-/// which is then a rotation. Otherwise (inverted, degenerate or ill-conditioned F) it falls back to
-/// signed_svd. Matches U Vᵀ of signed_svd to round-off (tests/energy/test_polar.cpp).
+/// Fast path: Newton iteration X ← (ζX + ζ⁻¹X⁻ᵀ)/2 (Higham 1986; scaled first step) when F is
+/// safely non-inverted (det F > 1e-6 ||F||³); converges quadratically to the orthogonal polar
+/// factor, which is then a rotation (error < 1e-14). Otherwise (inverted, degenerate or
+/// ill-conditioned F) it falls back to signed_svd. Matches U Vᵀ of signed_svd to round-off
+/// (tests/energy/test_polar.cpp).
 Eigen::Matrix3d polar_rotation(const Eigen::Matrix3d& F);
 
 }  // namespace xpd

@@ -2,6 +2,7 @@
 // shape targeting, implicit Euler properties.
 #include <xpd/core/error.hpp>
 #include <xpd/energy/tet_term.hpp>
+#include <xpd/solver/bench_core.hpp>
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
@@ -330,4 +331,13 @@ TEST(SolverPd, NonFiniteInputsThrowTypedErrors) {
   State s2 = make_state(model);
   s2.x(3, 1) = std::numeric_limits<double>::infinity();
   EXPECT_THROW(step(model, s2), SolverError);
+}
+
+TEST(SolverBench, CoreBenchRunsOnASmallBox) {
+  const CoreBenchResult r = bench_core(6, 3, 1);
+  EXPECT_EQ(r.nodes, 216);
+  EXPECT_EQ(r.tets, 750);
+  EXPECT_GT(r.pd_iteration_ms, 0.0);
+  EXPECT_GT(r.solve_3rhs_ms, 0.0);
+  EXPECT_NE(r.to_json().find("\"pd_iteration_ms\""), std::string::npos);
 }

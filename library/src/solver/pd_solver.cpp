@@ -110,7 +110,9 @@ void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd>
   const double reg = 1e-12 * M.trace() + 1e-300;
   M.diagonal().array() += reg;
   a.dFtF.head(k).noalias() = dF.transpose() * delta;
-  a.gamma.head(k) = M.ldlt().solve(a.dFtF.head(k));
+  a.normal_k = M;  // reallocates only while the history grows (first m iterations)
+  a.ldlt.compute(a.normal_k);
+  a.gamma.head(k) = a.ldlt.solve(a.dFtF.head(k));
   x = a.x_pd;
   x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
 }

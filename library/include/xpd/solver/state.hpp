@@ -4,6 +4,7 @@
 #include <xpd/energy/term.hpp>
 #include <xpd/solver/model.hpp>
 
+#include <Eigen/Cholesky>
 #include <vector>
 
 namespace xpd {
@@ -15,6 +16,8 @@ struct AndersonScratch {
   Eigen::VectorXd x_pd;          ///< the plain PD iterate (fallback when acceleration is rejected)
   Eigen::MatrixXd normal;        ///< m × m
   Eigen::VectorXd gamma, dFtF;   ///< m
+  Eigen::MatrixXd normal_k;      ///< k × k copy of the active block (k = history)
+  Eigen::LDLT<Eigen::MatrixXd> ldlt;
   int history = 0, head = 0;
   bool has_prev = false;
 };

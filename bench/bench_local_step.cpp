@@ -1,0 +1,93 @@
+// The PD local step on box:N: per-tet polar decomposition fused with the elastic force scatter
+// (colour-parallel, deterministic), and the full evaluate() (local + rhs phases).
+#include <xpd/energy/polar.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/bench_core.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include <benchmark/benchmark.h>
+#include <map>
+#include <memory>
+#include <random>
+
+using namespace xpd;
+
+namespace {
+struct Setup {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<State> state;
+};
+Setup& setup(int n) {
+  static std::map<int, Setup> cache;
+  auto it = cache.find(n);
+  if (it != cache.end()) return it->second;
+  ModelDesc d;
+  d.mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  d.gravity = Vec3(0, 0, -9.81);
+  for (int i = 0; i < n * n; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  Setup s;
+  s.model = std::make_unique<Model>(build_model(d));
+  s.state = std::make_unique<State>(make_state(*s.model));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(-0.2, 0.2);
+  const double h = 1.0 / (n - 1);
+  for (Eigen::Index i = 0; i < s.state->x.size(); ++i) s.state->x.data()[i] += h * u(rng);  // generic F
+  return cache.emplace(n, std::move(s)).first->second;
+}
+}  // namespace
+
+static void BM_Polar(benchmark::State& state) {
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> u(-0.2, 0.2);
+  std::vector<Eigen::Matrix3d> F(4096);
+  for (auto& f : F) f = Eigen::Matrix3d::Identity() + Eigen::Matrix3d::NullaryExpr([&] { return u(rng); });
+  for (auto _ : state)
+    for (const auto& f : F) benchmark::DoNotOptimize(polar_rotation(f));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(F.size()));
+}
+
+static void BM_SignedSvd(benchmark::State& state) {
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> u(-0.2, 0.2);
+  std::vector<Eigen::Matrix3d> F(4096);
+  for (auto& f : F) f = Eigen::Matrix3d::Identity() + Eigen::Matrix3d::NullaryExpr([&] { return u(rng); });
+  for (auto _ : state)
+    for (const auto& f : F) benchmark::DoNotOptimize(signed_svd(f));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(F.size()));
+}
+
+static void BM_LocalStep(benchmark::State& state) {
+  Setup& s = setup(static_cast<int>(state.range(0)));
+  const Term& coro = *s.model->terms()[0];
+  for (auto _ : state) {
+    s.state->force.setZero();
+    benchmark::DoNotOptimize(coro.project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
+  }
+  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+}
+
+static void BM_Evaluate(benchmark::State& state) {
+  Setup& s = setup(static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(evaluate(*s.model, *s.state));
+  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+}
+
+static void BM_CoreBox(benchmark::State& state) {
+  CoreBenchResult r;
+  for (auto _ : state) r = bench_core(static_cast<int>(state.range(0)), 10);
+  state.counters["pd_iteration_ms"] = r.pd_iteration_ms;
+  state.counters["solve_3rhs_ms"] = r.solve_3rhs_ms;
+  state.counters["local_ms"] = r.local_ms;
+  state.counters["rhs_ms"] = r.rhs_ms;
+  state.counters["factor_ms"] = r.factor_ms;
+  state.counters["ratio"] = r.ratio;
+}
+
+BENCHMARK(BM_Polar);
+BENCHMARK(BM_SignedSvd);
+BENCHMARK(BM_LocalStep)->Arg(16)->Arg(32)->Arg(48)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Evaluate)->Arg(48)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CoreBox)->Arg(48)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_MAIN();

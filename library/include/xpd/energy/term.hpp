@@ -1,0 +1,86 @@
+#pragma once
+// The one interface every Projective Dynamics energy term implements.
+//
+// A PD term is E_i(x) = min_{p ∈ C_i} w_i/2 ||G_i x − p||² (Bouaziz et al. 2014; Wang et al. 2021
+// §3): G_i is a constant linear operator per coordinate (a deformation gradient row, a spring
+// difference), p its projection onto the constraint set (local step), w_i > 0 a weight. With p
+// frozen the term is quadratic in x with the constant Hessian w_i G_iᵀ G_i: identical for x, y, z
+// (thesis App. A), so each term contributes to ONE n × n matrix (`add_matrix`). Linear terms
+// (gravity, nodal loads) have no projection and no matrix.
+//
+// Shapes: positions x are #V × 3 row-major (`Points`); forces and gradients likewise. Projections
+// are stored flat, `projection_size()` doubles per constraint, in the term's element order.
+#include <xpd/mesh/tet_mesh.hpp>
+
+#include <Eigen/SparseCore>
+#include <string_view>
+#include <vector>
+
+namespace xpd {
+
+using Triplet = Eigen::Triplet<double>;
+/// Per shape-targeted tet the 6 parameters b of the symmetric target
+/// S_t = [[1+b0, b1, b2], [b1, 1+b3, b4], [b2, b4, 1+b5]] (thesis eq. 6.3, 0-based).
+using ShapeTargetParams = Eigen::Matrix<double, Eigen::Dynamic, 6, Eigen::RowMajor>;
+
+/// Inputs that may change every frame without refactorization (they live in the State).
+struct FrameInputs {
+  Points attachment_targets;          ///< #attachments × 3 target positions t_j
+  ShapeTargetParams shape_targets;    ///< #shape-targeted tets × 6
+  Vec3 gravity = Vec3::Zero();        ///< acceleration (m/s²), applied with the lumped masses
+  Points nodal_forces;                ///< #V × 3 external forces, or empty (= zero)
+};
+
+/// Builds S_t from the 6 parameters b (thesis eq. 6.3).
+inline Mat3 shape_target_matrix(const double* b) {
+  Mat3 S;
+  S << 1.0 + b[0], b[1], b[2], b[1], 1.0 + b[3], b[4], b[2], b[4], 1.0 + b[5];
+  return S;
+}
+
+/// A PD energy term. Implementations are immutable after construction (they belong to the Model)
+/// and thread-safe for concurrent const calls.
+class Term {
+public:
+  virtual ~Term() = default;
+
+  /// Short identifier ("corotated", "strain_limit", ...).
+  virtual std::string_view name() const = 0;
+  /// Number of constraints (elements, springs); 0 for linear terms.
+  virtual int num_constraints() const = 0;
+  /// Doubles per constraint in a projection buffer (9 for tets, 3 for springs, 0 if none).
+  virtual int projection_size() const = 0;
+
+  /// Adds w Gᵀ G (the n × n scalar block of the constant PD matrix) as triplets.
+  virtual void add_matrix(std::vector<Triplet>& triplets) const = 0;
+
+  /// Local step: p ← argmin_{p ∈ C} w/2 ||G x − p||² for every constraint.
+  /// `p` has num_constraints() × projection_size() entries.
+  virtual void project(const Points& x, const FrameInputs& in, double* p) const = 0;
+
+  /// Ê(x, p) = Σ w/2 ||G x − p||² with p frozen (the PD surrogate energy).
+  virtual double energy_given(const Points& x, const FrameInputs& in, const double* p) const = 0;
+
+  /// f ← f − ∇ₓÊ(x, p) with p frozen.
+  virtual void add_force_given(const Points& x, const FrameInputs& in, const double* p,
+                               Points& f) const = 0;
+
+  /// Fused hot path: local step at x, then f ← f − ∇ₓÊ(x, p(x)) = f − ∇E(x). Returns E(x).
+  /// Writes the projections to `p_out` when it is not null. Parallel over elements and
+  /// deterministic: the result does not depend on the thread schedule.
+  virtual double project_add_force(const Points& x, const FrameInputs& in, Points& f,
+                                   double* p_out) const = 0;
+
+  /// E(x) = min_p Ê(x, p).
+  double energy(const Points& x, const FrameInputs& in) const;
+  /// g ← g + ∇E(x) (envelope theorem: equals ∇ₓÊ at the optimal p).
+  void add_gradient(const Points& x, const FrameInputs& in, Points& g) const;
+
+  /// Newton oracle: adds the Hessian of E at x as 3n × 3n triplets (DOF index 3·node +
+  /// coordinate); with `psd_project` each element's block is projected to be positive
+  /// semidefinite (negative eigenvalues clamped to 0).
+  virtual void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                           bool psd_project = true) const = 0;
+};
+
+}  // namespace xpd

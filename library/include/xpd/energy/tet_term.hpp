@@ -1,0 +1,46 @@
+#pragma once
+// Base of the per-tetrahedron PD terms: E = Σ_e w_e/2 ||F_e − p_e||², F_e = Ds Dm⁻¹ (3×3),
+// w_e = 2 μ_e Vol_e, p_e = projection of F_e onto the term's constraint set (a 3×3 matrix).
+// The force is the FEM force of the Piola stress P = w_e/Vol_e (F − p) (paper 000 eq. 6):
+// f_{1..3} = −w (F − p) Dm⁻ᵀ, f_0 = −(f_1 + f_2 + f_3). Projections are 9 doubles per element,
+// column-major 3×3, in element (colour) order.
+#include <xpd/energy/tet_elements.hpp>
+#include <xpd/energy/term.hpp>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+#include <Eigen/LU>
+
+namespace xpd {
+
+using Mat9 = Eigen::Matrix<double, 9, 9>;
+
+class TetTerm : public Term {
+public:
+  explicit TetTerm(TetElements elements) : elements_(std::move(elements)) {}
+
+  const TetElements& elements() const { return elements_; }
+  int num_constraints() const override { return elements_.size(); }
+  int projection_size() const override { return 9; }
+
+  void add_matrix(std::vector<Triplet>& triplets) const override;
+  void project(const Points& x, const FrameInputs& in, double* p) const override;
+  double energy_given(const Points& x, const FrameInputs& in, const double* p) const override;
+  void add_force_given(const Points& x, const FrameInputs& in, const double* p,
+                       Points& f) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
+                           double* p_out) const override;
+  void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                   bool psd_project = true) const override;
+
+  /// Projection p(F) of element k (local step for one element).
+  virtual Mat3 project_element(int k, const Mat3& F, const FrameInputs& in) const = 0;
+  /// Hessian ∂²ψ/∂F² of the density ψ(F) = ||F − p(F)||² (not PSD-projected), 9×9 acting on
+  /// vec(F) with index 3·row + col.
+  virtual Mat9 density_hessian(int k, const Mat3& F, const FrameInputs& in) const = 0;
+
+protected:
+  TetElements elements_;
+};
+
+}  // namespace xpd

@@ -1,0 +1,116 @@
+#pragma once
+// Model: everything constant after setup (rest data, terms, the PD matrix and its factorization).
+// Built once from a ModelDesc (what a scene loader fills); per-frame inputs (attachment targets,
+// shape targets, gravity, nodal forces) live in the State (see state.hpp) and never trigger a
+// refactorization.
+#include <xpd/energy/springs.hpp>
+#include <xpd/energy/term.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
+#include <xpd/solver/sparse_cholesky.hpp>
+
+#include <Eigen/SparseCore>
+#include <array>
+#include <memory>
+#include <vector>
+
+namespace xpd {
+
+enum class Integrator {
+  Quasistatic,   ///< minimize E(x) each frame: K δx = f(x) (paper 000 eq. 6)
+  ImplicitEuler  ///< minimize E(x) + 1/(2h²)||x − y||²_M, y = x_n + h v_n: (K + M/h²) δx = f
+};
+
+/// Strain limit on one tet (paper 000 §5.3).
+struct StrainLimitDesc {
+  int tet = -1;
+  double stiffness = 0;  ///< μ′ > 0
+  double sigma_min = 0;  ///< 0 ≤ σmin < 1
+  double sigma_max = 0;  ///< σmax > 1
+};
+
+/// Shape target on one tet (thesis §6.3): S_t from 6 parameters (see shape_target_matrix). The tet
+/// then uses μ ||F − R S_t||² instead of the corotated μ ||F − R||² (same μ, same matrix).
+struct ShapeTargetDesc {
+  int tet = -1;
+  std::array<double, 6> params{};  ///< initial b (zeros = rest shape)
+};
+
+/// Zero-rest-length spring from a point of the body to a kinematic target.
+struct AttachmentDesc {
+  BaryPoint point;
+  double stiffness = 0;
+  Vec3 target = Vec3::Zero();  ///< initial target (changeable per frame in State::inputs)
+};
+
+/// Input of build_model. Units are SI by convention (m, kg/m³, Pa, N).
+struct ModelDesc {
+  TetMesh mesh;                              ///< positively oriented tets; nodes = rest positions
+  std::vector<double> mu;                    ///< per tet (#T), or one value for all; μ > 0
+  std::vector<double> lambda;                ///< optional per tet λ (λ term not implemented: must be 0)
+  std::vector<StrainLimitDesc> strain_limits;
+  std::vector<ShapeTargetDesc> shape_targets;
+  double density = 1000.0;                   ///< kg/m³, for lumped masses (gravity, inertia)
+  std::vector<AttachmentDesc> attachments;
+  std::vector<PointSpring> springs;
+  Vec3 gravity = Vec3::Zero();               ///< initial gravity (changeable per frame)
+  Points nodal_forces;                       ///< initial #V × 3 forces, or empty
+  Integrator integrator = Integrator::Quasistatic;
+  double time_step = 1.0 / 30.0;             ///< h > 0 (implicit Euler only)
+  /// Quasistatic only: a connected component without attachment makes K singular (translation).
+  /// false → build_model throws SolverError naming the component. true → those components get a
+  /// proximal regularization ε·diag(K) on their nodes (ε = free_body_regularization), which keeps
+  /// the equilibrium unchanged and fixes their mass-weighted mean position (documented exception
+  /// for e.g. shape-targeted free bodies).
+  bool allow_unattached = false;
+  double free_body_regularization = 1e-6;
+  CholeskyBackend backend = CholeskyBackend::Cholmod;
+};
+
+class TetTerm;
+
+/// Constant simulation model. Movable, not copyable.
+class Model {
+public:
+  int num_nodes() const { return static_cast<int>(rest_.rows()); }
+  int num_tets() const { return static_cast<int>(tets_.rows()); }
+  const Points& rest_positions() const { return rest_; }
+  const Tets& tets() const { return tets_; }
+  Integrator integrator() const { return integrator_; }
+  double time_step() const { return h_; }
+  /// Lumped nodal masses (#V): Σ over incident tets of ρ Vol / 4.
+  const Eigen::VectorXd& masses() const { return masses_; }
+  /// All terms (tet terms first, then springs, then loads).
+  const std::vector<std::unique_ptr<Term>>& terms() const { return terms_; }
+  /// The n × n PD matrix (identical for x, y, z): Σ w Gᵀ G (+ M/h²) (+ regularization).
+  const Eigen::SparseMatrix<double>& matrix() const { return K_; }
+  /// Diagonal added for unattached components (zero elsewhere); part of matrix().
+  const Eigen::VectorXd& regularization() const { return reg_; }
+  const SparseCholesky& factor() const { return *factor_; }
+  /// Frame inputs as given in the ModelDesc (copied into a new State).
+  const FrameInputs& initial_inputs() const { return inputs0_; }
+  /// Number of connected components and how many needed regularization.
+  int num_components() const { return num_components_; }
+  int num_free_components() const { return num_free_components_; }
+
+private:
+  friend Model build_model(const ModelDesc& desc);
+  Points rest_;
+  Tets tets_;
+  Integrator integrator_ = Integrator::Quasistatic;
+  double h_ = 1.0;
+  Eigen::VectorXd masses_;
+  std::vector<std::unique_ptr<Term>> terms_;
+  Eigen::SparseMatrix<double> K_;
+  Eigen::VectorXd reg_;
+  std::unique_ptr<SparseCholesky> factor_;
+  FrameInputs inputs0_;
+  int num_components_ = 0;
+  int num_free_components_ = 0;
+};
+
+/// Validates `desc` (μ > 0, weights > 0, 0 ≤ σmin < 1 < σmax, h > 0, indices in range, every
+/// node used, components attached), builds the terms, assembles K and factorizes it once.
+/// Throws SolverError / MeshError with a message naming the offending item.
+Model build_model(const ModelDesc& desc);
+
+}  // namespace xpd

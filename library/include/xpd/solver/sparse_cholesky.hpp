@@ -1,0 +1,66 @@
+#pragma once
+// Sparse Cholesky factorization of a symmetric positive definite matrix behind a small phased
+// interface: analyze (once per sparsity pattern) / factorize (values change) / solve (many columns).
+// Backends: CHOLMOD supernodal with METIS ordering (default) and Eigen's SimplicialLLT (fallback,
+// always available). No backend header appears here.
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+#include <memory>
+#include <string>
+
+namespace xpd {
+
+enum class CholeskyBackend {
+  Cholmod,  ///< SuiteSparse CHOLMOD, supernodal, METIS ordering
+  Eigen     ///< Eigen::SimplicialLLT with AMD ordering (slower; reference/fallback)
+};
+
+/// Name of a backend ("cholmod", "eigen").
+std::string to_string(CholeskyBackend backend);
+
+/// Statistics of the last analyze/factorize.
+struct CholeskyInfo {
+  long n = 0;           ///< matrix order
+  double nnz_L = 0;     ///< nonzeros of the factor
+  double analyze_ms = 0;
+  double factorize_ms = 0;
+};
+
+/// A = L Lᵀ for an SPD matrix A (n × n). Matrices passed in must be symmetric; only their lower
+/// triangle is read. Every failure throws SolverError (non-SPD: names the failing column).
+class SparseCholesky {
+public:
+  explicit SparseCholesky(CholeskyBackend backend = CholeskyBackend::Cholmod);
+  ~SparseCholesky();
+  SparseCholesky(SparseCholesky&&) noexcept;
+  SparseCholesky& operator=(SparseCholesky&&) noexcept;
+  SparseCholesky(const SparseCholesky&) = delete;
+  SparseCholesky& operator=(const SparseCholesky&) = delete;
+
+  /// Symbolic analysis (fill-reducing ordering, elimination tree) of the pattern of A.
+  void analyze(const Eigen::SparseMatrix<double>& A);
+  /// Numeric factorization; A must have the pattern given to analyze().
+  void factorize(const Eigen::SparseMatrix<double>& A);
+  /// analyze() then factorize().
+  void compute(const Eigen::SparseMatrix<double>& A) {
+    analyze(A);
+    factorize(A);
+  }
+  /// Solves A X = B in place: B is n × k, column-major; all k columns are solved at once (one pass
+  /// over the factor). Allocation-free after the first call with a given k (CHOLMOD workspaces are
+  /// kept).
+  void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const;
+  /// Returns A⁻¹ B.
+  Eigen::MatrixXd solve(const Eigen::MatrixXd& B) const;
+
+  CholeskyBackend backend() const;
+  const CholeskyInfo& info() const;
+  long rows() const;
+
+  struct Impl;  // backend implementation (private)
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd

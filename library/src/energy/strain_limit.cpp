@@ -1,0 +1,50 @@
+#include <xpd/energy/strain_limit.hpp>
+
+#include <xpd/core/error.hpp>
+#include <xpd/energy/polar.hpp>
+
+#include "isotropic_hessian.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace xpd {
+
+StrainLimitTerm::StrainLimitTerm(TetElements elements, std::vector<Eigen::Vector2d> limits)
+    : TetTerm(std::move(elements)) {
+  if (limits.size() != static_cast<size_t>(elements_.size()))
+    throw SolverError("StrainLimitTerm: one (sigma_min, sigma_max) pair per element is required");
+  limits_.resize(limits.size());
+  for (int k = 0; k < elements_.size(); ++k) {
+    const Eigen::Vector2d& l = limits[static_cast<size_t>(elements_.source[static_cast<size_t>(k)])];
+    if (!(l(0) >= 0.0 && l(0) < 1.0 && l(1) > 1.0 && std::isfinite(l(1))))
+      throw SolverError(fmt::format(
+          "strain limit #{}: need 0 <= sigma_min < 1 < sigma_max, got sigma_min={} sigma_max={}",
+          elements_.source[static_cast<size_t>(k)], l(0), l(1)));
+    limits_[static_cast<size_t>(k)] = l;
+  }
+}
+
+Mat3 StrainLimitTerm::project_element(int k, const Mat3& F, const FrameInputs&) const {
+  const Eigen::Vector2d& l = limits_[static_cast<size_t>(k)];
+  const SignedSvd3 s = signed_svd(F);
+  const Vec3 c = s.sigma.cwiseMax(l(0)).cwiseMin(l(1));
+  if (c == s.sigma) return F;  // inside the limits: no stress
+  return s.U * c.asDiagonal() * s.V.transpose();
+}
+
+Mat9 StrainLimitTerm::density_hessian(int k, const Mat3& F, const FrameInputs&) const {
+  // ψ = Σ (σ_i − clamp(σ_i))²: ψ_i = 2(σ_i − clamp σ_i), ψ_ii = 2 outside the limits, 0 inside.
+  const Eigen::Vector2d& l = limits_[static_cast<size_t>(k)];
+  const SignedSvd3 s = signed_svd(F);
+  Vec3 grad;
+  Mat3 hess = Mat3::Zero();
+  for (int i = 0; i < 3; ++i) {
+    const double c = std::clamp(s.sigma(i), l(0), l(1));
+    grad(i) = 2.0 * (s.sigma(i) - c);
+    hess(i, i) = (s.sigma(i) < l(0) || s.sigma(i) > l(1)) ? 2.0 : 0.0;
+  }
+  return detail::isotropic_hessian(s, grad, hess);
+}
+
+}  // namespace xpd

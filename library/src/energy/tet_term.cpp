@@ -1,0 +1,87 @@
+#include <xpd/energy/tet_term.hpp>
+
+#include "tet_kernel.hpp"
+
+#include <Eigen/Eigenvalues>
+
+namespace xpd {
+
+namespace {
+// Gradient rows g_a (a = 0..3) of F with respect to node a: F = Σ_a x_a g_aᵀ.
+inline void shape_gradients(const Mat3& B, Vec3 g[4]) {
+  g[1] = B.row(0).transpose();
+  g[2] = B.row(1).transpose();
+  g[3] = B.row(2).transpose();
+  g[0] = -(g[1] + g[2] + g[3]);
+}
+}  // namespace
+
+void TetTerm::add_matrix(std::vector<Triplet>& triplets) const {
+  const auto& e = elements_;
+  triplets.reserve(triplets.size() + 16 * static_cast<size_t>(e.size()));
+  for (int k = 0; k < e.size(); ++k) {
+    Vec3 g[4];
+    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
+    const double w = e.weight[static_cast<size_t>(k)];
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) triplets.emplace_back(n[a], n[b], w * g[a].dot(g[b]));
+  }
+}
+
+void TetTerm::project(const Points& x, const FrameInputs& in, double* p) const {
+  Points unused;
+  detail::tet_project_add_force(
+      elements_, x, unused, p, [&](int k, const Mat3& F) { return project_element(k, F, in); },
+      /*add_force=*/false);
+}
+
+double TetTerm::energy_given(const Points& x, const FrameInputs&, const double* p) const {
+  Points unused;
+  return detail::tet_project_add_force(
+      elements_, x, unused, nullptr,
+      [&](int k, const Mat3&) { return Mat3(Eigen::Map<const Mat3>(p + 9 * static_cast<size_t>(k))); },
+      /*add_force=*/false);
+}
+
+void TetTerm::add_force_given(const Points& x, const FrameInputs&, const double* p, Points& f) const {
+  detail::tet_project_add_force(elements_, x, f, nullptr, [&](int k, const Mat3&) {
+    return Mat3(Eigen::Map<const Mat3>(p + 9 * static_cast<size_t>(k)));
+  });
+}
+
+double TetTerm::project_add_force(const Points& x, const FrameInputs& in, Points& f,
+                                  double* p_out) const {
+  return detail::tet_project_add_force(elements_, x, f, p_out,
+                                       [&](int k, const Mat3& F) { return project_element(k, F, in); });
+}
+
+void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
+                          bool psd_project) const {
+  const auto& e = elements_;
+  for (int k = 0; k < e.size(); ++k) {
+    const Mat3 F = deformation_gradient(e, k, x);
+    Mat9 H = density_hessian(k, F, in);
+    if (psd_project) {  // clamp negative eigenvalues (projected Newton)
+      Eigen::SelfAdjointEigenSolver<Mat9> eig(0.5 * (H + H.transpose()));
+      const Eigen::Matrix<double, 9, 1> lam = eig.eigenvalues().cwiseMax(0.0);
+      H = eig.eigenvectors() * lam.asDiagonal() * eig.eigenvectors().transpose();
+    }
+    // J: vec(F)[3d + j] = Σ_a x_{a,d} g_a[j]  →  J(3d + j, 3a + d) = g_a[j].
+    Vec3 g[4];
+    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
+    Eigen::Matrix<double, 9, 12> J = Eigen::Matrix<double, 9, 12>::Zero();
+    for (int a = 0; a < 4; ++a)
+      for (int d = 0; d < 3; ++d)
+        for (int j = 0; j < 3; ++j) J(3 * d + j, 3 * a + d) = g[a](j);
+    const Eigen::Matrix<double, 12, 12> Hx = (0.5 * e.weight[static_cast<size_t>(k)]) * J.transpose() * H * J;
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        for (int d = 0; d < 3; ++d)
+          for (int c = 0; c < 3; ++c)
+            triplets.emplace_back(3 * n[a] + d, 3 * n[b] + c, Hx(3 * a + d, 3 * b + c));
+  }
+}
+
+}  // namespace xpd

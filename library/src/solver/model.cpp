@@ -1,0 +1,213 @@
+#include <xpd/solver/model.hpp>
+
+#include <xpd/core/error.hpp>
+#include <xpd/energy/corotated.hpp>
+#include <xpd/energy/loads.hpp>
+#include <xpd/energy/shape_target.hpp>
+#include <xpd/energy/strain_limit.hpp>
+
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+
+namespace xpd {
+
+namespace {
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(static_cast<size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int i) {
+    while (parent[static_cast<size_t>(i)] != i) {
+      parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
+      i = parent[static_cast<size_t>(i)];
+    }
+    return i;
+  }
+  void unite(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  }
+};
+
+void validate_desc(const ModelDesc& d) {
+  const auto nv = d.mesh.nodes.rows();
+  const auto nt = d.mesh.tets.rows();
+  if (nv == 0 || nt == 0) throw SolverError("model: the mesh has no nodes or no tets");
+  if (!d.mesh.nodes.allFinite()) throw SolverError("model: mesh node coordinates are not finite");
+  if (d.mesh.tets.minCoeff() < 0 || d.mesh.tets.maxCoeff() >= nv)
+    throw SolverError(fmt::format("model: tet node index out of range [0, {})", nv));
+  if (d.mu.size() != 1 && d.mu.size() != static_cast<size_t>(nt))
+    throw SolverError(fmt::format("model: mu needs 1 or #T = {} values, got {}", nt, d.mu.size()));
+  for (size_t t = 0; t < d.mu.size(); ++t)
+    if (!(d.mu[t] > 0.0) || !std::isfinite(d.mu[t]))
+      throw SolverError(fmt::format("model: mu must be positive and finite, tet {} has mu={}", t, d.mu[t]));
+  for (size_t t = 0; t < d.lambda.size(); ++t)
+    if (d.lambda[t] != 0.0)
+      throw SolverError(fmt::format("model: lambda != 0 (tet {}) is not supported yet; use lambda = 0", t));
+  if (!(d.density > 0.0) || !std::isfinite(d.density))
+    throw SolverError(fmt::format("model: density must be positive, got {}", d.density));
+  if (d.integrator == Integrator::ImplicitEuler && (!(d.time_step > 0.0) || !std::isfinite(d.time_step)))
+    throw SolverError(fmt::format("model: time step h must be positive, got {}", d.time_step));
+  if (!d.gravity.allFinite()) throw SolverError("model: gravity is not finite");
+  if (d.nodal_forces.rows() != 0 && (d.nodal_forces.rows() != nv || !d.nodal_forces.allFinite()))
+    throw SolverError("model: nodal_forces must be empty or a finite #V x 3 matrix");
+  for (size_t j = 0; j < d.attachments.size(); ++j)
+    if (!d.attachments[j].target.allFinite())
+      throw SolverError(fmt::format("attachment #{}: target is not finite", j));
+  if (d.allow_unattached && !(d.free_body_regularization > 0.0))
+    throw SolverError("model: free_body_regularization must be positive");
+}
+
+}  // namespace
+
+Model build_model(const ModelDesc& d) {
+  validate_desc(d);
+  Model m;
+  const int nv = static_cast<int>(d.mesh.nodes.rows());
+  const int nt = static_cast<int>(d.mesh.tets.rows());
+  m.rest_ = d.mesh.nodes;
+  m.tets_ = d.mesh.tets;
+  m.integrator_ = d.integrator;
+  m.h_ = d.integrator == Integrator::ImplicitEuler ? d.time_step : 1.0;
+  auto mu_of = [&](int t) { return d.mu.size() == 1 ? d.mu[0] : d.mu[static_cast<size_t>(t)]; };
+
+  // Partition tets: shape-targeted ones use ShapeTargetTerm, the rest CorotatedTerm.
+  std::vector<int> target_row(static_cast<size_t>(nt), -1);
+  for (size_t s = 0; s < d.shape_targets.size(); ++s) {
+    const int t = d.shape_targets[s].tet;
+    if (t < 0 || t >= nt) throw SolverError(fmt::format("shape target #{}: tet {} out of range", s, t));
+    if (target_row[static_cast<size_t>(t)] >= 0)
+      throw SolverError(fmt::format("shape target #{}: tet {} already has a shape target", s, t));
+    target_row[static_cast<size_t>(t)] = static_cast<int>(s);
+  }
+  std::vector<int> coro_ids;
+  std::vector<double> coro_mu;
+  for (int t = 0; t < nt; ++t)
+    if (target_row[static_cast<size_t>(t)] < 0) {
+      coro_ids.push_back(t);
+      coro_mu.push_back(mu_of(t));
+    }
+  TetElements coro = make_tet_elements(d.mesh, coro_ids, coro_mu);  // validates volumes too
+  // Lumped masses from the rest volumes.
+  m.masses_ = Eigen::VectorXd::Zero(nv);
+  auto add_mass = [&](const TetElements& e) {
+    for (int k = 0; k < e.size(); ++k)
+      for (int a = 0; a < 4; ++a)
+        m.masses_(e.nodes[static_cast<size_t>(k)][static_cast<size_t>(a)]) += d.density * e.volume[static_cast<size_t>(k)] / 4.0;
+  };
+  add_mass(coro);
+  if (coro.size() > 0) m.terms_.push_back(std::make_unique<CorotatedTerm>(std::move(coro)));
+  if (!d.shape_targets.empty()) {
+    std::vector<int> ids;
+    std::vector<double> mus;
+    for (const auto& s : d.shape_targets) {
+      ids.push_back(s.tet);
+      mus.push_back(mu_of(s.tet));
+    }
+    TetElements st = make_tet_elements(d.mesh, ids, mus);
+    add_mass(st);
+    m.terms_.push_back(std::make_unique<ShapeTargetTerm>(std::move(st)));
+  }
+  if (!d.strain_limits.empty()) {
+    std::vector<int> ids;
+    std::vector<double> mus;
+    std::vector<Eigen::Vector2d> lims;
+    for (const auto& s : d.strain_limits) {
+      ids.push_back(s.tet);
+      mus.push_back(s.stiffness);
+      lims.emplace_back(s.sigma_min, s.sigma_max);
+    }
+    m.terms_.push_back(std::make_unique<StrainLimitTerm>(make_tet_elements(d.mesh, ids, mus), std::move(lims)));
+  }
+  if (!d.attachments.empty()) {
+    std::vector<AttachmentSpring> a;
+    for (const auto& s : d.attachments) a.push_back({s.point, s.stiffness});
+    m.terms_.push_back(std::make_unique<AttachmentTerm>(std::move(a), nv));
+  }
+  if (!d.springs.empty()) m.terms_.push_back(std::make_unique<SpringTerm>(d.springs, nv));
+  m.terms_.push_back(std::make_unique<LoadTerm>(m.masses_));
+
+  // Frame inputs.
+  m.inputs0_.attachment_targets.resize(static_cast<Eigen::Index>(d.attachments.size()), 3);
+  for (size_t j = 0; j < d.attachments.size(); ++j)
+    m.inputs0_.attachment_targets.row(static_cast<Eigen::Index>(j)) = d.attachments[j].target.transpose();
+  m.inputs0_.shape_targets.resize(static_cast<Eigen::Index>(d.shape_targets.size()), 6);
+  for (size_t s = 0; s < d.shape_targets.size(); ++s)
+    for (int c = 0; c < 6; ++c) m.inputs0_.shape_targets(static_cast<Eigen::Index>(s), c) = d.shape_targets[s].params[static_cast<size_t>(c)];
+  m.inputs0_.gravity = d.gravity;
+  m.inputs0_.nodal_forces = d.nodal_forces;
+
+  // Connected components (through tets and springs) and their anchors; checked BEFORE factorizing.
+  UnionFind uf(nv);
+  std::vector<char> used(static_cast<size_t>(nv), 0), anchored(static_cast<size_t>(nv), 0);
+  for (int t = 0; t < nt; ++t)
+    for (int a = 0; a < 4; ++a) {
+      used[static_cast<size_t>(d.mesh.tets(t, a))] = 1;
+      uf.unite(d.mesh.tets(t, 0), d.mesh.tets(t, a));
+    }
+  for (const auto& s : d.springs) {
+    int first = -1;
+    for (const BaryPoint* p : {&s.a, &s.b})
+      for (int a = 0; a < 4; ++a) {
+        const int i = p->nodes[static_cast<size_t>(a)];
+        if (i < 0 || p->weights[static_cast<size_t>(a)] == 0.0) continue;
+        if (first < 0) first = i;
+        uf.unite(first, i);
+      }
+  }
+  for (const auto& s : d.attachments)
+    for (int a = 0; a < 4; ++a) {
+      const int i = s.point.nodes[static_cast<size_t>(a)];
+      if (i >= 0 && i < nv && s.point.weights[static_cast<size_t>(a)] != 0.0) anchored[static_cast<size_t>(i)] = 1;
+    }
+  for (int i = 0; i < nv; ++i)
+    if (!used[static_cast<size_t>(i)])
+      throw SolverError(fmt::format("model: node {} is not referenced by any tet (remove unused nodes)", i));
+  std::vector<int> root_size(static_cast<size_t>(nv), 0);
+  std::vector<char> root_anchored(static_cast<size_t>(nv), 0);
+  for (int i = 0; i < nv; ++i) {
+    const int r = uf.find(i);
+    ++root_size[static_cast<size_t>(r)];
+    root_anchored[static_cast<size_t>(r)] |= anchored[static_cast<size_t>(i)];
+  }
+  std::vector<char> free_root(static_cast<size_t>(nv), 0);
+  int comp = 0;
+  for (int r = 0; r < nv; ++r) {
+    if (root_size[static_cast<size_t>(r)] == 0) continue;
+    ++m.num_components_;
+    if (d.integrator == Integrator::Quasistatic && !root_anchored[static_cast<size_t>(r)]) {
+      if (!d.allow_unattached)
+        throw SolverError(fmt::format(
+            "model: connected component #{} ({} nodes, e.g. node {}) has no attachment; a "
+            "quasistatic solve is singular for it (add an attachment spring, or set "
+            "allow_unattached to regularize it)",
+            comp, root_size[static_cast<size_t>(r)], r));
+      free_root[static_cast<size_t>(r)] = 1;
+      ++m.num_free_components_;
+    }
+    ++comp;
+  }
+
+  // Assemble K (n × n, one block for x, y, z).
+  std::vector<Triplet> trip;
+  for (const auto& term : m.terms_) term->add_matrix(trip);
+  if (d.integrator == Integrator::ImplicitEuler)
+    for (int i = 0; i < nv; ++i) trip.emplace_back(i, i, m.masses_(i) / (m.h_ * m.h_));
+  m.K_.resize(nv, nv);
+  m.K_.setFromTriplets(trip.begin(), trip.end());
+  m.reg_ = Eigen::VectorXd::Zero(nv);
+  if (m.num_free_components_ > 0) {
+    for (int i = 0; i < nv; ++i)
+      if (free_root[static_cast<size_t>(uf.find(i))]) m.reg_(i) = d.free_body_regularization * m.K_.coeff(i, i);
+    for (int i = 0; i < nv; ++i)
+      if (m.reg_(i) != 0.0) m.K_.coeffRef(i, i) += m.reg_(i);
+  }
+  m.K_.makeCompressed();
+  m.factor_ = std::make_unique<SparseCholesky>(d.backend);
+  m.factor_->compute(m.K_);
+  return m;
+}
+
+}  // namespace xpd

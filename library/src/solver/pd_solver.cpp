@@ -1,0 +1,208 @@
+#include <xpd/solver/pd_solver.hpp>
+
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/energy/tet_term.hpp>
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace xpd {
+
+double evaluate(const Model& model, State& s, PhaseTimings* timings, bool store_projections) {
+  PhaseTimer pt;
+  PhaseTimings local;
+  s.force.setZero();
+  double energy = 0.0;
+  // Local step of the tet terms, fused with their elastic forces (the expensive part).
+  const auto& terms = model.terms();
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (!dynamic_cast<const TetTerm*>(terms[t].get())) continue;
+    energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
+                                          store_projections ? s.projections[t].data() : nullptr);
+  }
+  pt.lap(local.local);
+  // Springs and loads.
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (dynamic_cast<const TetTerm*>(terms[t].get())) continue;
+    energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
+                                          store_projections ? s.projections[t].data() : nullptr);
+  }
+  // Inertia: 1/(2h²) ||x − y||²_M, force −M/h² (x − y).
+  if (model.integrator() == Integrator::ImplicitEuler) {
+    const double inv_h2 = 1.0 / (model.time_step() * model.time_step());
+    const auto& m = model.masses();
+    for (Eigen::Index i = 0; i < s.x.rows(); ++i) {
+      const Eigen::RowVector3d d = s.x.row(i) - s.inertia_target.row(i);
+      energy += 0.5 * inv_h2 * m(i) * d.squaredNorm();
+      s.force.row(i) -= (inv_h2 * m(i)) * d;
+    }
+  }
+  pt.lap(local.rhs);
+  if (timings) {
+    timings->local += local.local;
+    timings->rhs += local.rhs;
+  }
+  return energy;
+}
+
+void solve_global(const Model& model, State& s) {
+  s.rhs = s.force;  // row-major #V×3 → column-major n×3 (no reallocation: same size)
+  model.factor().solve_in_place(s.rhs);
+}
+
+namespace {
+
+double load_scale(const Model& model, const State& s) {
+  double sq = 0.0;
+  const bool has_nodal = s.inputs.nodal_forces.rows() == s.x.rows();
+  for (Eigen::Index i = 0; i < s.x.rows(); ++i) {
+    Eigen::RowVector3d l = model.masses()(i) * s.inputs.gravity.transpose();
+    if (has_nodal) l += s.inputs.nodal_forces.row(i);
+    sq += l.squaredNorm();
+  }
+  return std::sqrt(sq);
+}
+
+void check_finite(double energy, double residual, const State& s, int iteration) {
+  if (!std::isfinite(energy) || !std::isfinite(residual))
+    throw SolverError(fmt::format(
+        "non-finite {} at frame {}, iteration {} (energy={}, residual={}): check inputs for NaN, "
+        "stiffness and time-step ranges",
+        std::isfinite(energy) ? "forces" : "energy", s.frame, iteration, energy, residual));
+}
+
+// Anderson acceleration (type II, Walker & Ni 2011) of G(x) = x + K⁻¹ f(x); returns the next
+// iterate in `x` (a 3n vector view of state.x); the plain iterate is kept in a.x_pd.
+void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd> x,
+                     const Eigen::Map<const Eigen::VectorXd>& delta) {
+  const Eigen::Index N = x.size();
+  if (a.dF.rows() != N || a.dF.cols() != window) {  // first use: size the buffers once
+    a.dF.resize(N, window);
+    a.dG.resize(N, window);
+    a.F_prev.resize(N);
+    a.G_prev.resize(N);
+    a.x_pd.resize(N);
+    a.normal.resize(window, window);
+    a.gamma.resize(window);
+    a.dFtF.resize(window);
+    a.history = a.head = 0;
+    a.has_prev = false;
+  }
+  a.x_pd = x + delta;  // G(x)
+  if (a.has_prev) {
+    a.dF.col(a.head) = delta - a.F_prev;
+    a.dG.col(a.head) = a.x_pd - a.G_prev;
+    a.head = (a.head + 1) % window;
+    a.history = std::min(a.history + 1, window);
+  }
+  a.F_prev = delta;
+  a.G_prev = a.x_pd;
+  a.has_prev = true;
+  if (a.history == 0) {
+    x = a.x_pd;
+    return;
+  }
+  const int k = a.history;
+  auto dF = a.dF.leftCols(k);
+  auto M = a.normal.topLeftCorner(k, k);
+  M.noalias() = dF.transpose() * dF;
+  const double reg = 1e-12 * M.trace() + 1e-300;
+  M.diagonal().array() += reg;
+  a.dFtF.head(k).noalias() = dF.transpose() * delta;
+  a.normal_k = M;  // reallocates only while the history grows (first m iterations)
+  a.ldlt.compute(a.normal_k);
+  a.gamma.head(k) = a.ldlt.solve(a.dFtF.head(k));
+  x = a.x_pd;
+  x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
+}
+
+}  // namespace
+
+FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
+  if (opt.max_iterations < 0) throw SolverError("step: max_iterations must be >= 0");
+  if (opt.anderson && opt.anderson_window < 1) throw SolverError("step: anderson_window must be >= 1");
+  Timer wall;
+  FrameStats st;
+  PhaseTimer pt;
+  const Eigen::Index n = s.x.rows();
+  if (s.inputs.attachment_targets.rows() != model.initial_inputs().attachment_targets.rows() ||
+      s.inputs.shape_targets.rows() != model.initial_inputs().shape_targets.rows())
+    throw SolverError("step: State::inputs sizes differ from the model (attachments / shape targets)");
+  if (!s.inputs.attachment_targets.allFinite() || !s.inputs.shape_targets.allFinite() ||
+      !s.inputs.gravity.allFinite() || !s.inputs.nodal_forces.allFinite())
+    throw SolverError(fmt::format("step: non-finite frame input at frame {}", s.frame));
+
+  s.x_start = s.x;
+  if (model.integrator() == Integrator::ImplicitEuler) {
+    s.inertia_target = s.x + model.time_step() * s.velocity;
+    s.x = s.inertia_target;  // initial guess: inertial position
+  }
+  st.load_scale = load_scale(model, s);
+  pt.lap(st.timings_ms.other);
+
+  double energy = evaluate(model, s, &st.timings_ms, opt.store_projections);
+  pt.skip();
+  double residual = s.force.norm();
+  check_finite(energy, residual, s, 0);
+  st.initial_residual = residual;
+  const double scale = std::max(residual, st.load_scale);
+  Eigen::Map<Eigen::VectorXd> xv(s.x.data(), 3 * n);
+  if (opt.anderson) {
+    s.anderson.history = s.anderson.head = 0;
+    s.anderson.has_prev = false;
+  }
+  auto converged = [&](double r) {
+    return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance;
+  };
+  pt.lap(st.timings_ms.other);
+
+  while (!converged(residual) && st.iterations < opt.max_iterations) {
+    // Global step.
+    solve_global(model, s);
+    pt.lap(st.timings_ms.solve);
+    ++st.iterations;
+    // δ back to row-major (reuse force as the δ buffer; f is recomputed below).
+    s.force = s.rhs;
+    if (!s.force.allFinite())
+      throw SolverError(fmt::format("non-finite global-step solution at frame {}, iteration {}", s.frame, st.iterations));
+    bool accelerated = false;
+    if (opt.anderson) {
+      anderson_update(s.anderson, opt.anderson_window, xv,
+                      Eigen::Map<const Eigen::VectorXd>(s.force.data(), 3 * n));
+      accelerated = s.anderson.history > 0;
+    } else {
+      s.x += s.force;
+    }
+    pt.lap(st.timings_ms.other);
+    double e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
+    pt.skip();
+    if (accelerated && !(e_new <= energy + 1e-12 * std::abs(energy))) {
+      // Energy safeguard: reject the accelerated iterate, take the plain PD one (monotone).
+      xv = s.anderson.x_pd;
+      s.anderson.history = s.anderson.head = 0;
+      s.anderson.has_prev = false;
+      ++st.anderson_rejections;
+      pt.lap(st.timings_ms.other);
+      e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
+      pt.skip();
+    }
+    residual = s.force.norm();
+    check_finite(e_new, residual, s, st.iterations);
+    const double decrease = energy - e_new;
+    energy = e_new;
+    pt.lap(st.timings_ms.rhs);
+    if (opt.energy_tolerance > 0.0 && std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) break;
+  }
+  st.converged = converged(residual) ||
+                 (opt.energy_tolerance > 0.0 && st.iterations < opt.max_iterations);
+  if (model.integrator() == Integrator::ImplicitEuler) s.velocity = (s.x - s.x_start) / model.time_step();
+  st.energy = energy;
+  st.residual = residual;
+  ++s.frame;
+  pt.lap(st.timings_ms.other);
+  st.wall_ms = wall.elapsed_ms();
+  return st;
+}
+
+}  // namespace xpd

@@ -1,0 +1,103 @@
+// Parameter validation and the unattached-component guard.
+#include <xpd/core/error.hpp>
+#include <xpd/solver/model.hpp>
+
+#include "solver/pd_fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace xpd;
+
+namespace {
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST(SolverModel, RejectsBadParameters) {
+  const ModelDesc base = test::loaded_desc(test::jittered_box(3));
+  {
+    ModelDesc d = base;
+    d.mu[4] = 0.0;
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "mu must be positive")) << error_of([&] { build_model(d); });
+  }
+  {
+    ModelDesc d = base;
+    d.strain_limits.push_back({0, 10.0, 1.1, 1.5});
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "sigma_min < 1 < sigma_max"));
+  }
+  {
+    ModelDesc d = base;
+    d.strain_limits.push_back({0, -1.0, 0.9, 1.5});
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "stiffness must be positive"));
+  }
+  {
+    ModelDesc d = base;
+    d.integrator = Integrator::ImplicitEuler;
+    d.time_step = 0.0;
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "time step h must be positive"));
+  }
+  {
+    ModelDesc d = base;
+    d.attachments[0].stiffness = 0.0;
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "attachment #0"));
+  }
+  {
+    ModelDesc d = base;
+    d.springs.push_back({BaryPoint::node(0), BaryPoint::node(10000), 1.0, 0.0});
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "out of range"));
+  }
+  {
+    ModelDesc d = base;
+    d.mesh.nodes.row(0).swap(d.mesh.nodes.row(1));  // inverts the tets using nodes 0 and 1
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "rest volume"));
+  }
+  {
+    ModelDesc d = base;
+    d.lambda.assign(d.mesh.tets.rows(), 5.0);
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "lambda"));
+  }
+}
+
+TEST(SolverModel, UnattachedComponentIsReportedBeforeFactorizing) {
+  // Two disjoint boxes; only the first is attached.
+  const TetMesh a = test::jittered_box(3);
+  TetMesh m;
+  m.nodes.resize(2 * a.nodes.rows(), 3);
+  m.nodes << a.nodes, (a.nodes.rowwise() + Eigen::RowVector3d(5, 0, 0));
+  m.tets.resize(2 * a.tets.rows(), 4);
+  m.tets << a.tets, (a.tets.array() + static_cast<int>(a.nodes.rows())).matrix();
+  ModelDesc d;
+  d.mesh = m;
+  d.mu = {100.0};
+  for (int i = 0; i < 3; ++i) d.attachments.push_back({BaryPoint::node(i), 1e3, m.nodes.row(i).transpose()});
+  const std::string msg = error_of([&] { build_model(d); });
+  EXPECT_TRUE(contains(msg, "component #1 (27 nodes, e.g. node 27) has no attachment")) << msg;
+  // The documented exception: regularize it.
+  d.allow_unattached = true;
+  const Model model = build_model(d);
+  EXPECT_EQ(model.num_components(), 2);
+  EXPECT_EQ(model.num_free_components(), 1);
+  // Implicit Euler needs no attachment (mass makes K definite).
+  d.allow_unattached = false;
+  d.integrator = Integrator::ImplicitEuler;
+  EXPECT_NO_THROW(build_model(d));
+}
+
+TEST(SolverModel, MatrixIsTheSumOfTermMatricesAndFactorIsShared) {
+  const ModelDesc d = test::loaded_desc(test::jittered_box(4));
+  const Model model = build_model(d);
+  const Eigen::SparseMatrix<double>& K = model.matrix();
+  EXPECT_EQ(K.rows(), model.num_nodes());
+  EXPECT_LE((K - Eigen::SparseMatrix<double>(K.transpose())).norm(), 1e-12 * K.norm());
+  // Translation is in the null space of the elastic part: K·1 = attachment stiffness only.
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(K.rows());
+  EXPECT_NEAR((K * ones).sum(), 1e6 * static_cast<double>(d.attachments.size()), 1e-6 * K.norm());
+}

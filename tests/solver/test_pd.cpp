@@ -1,0 +1,343 @@
+// PD drivers: monotone energy, patch test, invariances, determinism, agreement with Newton,
+// shape targeting, implicit Euler properties.
+#include <xpd/core/error.hpp>
+#include <xpd/energy/tet_term.hpp>
+#include <xpd/solver/bench_core.hpp>
+#include <xpd/solver/newton.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include "solver/pd_fixtures.hpp"
+
+#include <gtest/gtest.h>
+#include <numeric>
+#include <random>
+#include <tbb/global_control.h>
+
+using namespace xpd;
+
+namespace {
+
+double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
+
+double total_energy_given(const Model& m, const State& s, const std::vector<std::vector<double>>& p) {
+  double e = 0;
+  for (size_t t = 0; t < m.terms().size(); ++t) e += m.terms()[t]->energy_given(s.x, s.inputs, p[t].data());
+  return e;
+}
+
+SolverOptions tight(int max_iterations = 20000, bool anderson = true) {
+  SolverOptions o;
+  o.max_iterations = max_iterations;
+  o.rel_tolerance = 1e-12;
+  o.anderson = anderson;
+  return o;
+}
+
+}  // namespace
+
+TEST(SolverPd, EnergyNeverIncreasesAcrossLocalAndGlobalSteps) {
+  for (bool strain_limit : {false, true}) {
+    ModelDesc d = test::loaded_desc(test::jittered_box(5), 200.0);
+    if (strain_limit)
+      for (int t = 0; t < d.mesh.tets.rows(); t += 2) d.strain_limits.push_back({t, 5e3, 0.95, 1.05});
+    for (int t = 0; t < d.mesh.tets.rows(); t += 5) d.shape_targets.push_back({t, {0.1, 0.02, 0, -0.05, 0, 0.03}});
+    const Model model = build_model(d);
+    State s = make_state(model);
+    std::vector<std::vector<double>> p = s.projections;
+    auto local_step = [&] {
+      for (size_t t = 0; t < model.terms().size(); ++t) model.terms()[t]->project(s.x, s.inputs, p[t].data());
+    };
+    local_step();
+    double e = total_energy_given(model, s, p);
+    for (int it = 0; it < 30; ++it) {
+      // Global: K δ = −∇Ê(x, p) minimizes Ê(·, p) exactly.
+      s.force.setZero();
+      for (size_t t = 0; t < model.terms().size(); ++t)
+        model.terms()[t]->add_force_given(s.x, s.inputs, p[t].data(), s.force);
+      solve_global(model, s);
+      s.x += Points(s.rhs);
+      const double e_global = total_energy_given(model, s, p);
+      EXPECT_LE(e_global, e + 1e-10 * std::abs(e)) << "global step, iteration " << it;
+      local_step();
+      const double e_local = total_energy_given(model, s, p);
+      EXPECT_LE(e_local, e_global + 1e-10 * std::abs(e_global)) << "local step, iteration " << it;
+      e = e_local;
+    }
+  }
+}
+
+TEST(SolverPd, AndersonKeepsEnergyMonotoneAndConvergesFaster) {
+  const ModelDesc d = test::loaded_desc(test::jittered_box(5), 300.0);
+  const Model model = build_model(d);
+  SolverOptions plain;
+  plain.max_iterations = 5000;
+  plain.rel_tolerance = 1e-8;
+  SolverOptions aa = plain;
+  aa.anderson = true;
+  State s1 = make_state(model), s2 = make_state(model);
+  const FrameStats a = step(model, s1, plain);
+  const FrameStats b = step(model, s2, aa);
+  EXPECT_TRUE(a.converged);
+  EXPECT_TRUE(b.converged);
+  EXPECT_LT(b.iterations, a.iterations);
+  EXPECT_LE(max_node_distance(s1.x, s2.x), 1e-5 * test::bbox_diagonal(s1.x));
+  if (test::verbose()) std::printf("  plain %d iterations, anderson %d (%d rejected)\n", a.iterations, b.iterations, b.anderson_rejections);
+  // Energy along the accelerated iterates never increases.
+  State s3 = make_state(model);
+  double prev = std::numeric_limits<double>::infinity();
+  for (int k = 1; k <= 40; ++k) {
+    State s = make_state(model);
+    SolverOptions o = aa;
+    o.max_iterations = k;
+    o.rel_tolerance = 0.0;
+    const FrameStats st = step(model, s, o);
+    EXPECT_LE(st.energy, prev + 1e-12 * std::abs(prev));
+    prev = st.energy;
+  }
+}
+
+TEST(SolverPd, PatchTestReproducesAffineBoundaryMotion) {
+  const TetMesh mesh = test::jittered_box(5, 0.2);
+  ModelDesc d;
+  d.mesh = mesh;
+  d.mu = {1e3};
+  Mat3 A = Eigen::AngleAxisd(0.4, Vec3(0.2, 1, 0.5).normalized()).toRotationMatrix() *
+           (Mat3() << 1.2, 0.1, 0.0, 0.05, 0.9, 0.1, 0.0, 0.0, 1.1).finished();
+  const Vec3 b(0.1, -0.2, 0.3);
+  Points affine(mesh.nodes.rows(), 3);
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
+  std::vector<char> boundary(static_cast<size_t>(mesh.nodes.rows()), 0);
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+    const Vec3 p = mesh.nodes.row(i);
+    boundary[static_cast<size_t>(i)] = (p.array() < 1e-9).any() || (p.array() > 1 - 1e-9).any();
+    if (boundary[static_cast<size_t>(i)])
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, affine.row(i).transpose()});
+  }
+  // Consistent boundary tractions of the uniform stress: nodal loads = −f_el(affine) on boundary
+  // nodes. Interior nodes get nothing: their elastic force at the affine state must vanish.
+  {
+    const Model probe = build_model(d);
+    Points f_el = Points::Zero(mesh.nodes.rows(), 3);
+    probe.terms()[0]->project_add_force(affine, probe.initial_inputs(), f_el, nullptr);
+    d.nodal_forces = Points::Zero(mesh.nodes.rows(), 3);
+    double interior = 0;
+    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+      if (boundary[static_cast<size_t>(i)])
+        d.nodal_forces.row(i) = -f_el.row(i);
+      else
+        interior = std::max(interior, f_el.row(i).norm());
+    }
+    test::report("interior force at affine state", interior / f_el.norm(), 1e-12);
+    EXPECT_LE(interior, 1e-12 * f_el.norm());
+  }
+  const Model model = build_model(d);
+  State s = make_state(model);
+  const FrameStats st = step(model, s, tight());
+  EXPECT_TRUE(st.converged);
+  const double err = max_node_distance(s.x, affine) / test::bbox_diagonal(affine);
+  test::report("patch test", err, 1e-10);
+  EXPECT_LE(err, 1e-10);
+}
+
+TEST(SolverPd, RenumberingAndGlobalRotationGiveTheRotatedResult) {
+  const ModelDesc d = test::loaded_desc(test::jittered_box(5), 150.0);
+  const Model m1 = build_model(d);
+  State s1 = make_state(m1);
+  EXPECT_TRUE(step(m1, s1, tight()).converged);
+
+  // Rotate everything and renumber nodes and tets randomly.
+  const Mat3 Q = Eigen::AngleAxisd(1.1, Vec3(-0.3, 0.8, 0.4).normalized()).toRotationMatrix();
+  const Vec3 shift(3, -1, 2);
+  const int nv = static_cast<int>(d.mesh.nodes.rows()), nt = static_cast<int>(d.mesh.tets.rows());
+  std::vector<int> perm(static_cast<size_t>(nv)), tperm(static_cast<size_t>(nt));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::iota(tperm.begin(), tperm.end(), 0);
+  std::mt19937 rng(17);
+  std::shuffle(perm.begin(), perm.end(), rng);  // old node i → new node perm[i]
+  std::shuffle(tperm.begin(), tperm.end(), rng);
+  auto move = [&](const Vec3& p) { return Vec3(Q * p + shift); };
+  ModelDesc d2 = d;
+  for (int i = 0; i < nv; ++i) d2.mesh.nodes.row(perm[static_cast<size_t>(i)]) = move(d.mesh.nodes.row(i).transpose()).transpose();
+  for (int t = 0; t < nt; ++t) {
+    const int nt2 = tperm[static_cast<size_t>(t)];
+    for (int a = 0; a < 4; ++a) d2.mesh.tets(nt2, a) = perm[static_cast<size_t>(d.mesh.tets(t, a))];
+    d2.mu[static_cast<size_t>(nt2)] = d.mu[static_cast<size_t>(t)];
+  }
+  for (auto& a : d2.attachments) {
+    a.point.nodes[0] = perm[static_cast<size_t>(a.point.nodes[0])];
+    a.target = move(a.target);
+  }
+  d2.gravity = Q * d.gravity;
+  const Model m2 = build_model(d2);
+  State s2 = make_state(m2);
+  EXPECT_TRUE(step(m2, s2, tight()).converged);
+  double err = 0;
+  for (int i = 0; i < nv; ++i)
+    err = std::max(err, (s2.x.row(perm[static_cast<size_t>(i)]).transpose() - move(s1.x.row(i).transpose())).norm());
+  err /= test::bbox_diagonal(s1.x);
+  test::report("renumber+rotate", err, 1e-10);
+  EXPECT_LE(err, 1e-10);
+  EXPECT_GT(max_node_distance(s1.x, m1.rest_positions()), 1e-3);  // the load did deform the body
+}
+
+TEST(SolverPd, BitwiseDeterministicAtFixedThreadCount) {
+  ModelDesc d = test::loaded_desc(test::jittered_box(9), 200.0);
+  for (int t = 0; t < d.mesh.tets.rows(); t += 3) d.strain_limits.push_back({t, 5e3, 0.9, 1.1});
+  const Model model = build_model(d);
+  auto run = [&](int threads) {
+    tbb::global_control c(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
+    State s = make_state(model);
+    SolverOptions o;
+    o.max_iterations = 15;
+    o.anderson = true;
+    for (int f = 0; f < 3; ++f) {
+      s.inputs.attachment_targets.col(2).array() += 0.01;
+      step(model, s, o);
+    }
+    return s.x;
+  };
+  const Points a = run(2), b = run(2), c = run(1);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<size_t>(a.size())));
+  // The colouring + fixed-grain reduction make results independent of the thread count too.
+  EXPECT_EQ(0, std::memcmp(a.data(), c.data(), sizeof(double) * static_cast<size_t>(a.size())));
+}
+
+TEST(SolverPd, ConvergedEquilibriumMatchesNewton) {
+  for (bool strain_limit : {false, true}) {
+    SCOPED_TRACE(strain_limit ? "with strain limiting" : "corotated only");
+    ModelDesc d = test::loaded_desc(test::jittered_box(6), 400.0);
+    d.nodal_forces = Points::Zero(d.mesh.nodes.rows(), 3);
+    d.nodal_forces(d.mesh.nodes.rows() - 1, 1) = 20.0;  // a point load at the far corner
+    if (strain_limit)
+      for (int t = 0; t < d.mesh.tets.rows(); ++t) d.strain_limits.push_back({t, 2e4, 0.9, 1.1});
+    const Model model = build_model(d);
+    State pd = make_state(model);
+    SolverOptions o;
+    o.max_iterations = 20000;
+    o.rel_tolerance = 1e-11;
+    o.anderson = true;
+    const FrameStats st = step(model, pd, o);
+    EXPECT_TRUE(st.converged) << "residual " << st.residual << " after " << st.iterations;
+    State nt = make_state(model);
+    const NewtonResult nr = newton_solve(model, nt);
+    EXPECT_TRUE(nr.converged) << "Newton gradient " << nr.gradient_norm;
+    const double diag = test::bbox_diagonal(model.rest_positions());
+    const double err = max_node_distance(pd.x, nt.x) / diag;
+    test::report(strain_limit ? "PD vs Newton (strain limit)" : "PD vs Newton", err, 1e-6);
+    EXPECT_LE(err, 1e-6);
+    EXPECT_GT(max_node_distance(pd.x, model.rest_positions()), 0.02 * diag);  // large deformation
+    if (test::verbose()) std::printf("  PD %d iterations, Newton %d\n", st.iterations, nr.iterations);
+  }
+}
+
+TEST(SolverPd, ShapeTargetScalesAnUnattachedBodyUniformly) {
+  const double s_target = 1.25;
+  ModelDesc d;
+  d.mesh = test::jittered_box(5);
+  d.mu = {100.0};
+  for (int t = 0; t < d.mesh.tets.rows(); ++t)
+    d.shape_targets.push_back({t, {s_target - 1, 0, 0, s_target - 1, 0, s_target - 1}});
+  EXPECT_THROW(build_model(d), SolverError);  // no attachment: singular without the exception
+  d.allow_unattached = true;
+  const Model model = build_model(d);
+  State s = make_state(model);
+  EXPECT_TRUE(step(model, s, tight(2000)).converged);
+  const auto* term = dynamic_cast<const TetTerm*>(model.terms()[0].get());
+  ASSERT_NE(term, nullptr);
+  double err = 0;
+  for (int k = 0; k < term->elements().size(); ++k)
+    err = std::max(err, (deformation_gradient(term->elements(), k, s.x) - s_target * Mat3::Identity()).norm());
+  test::report("shape target F - sI", err, 1e-8);
+  EXPECT_LE(err, 1e-8);
+}
+
+TEST(SolverImplicitEuler, ConservesLinearMomentumOfAFreeBody) {
+  ModelDesc d;
+  d.mesh = test::jittered_box(5);
+  d.mu = {500.0};
+  d.density = 50.0;
+  d.integrator = Integrator::ImplicitEuler;
+  d.time_step = 0.01;
+  const Model model = build_model(d);
+  State s = make_state(model);
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (Eigen::Index i = 0; i < s.velocity.size(); ++i) s.velocity.data()[i] = u(rng);
+  const Eigen::RowVector3d p0 = model.masses().transpose() * s.velocity;
+  SolverOptions o;
+  o.max_iterations = 30;
+  for (int f = 0; f < 20; ++f) step(model, s, o);
+  const Eigen::RowVector3d p1 = model.masses().transpose() * s.velocity;
+  const double scale = (model.masses().transpose() * s.velocity.cwiseAbs()).norm();
+  test::report("momentum drift", (p1 - p0).norm() / scale, 1e-10);
+  EXPECT_LE((p1 - p0).norm(), 1e-10 * scale);
+}
+
+TEST(SolverImplicitEuler, EnergyDecaysWithoutExternalForces) {
+  ModelDesc d;
+  d.mesh = test::jittered_box(5);
+  d.mu = {500.0};
+  d.density = 50.0;
+  d.integrator = Integrator::ImplicitEuler;
+  d.time_step = 0.01;
+  const Model model = build_model(d);
+  State s = make_state(model);
+  s.x = 1.2 * s.x;  // released from a stretched state
+  const auto* coro = model.terms()[0].get();
+  auto total = [&] {
+    double kinetic = 0;
+    for (Eigen::Index i = 0; i < s.x.rows(); ++i) kinetic += 0.5 * model.masses()(i) * s.velocity.row(i).squaredNorm();
+    return coro->energy(s.x, s.inputs) + kinetic;
+  };
+  double prev = total();
+  const double e0 = prev;
+  SolverOptions o;
+  o.max_iterations = 200;
+  o.rel_tolerance = 1e-9;
+  for (int f = 0; f < 40; ++f) {
+    step(model, s, o);
+    const double e = total();
+    EXPECT_LE(e, prev * (1 + 1e-9)) << "frame " << f;
+    prev = e;
+  }
+  EXPECT_LT(prev, 0.5 * e0);
+}
+
+TEST(SolverPd, PerFrameTargetsAndLoadsWithoutRefactorization) {
+  const ModelDesc d = test::loaded_desc(test::jittered_box(4), 0.0);
+  const Model model = build_model(d);
+  State s = make_state(model);
+  const double factor_ms = model.factor().info().factorize_ms;
+  SolverOptions o = tight(5000);
+  for (int f = 0; f < 3; ++f) {
+    s.inputs.attachment_targets.col(1).array() += 0.05;  // drag the attached face sideways
+    const FrameStats st = step(model, s, o);
+    EXPECT_TRUE(st.converged);
+    EXPECT_GE(st.timings_ms.local, 0.0);
+    EXPECT_GT(st.wall_ms, 0.0);
+  }
+  // Rigid translation of the whole body follows the targets (no other load).
+  const double dy = 0.15;
+  EXPECT_LE((s.x.col(1).array() - model.rest_positions().col(1).array() - dy).abs().maxCoeff(), 1e-9);
+  EXPECT_EQ(factor_ms, model.factor().info().factorize_ms);
+}
+
+TEST(SolverPd, NonFiniteInputsThrowTypedErrors) {
+  const ModelDesc d = test::loaded_desc(test::jittered_box(3));
+  const Model model = build_model(d);
+  State s = make_state(model);
+  s.inputs.attachment_targets(0, 0) = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(step(model, s), SolverError);
+  State s2 = make_state(model);
+  s2.x(3, 1) = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(step(model, s2), SolverError);
+}
+
+TEST(SolverBench, CoreBenchRunsOnASmallBox) {
+  const CoreBenchResult r = bench_core(6, 3, 1);
+  EXPECT_EQ(r.nodes, 216);
+  EXPECT_EQ(r.tets, 750);
+  EXPECT_GT(r.pd_iteration_ms, 0.0);
+  EXPECT_GT(r.solve_3rhs_ms, 0.0);
+  EXPECT_NE(r.to_json().find("\"pd_iteration_ms\""), std::string::npos);
+}

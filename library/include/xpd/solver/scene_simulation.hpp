@@ -11,6 +11,7 @@
 //   - external forces: io external_forces(scene, mesh, materials, k) (gravity, node and total
 //     forces with their ramps).
 #include <xpd/io/scene.hpp>
+#include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>

@@ -3,11 +3,11 @@
 // every array is compared with what was written.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <xpd/core/error.hpp>
 #include <xpd/io/vtu.hpp>
 #include <xpd/mesh/box.hpp>
@@ -35,10 +35,17 @@ struct ParsedVtu {
   }
 };
 
+// name="value" pairs of one XML tag (no entities decoded: names are compared escaped).
 std::map<std::string, std::string> attributes_of(const std::string& tag) {
   std::map<std::string, std::string> out;
-  static const std::regex attr(R"re((\w+)="([^"]*)")re");
-  for (std::sregex_iterator it(tag.begin(), tag.end(), attr), end; it != end; ++it) out[(*it)[1]] = (*it)[2];
+  for (std::size_t eq = tag.find("=\""); eq != std::string::npos; eq = tag.find("=\"", eq + 1)) {
+    std::size_t start = eq;
+    while (start > 0 && (std::isalnum(static_cast<unsigned char>(tag[start - 1])) || tag[start - 1] == '_')) --start;
+    const std::size_t close = tag.find('"', eq + 2);
+    if (close == std::string::npos) throw std::runtime_error("unterminated attribute in " + tag);
+    out[tag.substr(start, eq - start)] = tag.substr(eq + 2, close - eq - 2);
+    eq = close;
+  }
   return out;
 }
 

@@ -427,9 +427,12 @@ private:
       send_error(fd, 404, path, head);
       return 404;
     }
-    const std::string h = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n"
+    // Run data may be rewritten by a running `xpd run` and is cached by the viewer itself:
+    // no-store also spares the browser writing every frame to its disk cache.
+    const char* cache = root == run_ ? "no-store" : "no-cache";
+    const std::string h = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: {}\r\n"
                                       "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-                                      content_type(real), static_cast<long long>(st.st_size));
+                                      content_type(real), static_cast<long long>(st.st_size), cache);
     if (send_all(fd, h.data(), h.size()) && !head) {
       std::vector<char> chunk(1 << 16);
       for (;;) {

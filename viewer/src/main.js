@@ -8,6 +8,7 @@ import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { parseVtu } from './vtu.js';
 import { boundaryFaces, sameTopology, parseObj } from './mesh.js';
 import { Plots } from './plots.js';
+import { headlightMaterial, setOpacity, updateUp } from './shading.js';
 
 const params = new URLSearchParams(location.search);
 const DATA = (params.get('data') || 'data/').replace(/\/?$/, '/');
@@ -19,7 +20,7 @@ const CACHE_BYTES = 512 * 1024 * 1024;
 
 window.__xpdReady = false;
 window.__xpdError = null;
-window.__xpdStats = { renderFps: 0, playbackFps: 0, framesShown: 0, loadMs: 0 };
+window.__xpdStats = { renderFps: 0, playbackFps: 0, framesShown: 0, loadMs: 0, applyMs: 0, drawMs: 0, gl: '' };
 
 function reportReady(error) {
   if (error) window.__xpdError = String(error);
@@ -119,24 +120,51 @@ class FrameCache {
 // ---------------------------------------------------------------------------------------------
 // Three.js scene
 const viewEl = document.getElementById('view');
-const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: RENDER_MODE });
+// Software WebGL (SwiftShader, llvmpipe: headless or GPU-less machines) pays dearly for MSAA, so
+// interactive playback turns antialiasing off there; screenshots (render=1) keep it. aa=0|1 forces.
+function softwareGl() {
+  try {
+    const c = document.createElement('canvas');
+    const gl = c.getContext('webgl2') || c.getContext('webgl');
+    if (!gl) return false;
+    const dbg = gl.getExtension('WEBGL_debug_renderer_info');
+    const name = String(dbg ? gl.getParameter(dbg.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
+    const lose = gl.getExtension('WEBGL_lose_context');
+    if (lose) lose.loseContext();
+    return /swiftshader|llvmpipe|software/i.test(name);
+  } catch (e) {
+    return false;
+  }
+}
+const ANTIALIAS = params.has('aa') ? params.get('aa') !== '0' : RENDER_MODE || !softwareGl();
+const renderer = new THREE.WebGLRenderer({ antialias: ANTIALIAS, preserveDrawingBuffer: RENDER_MODE });
 renderer.setPixelRatio(RENDER_MODE ? 1 : Math.min(window.devicePixelRatio || 1, 2));
 renderer.setClearColor(BACKGROUND, 1);
 viewEl.appendChild(renderer.domElement);
+{
+  const gl = renderer.getContext();
+  const dbg = gl.getExtension('WEBGL_debug_renderer_info');
+  window.__xpdStats.gl = dbg ? gl.getParameter(dbg.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
+  window.__xpdStats.antialias = ANTIALIAS;
+}
 renderer.domElement.id = 'canvas3d';
 const scene = new THREE.Scene();
 const camera = new THREE.PerspectiveCamera(35, 1, 0.001, 1000);
 if (UP === 'z') camera.up.set(0, 0, 1);
 const controls = new OrbitControls(camera, renderer.domElement);
 controls.enableDamping = !RENDER_MODE;
-scene.add(new THREE.HemisphereLight(0xffffff, 0x444455, 1.6));
-const sun = new THREE.DirectionalLight(0xffffff, 1.6);
-sun.position.set(1, 2, 1.5);
-camera.add(sun);
+const WORLD_UP = UP === 'z' ? new THREE.Vector3(0, 0, 1) : new THREE.Vector3(0, 1, 0);
 scene.add(camera);
+// Lighting lives in the materials (shading.js); keep their "up" fixed in the world.
+scene.onBeforeRender = (r, s, cam) => {
+  cam.updateMatrixWorld();
+  updateUp(bodyMat, cam, WORLD_UP);
+  updateUp(surfMat, cam, WORLD_UP);
+};
 
-const bodyMat = new THREE.MeshStandardMaterial({ color: 0x8fb3d9, roughness: 0.6, metalness: 0.05, side: THREE.DoubleSide,
-  polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 1 });
+// polygonOffset (which keeps the edge overlay visible) is switched on only with the overlay: it is
+// not free for software rasterizers.
+const bodyMat = headlightMaterial(0x8fb3d9, { polygonOffsetFactor: 1, polygonOffsetUnits: 1 });
 const bodyGeom = new THREE.BufferGeometry();
 const body = new THREE.Mesh(bodyGeom, bodyMat);
 body.frustumCulled = false;
@@ -147,7 +175,8 @@ wire.frustumCulled = false;
 wire.visible = false;
 scene.add(wire);
 const surfGeom = new THREE.BufferGeometry();
-const surfMesh = new THREE.Mesh(surfGeom, new THREE.MeshStandardMaterial({ color: 0xe8b04a, roughness: 0.5, side: THREE.DoubleSide }));
+const surfMat = headlightMaterial(0xe8b04a);
+const surfMesh = new THREE.Mesh(surfGeom, surfMat);
 surfMesh.frustumCulled = false;
 surfMesh.visible = false;
 scene.add(surfMesh);
@@ -158,18 +187,43 @@ points.frustumCulled = false;
 points.visible = false;
 scene.add(points);
 
+// For debugging from the console and for tests.
+window.__xpdScene = { THREE, scene, renderer, camera, body, wire, surfMesh, points, bodyMat, surfMat };
+
 const ACTIVE_COLOR = new THREE.Color(0xff4d3d);
 const INACTIVE_COLOR = new THREE.Color(0x9aa3ad);
+
+// Drawing happens on demand (camera moved, frame changed, resize, toggles) and on every animation
+// frame while playing, so an idle viewer leaves the CPU to loading and parsing.
+let needsRender = true;
+function requestDraw() { needsRender = true; }
 
 let topology = null; // {vtu, index}
 let activeName = null;
 let showPoints = false;
 
 function applyFrame(fd) {
+  const t0 = performance.now();
+  needsRender = true;
+  try {
+    applyFrameImpl(fd);
+  } finally {
+    window.__xpdStats.applyMs = performance.now() - t0;
+  }
+}
+
+function applyFrameImpl(fd) {
   const { vtu, surface } = fd;
   if (!topology || !sameTopology(topology.vtu, vtu)) {
     const b = boundaryFaces(vtu);
-    topology = { vtu, index: b.index, nBoundaryFaces: b.nBoundaryFaces, nTets: b.nTets };
+    // Nodes on the boundary: the only ones visible while the body is opaque.
+    const onSurface = new Uint8Array(vtu.points.length / 3);
+    for (let k = 0; k < b.index.length; k++) onSurface[b.index[k]] = 1;
+    let ns = 0;
+    for (let k = 0; k < onSurface.length; k++) ns += onSurface[k];
+    const surfaceNodes = new Uint32Array(ns);
+    for (let k = 0, w = 0; k < onSurface.length; k++) if (onSurface[k]) surfaceNodes[w++] = k;
+    topology = { vtu, index: b.index, nBoundaryFaces: b.nBoundaryFaces, nTets: b.nTets, surfaceNodes };
     bodyGeom.setIndex(new THREE.BufferAttribute(b.index, 1));
   }
   bodyGeom.setAttribute('position', new THREE.BufferAttribute(vtu.points, 3));
@@ -182,6 +236,7 @@ function applyFrame(fd) {
   if (points.visible) {
     pointGeom.setAttribute('position', new THREE.BufferAttribute(vtu.points, 3));
     const n = vtu.points.length / 3;
+    pointMat.size = n > 20000 ? 2 : n > 3000 ? 3 : 4;
     const col = new Float32Array(n * 3);
     const act = activeName ? vtu.pointData[activeName].data : null;
     for (let i = 0; i < n; i++) {
@@ -189,6 +244,8 @@ function applyFrame(fd) {
       col[3 * i] = c.r; col[3 * i + 1] = c.g; col[3 * i + 2] = c.b;
     }
     pointGeom.setAttribute('color', new THREE.BufferAttribute(col, 3));
+    const seeThrough = surface && surface.index.length > 0;
+    pointGeom.setIndex(seeThrough || topology.surfaceNodes.length === 0 ? null : new THREE.BufferAttribute(topology.surfaceNodes, 1));
     pointGeom.computeBoundingSphere();
   }
   if (surface && surface.index.length > 0) {
@@ -196,14 +253,10 @@ function applyFrame(fd) {
     surfGeom.setIndex(new THREE.BufferAttribute(surface.index, 1));
     surfGeom.computeVertexNormals();
     surfMesh.visible = true;
-    bodyMat.transparent = true;
-    bodyMat.opacity = 0.35;
-    bodyMat.depthWrite = false;
+    setOpacity(bodyMat, 0.35);
   } else {
     surfMesh.visible = false;
-    bodyMat.transparent = false;
-    bodyMat.opacity = 1;
-    bodyMat.depthWrite = true;
+    setOpacity(bodyMat, 1);
   }
 }
 
@@ -237,6 +290,7 @@ function resize() {
   renderer.domElement.style.height = `${h}px`;
   camera.aspect = w / Math.max(h, 1);
   camera.updateProjectionMatrix();
+  needsRender = true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,8 +414,14 @@ async function interactive(run, cache) {
   document.getElementById('fit').addEventListener('click', () => {
     const fd = cache.ready(current);
     if (fd) fitCamera(boxOf(fd.vtu), camera.aspect);
+    requestDraw();
   });
-  document.getElementById('wire').addEventListener('change', (e) => { wire.visible = e.target.checked; });
+  document.getElementById('wire').addEventListener('change', (e) => {
+    wire.visible = e.target.checked;
+    bodyMat.polygonOffset = wire.visible;
+    bodyMat.needsUpdate = true;
+    requestDraw();
+  });
   document.getElementById('nodes').addEventListener('change', (e) => {
     showPoints = e.target.checked;
     const fd = cache.ready(current);
@@ -379,13 +439,13 @@ async function interactive(run, cache) {
   // playback slows down rather than skipping when loading is the bottleneck); prefetch ahead.
   let lastAdvance = performance.now();
   let playCount = 0, playT0 = performance.now();
-  let rafCount = 0, rafT0 = performance.now();
+  let drawCount = 0, rafT0 = performance.now();
+  controls.addEventListener('change', requestDraw);
   function tick(now) {
     requestAnimationFrame(tick);
-    rafCount++;
     if (now - rafT0 >= 1000) {
-      window.__xpdStats.renderFps = (rafCount * 1000) / (now - rafT0);
-      rafCount = 0; rafT0 = now;
+      window.__xpdStats.renderFps = (drawCount * 1000) / (now - rafT0);
+      drawCount = 0; rafT0 = now;
       if (playing && now - playT0 > 0) window.__xpdStats.playbackFps = (playCount * 1000) / (now - playT0);
       fpsLabel.textContent = `render ${window.__xpdStats.renderFps.toFixed(0)} fps · playback ${playing ? window.__xpdStats.playbackFps.toFixed(1) : '0'} frames/s`;
       if (playing) { playCount = 0; playT0 = now; }
@@ -407,8 +467,14 @@ async function interactive(run, cache) {
         }
       }
     }
-    controls.update();
-    renderer.render(scene, camera);
+    const moved = controls.update();
+    if (needsRender || moved || playing) {
+      const t0 = performance.now();
+      renderer.render(scene, camera);
+      window.__xpdStats.drawMs = performance.now() - t0;
+      needsRender = false;
+      drawCount++;
+    }
   }
   resize();
   plots.resize();

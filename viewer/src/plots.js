@@ -10,6 +10,15 @@ const LOG_KEYS = new Set(['residual']);
 
 function isNum(v) { return typeof v === 'number' && Number.isFinite(v); }
 
+/** Compact tick label: exponent notation for very small or large magnitudes. */
+export function fmtNum(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '';
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-2 || a >= 1e5)) return v.toExponential(a < 1e-2 && Number.isInteger(Math.log10(a)) ? 0 : 1);
+  return String(Math.round(v * 1000) / 1000);
+}
+const yAxis = { size: 56, values: (u, splits) => splits.map(fmtNum) };
+
 /** Keys of per-frame numeric values and nested timing objects, in a stable, readable order. */
 export function statKeys(frames) {
   const scalar = new Set();
@@ -50,7 +59,8 @@ export class Plots {
       const y = frames.map((fr) => (isNum(fr[key]) ? fr[key] : null));
       const log = LOG_KEYS.has(key) && y.every((v) => v === null || v > 0);
       this.addChart(key, [this.x, y], {
-        series: [{ label: 'frame' }, { label: key, stroke: LINE_COLORS[key] || '#333', width: 1.5, points: { show: frames.length < 60 } }],
+        series: [{ label: 'frame' }, { label: key, stroke: LINE_COLORS[key] || '#333', width: 1.5, points: { show: frames.length < 60 },
+          value: (u, v) => (v == null ? '--' : fmtNum(v)) }],
         scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
       }, width);
     }
@@ -81,7 +91,7 @@ export class Plots {
     const cursor = document.createElement('div');
     cursor.className = 'plot-cursor';
     const u = new uPlot({ title, width, height: 150, legend: { show: true, live: true }, cursor: { drag: { x: false, y: false } },
-      axes: [{ size: 30 }, { size: 60 }], ...opts }, data, wrap);
+      axes: [{ size: 30 }, yAxis], ...opts }, data, wrap);
     u.over.appendChild(cursor);
     u.over.addEventListener('click', (ev) => {
       const rect = u.over.getBoundingClientRect();
@@ -97,6 +107,7 @@ export class Plots {
   setFrame(i) {
     const xv = i < this.x.length ? this.x[i] : i;
     for (const { u, cursor } of this.charts) {
+      if (i < this.x.length) u.setLegend({ idx: i });
       const px = u.valToPos(xv, 'x');
       cursor.style.left = `${px}px`;
       cursor.style.display = Number.isFinite(px) ? 'block' : 'none';

@@ -467,13 +467,13 @@ struct ViewOptions {
   std::string run;
   std::string host = "127.0.0.1";
   int port = 8000;
-  bool quiet = false;
+  bool verbose = false;
 };
 
 void run_view(const ViewOptions& o) {
   const fs::path run = check_run_folder(o.run);
   const fs::path dist = find_viewer_dist();
-  HttpServer server(dist, run, o.host, o.port, o.quiet);
+  HttpServer server(dist, run, o.host, o.port, !o.verbose);
   struct sigaction sa{};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
@@ -645,7 +645,7 @@ void add_view_command(CLI::App& app) {
   cmd->add_option("out", o->run, "Run folder with frames/NNNN.vtu and stats.json")->required();
   cmd->add_option("--port", o->port, "TCP port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
-  cmd->add_flag("--quiet", o->quiet, "Do not log requests");
+  cmd->add_flag("-v,--verbose", o->verbose, "Log every request to stderr");
   cmd->callback([o] { run_view(*o); });
 }
 

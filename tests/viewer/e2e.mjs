@@ -57,7 +57,7 @@ async function main() {
   const notRun = spawnSync(xpd, ['view', work, '--port', '0'], { encoding: 'utf8' });
   check(notRun.status !== 0 && /not an xpd run folder/.test(notRun.stderr), `view refuses a folder without frames (${notRun.stderr.trim().split('\n')[0]})`);
 
-  const view = await startView([run, '--port', '0', '--quiet']);
+  const view = await startView([run, '--port', '0']);
   console.log(`server: ${view.url}`);
   const port = new URL(view.url).port;
   const taken = spawnSync(xpd, ['view', run, '--port', port], { encoding: 'utf8', timeout: 10000 });

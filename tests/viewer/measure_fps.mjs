@@ -15,7 +15,7 @@ const seconds = Number(secondsArg || 10);
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
 
-const view = spawn(xpd, ['view', run, '--port', '0', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const view = spawn(xpd, ['view', run, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((res, rej) => {
   let out = '';
   view.stdout.on('data', (d) => { out += d; const m = /(http:\/\/\S+)/.exec(out); if (m) res(m[1]); });

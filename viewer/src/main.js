@@ -6,7 +6,7 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { parseVtu } from './vtu.js';
-import { boundaryFaces, sameTopology, parseObj } from './mesh.js';
+import { boundaryFaces, sameTopology, parseObj, parsePly } from './mesh.js';
 import { Plots } from './plots.js';
 import { headlightMaterial, setOpacity, updateUp } from './shading.js';
 
@@ -107,9 +107,10 @@ class FrameCache {
     if (!r.ok) throw new Error(`${f.vtu}: HTTP ${r.status}`);
     const vtu = parseVtu(await r.arrayBuffer());
     let surface = null;
-    if (f.surface && f.surface.endsWith('.obj')) {
+    if (f.surface) {
       const rs = await fetch(DATA + f.surface);
-      if (rs.ok) surface = parseObj(await rs.text());
+      if (!rs.ok) throw new Error(`${f.surface}: HTTP ${rs.status}`);
+      surface = f.surface.endsWith('.ply') ? parsePly(await rs.arrayBuffer()) : parseObj(await rs.text());
     }
     window.__xpdStats.loadMs = performance.now() - t0;
     const bytes = vtu.points.byteLength * 2 + vtu.connectivity.byteLength + (surface ? surface.positions.byteLength : 0);

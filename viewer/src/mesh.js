@@ -115,3 +115,97 @@ export function parseObj(text) {
   }
   return { positions: new Float32Array(pos), index: new Uint32Array(idx) };
 }
+
+/**
+ * Parses a PLY surface (ascii, binary_little_endian or binary_big_endian): vertex x, y, z and a
+ * face vertex-index list; other properties and elements are skipped. Returns {positions, index}.
+ */
+export function parsePly(buffer) {
+  const bytes = ArrayBuffer.isView(buffer) ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength) : new Uint8Array(buffer);
+  const headEnd = (() => {
+    const marker = 'end_header';
+    for (let i = 0; i + marker.length < bytes.length && i < 65536; i++) {
+      let ok = true;
+      for (let k = 0; k < marker.length && ok; k++) ok = bytes[i + k] === marker.charCodeAt(k);
+      if (ok) {
+        let j = i + marker.length;
+        while (j < bytes.length && bytes[j] !== 10) j++;
+        return j + 1;
+      }
+    }
+    throw new Error('PLY: no end_header');
+  })();
+  const header = new TextDecoder('latin1').decode(bytes.subarray(0, headEnd)).split(/\r?\n/);
+  if (header[0].trim() !== 'ply') throw new Error('not a PLY file');
+  let format = 'ascii';
+  const elements = [];
+  for (const line of header) {
+    const t = line.trim().split(/\s+/);
+    if (t[0] === 'format') format = t[1];
+    else if (t[0] === 'element') elements.push({ name: t[1], count: parseInt(t[2], 10), props: [] });
+    else if (t[0] === 'property' && elements.length) {
+      const el = elements[elements.length - 1];
+      if (t[1] === 'list') el.props.push({ name: t[4], list: true, countType: t[2], type: t[3] });
+      else el.props.push({ name: t[2], list: false, type: t[1] });
+    }
+  }
+  const SIZES = { char: 1, uchar: 1, int8: 1, uint8: 1, short: 2, ushort: 2, int16: 2, uint16: 2, int: 4, uint: 4, int32: 4, uint32: 4, float: 4, float32: 4, double: 8, float64: 8 };
+  const positions = [];
+  const index = [];
+  if (format === 'ascii') {
+    const tokens = new TextDecoder('latin1').decode(bytes.subarray(headEnd)).split(/\s+/).filter((s) => s.length);
+    let p = 0;
+    for (const el of elements) {
+      for (let i = 0; i < el.count; i++) {
+        for (const pr of el.props) {
+          if (pr.list) {
+            const n = parseInt(tokens[p++], 10);
+            const vs = tokens.slice(p, p + n).map((s) => parseInt(s, 10));
+            p += n;
+            if (el.name === 'face') for (let k = 1; k + 1 < n; k++) index.push(vs[0], vs[k], vs[k + 1]);
+          } else {
+            const v = parseFloat(tokens[p++]);
+            if (el.name === 'vertex' && (pr.name === 'x' || pr.name === 'y' || pr.name === 'z')) positions.push(v);
+          }
+        }
+      }
+    }
+  } else {
+    const le = format === 'binary_little_endian';
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let off = headEnd;
+    const read = (type) => {
+      const size = SIZES[type];
+      if (!size) throw new Error(`PLY: unknown property type ${type}`);
+      let v;
+      switch (type) {
+        case 'char': case 'int8': v = dv.getInt8(off); break;
+        case 'uchar': case 'uint8': v = dv.getUint8(off); break;
+        case 'short': case 'int16': v = dv.getInt16(off, le); break;
+        case 'ushort': case 'uint16': v = dv.getUint16(off, le); break;
+        case 'int': case 'int32': v = dv.getInt32(off, le); break;
+        case 'uint': case 'uint32': v = dv.getUint32(off, le); break;
+        case 'float': case 'float32': v = dv.getFloat32(off, le); break;
+        default: v = dv.getFloat64(off, le);
+      }
+      off += size;
+      return v;
+    };
+    for (const el of elements) {
+      for (let i = 0; i < el.count; i++) {
+        for (const pr of el.props) {
+          if (pr.list) {
+            const n = read(pr.countType);
+            const vs = [];
+            for (let k = 0; k < n; k++) vs.push(read(pr.type));
+            if (el.name === 'face') for (let k = 1; k + 1 < n; k++) index.push(vs[0], vs[k], vs[k + 1]);
+          } else {
+            const v = read(pr.type);
+            if (el.name === 'vertex' && (pr.name === 'x' || pr.name === 'y' || pr.name === 'z')) positions.push(v);
+          }
+        }
+      }
+    }
+  }
+  return { positions: new Float32Array(positions), index: new Uint32Array(index) };
+}

@@ -588,7 +588,7 @@ void run_render(const RenderOptions& o) {
 
   HttpServer server(dist, run, "127.0.0.1", 0, true);
   server.start_background();
-  std::string url = server.url() + "?render=1";
+  std::string url = server.url() + fmt::format("?render=1&w={}&h={}", o.width, o.height);
   if (sheet) url += "&frames=" + o.frames;
   else url += "&frame=" + std::to_string(o.frame.value_or(0));
   if (!o.up.empty()) url += "&up=" + o.up;

@@ -1,5 +1,5 @@
 // xpd viewer: plays the frames of an `xpd run` output folder (served under data/ by `xpd view`).
-// URL parameters: frame=N (start frame), render=1 (3D view only, for `xpd render`),
+// URL parameters: frame=N (start frame), render=1 (3D view only, for `xpd render`; w=W&h=H its size),
 // frames=a:b (contact sheet of frames a..b, with render=1), up=y|z, data=PATH (run folder URL).
 // window.__xpdReady becomes true once the requested frame(s) are drawn; window.__xpdError holds
 // the message of a failure. window.__xpdStats has the measured render and playback rates.
@@ -268,20 +268,50 @@ function boxOf(vtu) {
   return b;
 }
 
-function fitCamera(box, aspect) {
-  const center = box.getCenter(new THREE.Vector3());
-  const radius = Math.max(box.getSize(new THREE.Vector3()).length() / 2, 1e-6);
-  const vfov = (camera.fov * Math.PI) / 180;
-  const hfov = 2 * Math.atan(Math.tan(vfov / 2) * aspect);
-  const dist = (radius / Math.sin(Math.min(vfov, hfov) / 2)) * 1.05;
-  const dir = UP === 'z' ? new THREE.Vector3(1.2, -1.6, 0.9) : new THREE.Vector3(1.2, 0.9, 1.6);
-  dir.normalize();
-  camera.position.copy(center).addScaledVector(dir, dist);
-  camera.near = dist / 100;
-  camera.far = dist * 100;
+/**
+ * Frames `box`: looks at it along the default direction (or the current one with keepDirection),
+ * at the smallest distance at which all 8 corners of the box project inside the view with a small
+ * margin, then recentres on the projected extent (one refinement pass).
+ */
+function fitCamera(box, aspect, keepDirection = false) {
+  if (box.isEmpty()) return;
+  let target = box.getCenter(new THREE.Vector3());
+  const dir = keepDirection
+    ? camera.position.clone().sub(controls.target).normalize()
+    : (UP === 'z' ? new THREE.Vector3(1.2, -1.6, 0.9) : new THREE.Vector3(1.2, 0.9, 1.6)).normalize();
+  const tanV = Math.tan((camera.fov * Math.PI) / 360) * 0.9;
+  const tanH = tanV * aspect;
+  const right = new THREE.Vector3().crossVectors(dir.clone().negate(), camera.up).normalize();
+  if (right.lengthSq() < 1e-12) right.set(1, 0, 0);
+  const upv = new THREE.Vector3().crossVectors(right, dir.clone().negate()).normalize();
+  const corners = [];
+  for (let k = 0; k < 8; k++) {
+    corners.push(new THREE.Vector3(k & 1 ? box.max.x : box.min.x, k & 2 ? box.max.y : box.min.y, k & 4 ? box.max.z : box.min.z));
+  }
+  const diag = Math.max(box.getSize(new THREE.Vector3()).length(), 1e-9);
+  let dist = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    dist = 1e-6 * diag;
+    const rel = corners.map((c) => c.clone().sub(target));
+    for (const q of rel) {
+      const x = q.dot(right), y = q.dot(upv), z = q.dot(dir);
+      dist = Math.max(dist, z + Math.abs(x) / tanH, z + Math.abs(y) / tanV);
+    }
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (const q of rel) {
+      const depth = dist - q.dot(dir);
+      const sx = q.dot(right) / depth, sy = q.dot(upv) / depth;
+      x0 = Math.min(x0, sx); x1 = Math.max(x1, sx); y0 = Math.min(y0, sy); y1 = Math.max(y1, sy);
+    }
+    target = target.clone().addScaledVector(right, ((x0 + x1) / 2) * dist).addScaledVector(upv, ((y0 + y1) / 2) * dist);
+  }
+  camera.position.copy(target).addScaledVector(dir, dist);
+  camera.near = Math.max(dist - diag, dist * 0.01) * 0.5;
+  camera.far = (dist + diag) * 4;
   camera.updateProjectionMatrix();
-  controls.target.copy(center);
+  controls.target.copy(target);
   controls.update();
+  needsRender = true;
 }
 
 function resize() {
@@ -390,7 +420,14 @@ async function interactive(run, cache) {
     slider.value = String(wanted);
     frameLabel.textContent = `frame ${run.frames[wanted].frame} / ${run.frames[n - 1].frame}`;
     plots.setFrame(wanted);
-    const fd = await cache.get(wanted);
+    let fd;
+    try {
+      fd = await cache.get(wanted);
+    } catch (err) {
+      showError(`frame ${run.frames[wanted].frame}: ${err.message || err}`);
+      setPlaying(false);
+      return;
+    }
     if (wanted !== i) return; // a later seek superseded this one
     show(i, fd);
   }
@@ -414,7 +451,7 @@ async function interactive(run, cache) {
   slider.addEventListener('input', () => { setPlaying(false); seek(parseInt(slider.value, 10)); });
   document.getElementById('fit').addEventListener('click', () => {
     const fd = cache.ready(current);
-    if (fd) fitCamera(boxOf(fd.vtu), camera.aspect);
+    if (fd) fitCamera(boxOf(fd.vtu), camera.aspect, true);
     requestDraw();
   });
   document.getElementById('wire').addEventListener('change', (e) => {
@@ -454,7 +491,12 @@ async function interactive(run, cache) {
     if (playing) {
       const rate = parseFloat(speedSel.value); // frames per second wanted
       const next = (current + 1) % n;
-      for (let k = 1; k <= 4; k++) cache.get((current + k) % n);
+      for (let k = 1; k <= 4; k++) {
+        cache.get((current + k) % n).catch((err) => {
+          showError(`frame ${run.frames[(current + k) % n].frame}: ${err.message || err}`);
+          setPlaying(false);
+        });
+      }
       if (now - lastAdvance >= 1000 / rate) {
         const fd = cache.ready(next);
         if (fd) {
@@ -488,7 +530,17 @@ async function interactive(run, cache) {
 }
 
 async function main() {
-  if (RENDER_MODE) document.body.classList.add('render-mode');
+  if (RENDER_MODE) {
+    document.body.classList.add('render-mode');
+    // Headless Chromium may lay the page out before its window reaches the screenshot size, so
+    // `xpd render` passes the size (w, h) and the view takes exactly that.
+    const w = parseInt(params.get('w') || '', 10), h = parseInt(params.get('h') || '', 10);
+    if (w > 0 && h > 0) {
+      viewEl.style.width = `${w}px`;
+      viewEl.style.height = `${h}px`;
+      viewEl.style.flex = 'none';
+    }
+  }
   try {
     const run = await loadIndex();
     document.title = `xpd — ${run.meta.name || run.stats.scene || 'run'}`;

@@ -83,6 +83,8 @@ std::vector<fs::path> viewer_dist_candidates() {
 }
 
 fs::path find_viewer_dist() {
+  if (const char* env = std::getenv("XPD_VIEWER_DIST"); env && *env && !is_viewer_dist(env))
+    throw Error(fmt::format("XPD_VIEWER_DIST='{}' does not contain the viewer files (index.html, viewer.js)", env));
   const auto candidates = viewer_dist_candidates();
   for (const auto& p : candidates)
     if (is_viewer_dist(p)) return fs::canonical(p);
@@ -510,7 +512,10 @@ std::string find_chromium(const std::string& explicit_path) {
     if (::access(explicit_path.c_str(), X_OK) == 0) return explicit_path;
     throw Error(fmt::format("chromium '{}' is not an executable file", explicit_path));
   }
-  if (const char* env = std::getenv("XPD_CHROMIUM"); env && *env) c.emplace_back(env);
+  if (const char* env = std::getenv("XPD_CHROMIUM"); env && *env) {
+    if (::access(env, X_OK) == 0) return env;
+    throw Error(fmt::format("XPD_CHROMIUM='{}' is not an executable file; unset it or run scripts/setup to install Chromium", env));
+  }
   c.emplace_back("/usr/bin/chromium");
   if (const char* path = std::getenv("PATH")) {
     std::string p = path;

@@ -13,15 +13,9 @@
 // the xpd_viewer CMake target bundles them); <exe dir>/../share/xpd/viewer (an install);
 // XPD_VIEWER_DIST_DIR and XPD_VIEWER_SOURCE_DIR/dist (compile definitions set by
 // viewer/CMakeLists.txt: the configured build folder and a `npm run build` in the source tree).
-#include "commands.hpp"
-
-#include <xpd/core/error.hpp>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -45,11 +39,15 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+#include <xpd/core/error.hpp>
+
+#include "commands.hpp"
 
 namespace xpd::cli {
 namespace {
@@ -116,10 +114,12 @@ std::vector<std::pair<long, std::string>> list_frames(const fs::path& run) {
 fs::path check_run_folder(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw Error(fmt::format("run folder '{}' does not exist", dir));
-  if (!fs::is_directory(dir, ec)) throw Error(fmt::format("'{}' is not a directory (expected the OUT folder of `xpd run SCENE -o OUT`)", dir));
+  if (!fs::is_directory(dir, ec))
+    throw Error(fmt::format("'{}' is not a directory (expected the OUT folder of `xpd run SCENE -o OUT`)", dir));
   const fs::path run = fs::canonical(dir);
   if (list_frames(run).empty())
-    throw Error(fmt::format("'{}' is not an xpd run folder: it has no frames/NNNN.vtu (write one with `xpd run SCENE -o {}`)", dir, dir));
+    throw Error(fmt::format(
+        "'{}' is not an xpd run folder: it has no frames/NNNN.vtu (write one with `xpd run SCENE -o {}`)", dir, dir));
   return run;
 }
 
@@ -218,26 +218,35 @@ bool send_all(int fd, const char* data, std::size_t n) {
 
 const char* status_text(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    default: return "Internal Server Error";
+    case 200:
+      return "OK";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    default:
+      return "Internal Server Error";
   }
 }
 
 void send_response(int fd, int status, const std::string& type, const std::string& body, bool head_only) {
-  std::string h = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n"
-                              "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-                              status, status_text(status), type, body.size());
+  std::string h = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n"
+      "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+      status, status_text(status), type, body.size());
   if (!head_only) h += body;
   send_all(fd, h.data(), h.size());
 }
 
 void send_error(int fd, int status, const std::string& message, bool head_only) {
-  send_response(fd, status, "text/plain; charset=utf-8", fmt::format("{} {}: {}\n", status, status_text(status), message), head_only);
+  send_response(fd, status, "text/plain; charset=utf-8",
+                fmt::format("{} {}: {}\n", status, status_text(status), message), head_only);
 }
 
 struct ReadyState {
@@ -248,7 +257,7 @@ struct ReadyState {
 };
 
 class HttpServer {
-public:
+ public:
   HttpServer(fs::path dist, fs::path run, const std::string& host, int port, bool quiet)
       : dist_(std::move(dist)), run_(std::move(run)), quiet_(quiet) {
     addrinfo hints{};
@@ -268,8 +277,11 @@ public:
       const int e = errno;
       ::close(fd_);
       if (e == EADDRINUSE)
-        throw Error(fmt::format("port {} on {} is already in use; choose another with --port N (or --port 0 for any free port)", port, host));
-      if (e == EACCES) throw Error(fmt::format("no permission to listen on {}:{} (ports below 1024 need root)", host, port));
+        throw Error(
+            fmt::format("port {} on {} is already in use; choose another with --port N (or --port 0 for any free port)",
+                        port, host));
+      if (e == EACCES)
+        throw Error(fmt::format("no permission to listen on {}:{} (ports below 1024 need root)", host, port));
       throw Error(fmt::format("cannot listen on {}:{}: {}", host, port, std::strerror(e)));
     }
     if (::listen(fd_, 64) != 0) {
@@ -325,7 +337,7 @@ public:
   }
   void stop() { stop_ = true; }
 
-private:
+ private:
   void handle(int fd) {
     timeval tv{10, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -371,7 +383,8 @@ private:
         std::lock_guard lock(ready_.mutex);
         ready_.reported = true;
         ready_.error = query_value(query, "ok") == "1" ? "" : query_value(query, "error");
-        if (ready_.error.empty() && query_value(query, "ok") != "1") ready_.error = "the viewer reported an unknown error";
+        if (ready_.error.empty() && query_value(query, "ok") != "1")
+          ready_.error = "the viewer reported an unknown error";
       }
       ready_.cv.notify_all();
       send_response(fd, 204, "text/plain", "", true);
@@ -423,7 +436,7 @@ private:
       return 403;
     }
     const int in = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st{};
+    struct stat st {};
     if (in < 0 || ::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
       if (in >= 0) ::close(in);
       send_error(fd, 404, path, head);
@@ -432,9 +445,10 @@ private:
     // Run data may be rewritten by a running `xpd run` and is cached by the viewer itself:
     // no-store also spares the browser writing every frame to its disk cache.
     const char* cache = root == run_ ? "no-store" : "no-cache";
-    const std::string h = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: {}\r\n"
-                                      "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-                                      content_type(real), static_cast<long long>(st.st_size), cache);
+    const std::string h = fmt::format(
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: {}\r\n"
+        "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+        content_type(real), static_cast<long long>(st.st_size), cache);
     if (send_all(fd, h.data(), h.size()) && !head) {
       std::vector<char> chunk(1 << 16);
       for (;;) {
@@ -476,13 +490,15 @@ void run_view(const ViewOptions& o) {
   const fs::path run = check_run_folder(o.run);
   const fs::path dist = find_viewer_dist();
   HttpServer server(dist, run, o.host, o.port, !o.verbose);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int{}, old_term{};
+  struct sigaction old_int {
+  }, old_term{};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  std::cout << fmt::format("xpd view: serving {} ({} frames) at {}\n", run.string(), list_frames(run).size(), server.url())
+  std::cout << fmt::format("xpd view: serving {} ({} frames) at {}\n", run.string(), list_frames(run).size(),
+                           server.url())
             << "Press Ctrl-C to stop." << std::endl;
   server.serve(&g_interrupted);
   ::sigaction(SIGINT, &old_int, nullptr);
@@ -514,7 +530,8 @@ std::string find_chromium(const std::string& explicit_path) {
   }
   if (const char* env = std::getenv("XPD_CHROMIUM"); env && *env) {
     if (::access(env, X_OK) == 0) return env;
-    throw Error(fmt::format("XPD_CHROMIUM='{}' is not an executable file; unset it or run scripts/setup to install Chromium", env));
+    throw Error(fmt::format(
+        "XPD_CHROMIUM='{}' is not an executable file; unset it or run scripts/setup to install Chromium", env));
   }
   c.emplace_back("/usr/bin/chromium");
   if (const char* path = std::getenv("PATH")) {
@@ -524,13 +541,16 @@ std::string find_chromium(const std::string& explicit_path) {
       if (colon == std::string::npos) colon = p.size();
       const std::string dir = p.substr(pos, colon - pos);
       if (!dir.empty())
-        for (const char* name : {"chromium", "chromium-browser", "google-chrome", "chrome"}) c.push_back(dir + "/" + name);
+        for (const char* name : {"chromium", "chromium-browser", "google-chrome", "chrome"})
+          c.push_back(dir + "/" + name);
       pos = colon + 1;
     }
   }
   for (const auto& x : c)
     if (::access(x.c_str(), X_OK) == 0) return x;
-  throw Error("xpd render needs Chromium (headless) and none was found (/usr/bin/chromium, PATH, $XPD_CHROMIUM): run scripts/setup");
+  throw Error(
+      "xpd render needs Chromium (headless) and none was found (/usr/bin/chromium, PATH, $XPD_CHROMIUM): run "
+      "scripts/setup");
 }
 
 std::string tail_of(const fs::path& file, std::size_t max_chars) {
@@ -540,7 +560,8 @@ std::string tail_of(const fs::path& file, std::size_t max_chars) {
 }
 
 /// Runs Chromium headless with --screenshot; returns its exit status (throws on timeout).
-int run_chromium(const std::string& chromium, const std::vector<std::string>& args, const fs::path& log, int timeout_s) {
+int run_chromium(const std::string& chromium, const std::vector<std::string>& args, const fs::path& log,
+                 int timeout_s) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(chromium.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -571,7 +592,8 @@ int run_chromium(const std::string& chromium, const std::vector<std::string>& ar
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      throw Error(fmt::format("chromium did not finish within {} s (--timeout); its log:\n{}", timeout_s, tail_of(log, 2000)));
+      throw Error(
+          fmt::format("chromium did not finish within {} s (--timeout); its log:\n{}", timeout_s, tail_of(log, 2000)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -580,10 +602,14 @@ int run_chromium(const std::string& chromium, const std::vector<std::string>& ar
 void run_render(const RenderOptions& o) {
   const bool sheet = !o.sheet.empty();
   if (sheet == !o.png.empty())
-    throw Error("give exactly one of --png FILE (one frame, with --frame N) or --sheet FILE (contact sheet, with --frames a:b)");
+    throw Error(
+        "give exactly one of --png FILE (one frame, with --frame N) or --sheet FILE (contact sheet, with --frames "
+        "a:b)");
   if (sheet && o.frames.empty()) throw Error("--sheet needs --frames a:b");
-  if (!sheet && !o.frames.empty()) throw Error("--frames a:b goes with --sheet FILE; for one frame use --frame N --png FILE");
-  if (o.width < 16 || o.height < 16 || o.width > 8192 || o.height > 8192) throw Error("--width/--height must be between 16 and 8192");
+  if (!sheet && !o.frames.empty())
+    throw Error("--frames a:b goes with --sheet FILE; for one frame use --frame N --png FILE");
+  if (o.width < 16 || o.height < 16 || o.width > 8192 || o.height > 8192)
+    throw Error("--width/--height must be between 16 and 8192");
   const fs::path run = check_run_folder(o.run);
   const fs::path dist = find_viewer_dist();
   const std::string chromium = find_chromium(o.chromium);
@@ -594,8 +620,10 @@ void run_render(const RenderOptions& o) {
   HttpServer server(dist, run, "127.0.0.1", 0, true);
   server.start_background();
   std::string url = server.url() + fmt::format("?render=1&w={}&h={}", o.width, o.height);
-  if (sheet) url += "&frames=" + o.frames;
-  else url += "&frame=" + std::to_string(o.frame.value_or(0));
+  if (sheet)
+    url += "&frames=" + o.frames;
+  else
+    url += "&frame=" + std::to_string(o.frame.value_or(0));
   if (!o.up.empty()) url += "&up=" + o.up;
 
   char tmpl[] = "/tmp/xpd-render-XXXXXX";
@@ -609,12 +637,26 @@ void run_render(const RenderOptions& o) {
     }
   } cleanup{work};
   const fs::path shot = work / "shot.png";
-  const std::vector<std::string> args = {
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-extensions", "--hide-scrollbars", "--mute-audio",
-      "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--force-device-scale-factor=1",
-      "--user-data-dir=" + (work / "profile").string(), fmt::format("--window-size={},{}", o.width, o.height),
-      "--virtual-time-budget=600000", "--run-all-compositor-stages-before-draw", "--screenshot=" + shot.string(), url};
+  const std::vector<std::string> args = {"--headless",
+                                         "--no-sandbox",
+                                         "--disable-gpu",
+                                         "--disable-quic",
+                                         "--no-first-run",
+                                         "--disable-background-networking",
+                                         "--disable-component-update",
+                                         "--disable-sync",
+                                         "--disable-extensions",
+                                         "--hide-scrollbars",
+                                         "--mute-audio",
+                                         "--use-angle=swiftshader",
+                                         "--enable-unsafe-swiftshader",
+                                         "--force-device-scale-factor=1",
+                                         "--user-data-dir=" + (work / "profile").string(),
+                                         fmt::format("--window-size={},{}", o.width, o.height),
+                                         "--virtual-time-budget=600000",
+                                         "--run-all-compositor-stages-before-draw",
+                                         "--screenshot=" + shot.string(),
+                                         url};
   const fs::path log = work / "chromium.log";
   const int rc = run_chromium(chromium, args, log, o.timeout_s);
   server.stop();
@@ -628,7 +670,8 @@ void run_render(const RenderOptions& o) {
   if (reported && !page_error.empty()) throw Error("the viewer could not render: " + page_error);
   std::error_code ec;
   if (rc != 0 || !fs::is_regular_file(shot, ec) || fs::file_size(shot, ec) == 0)
-    throw Error(fmt::format("chromium exited with status {} without a screenshot; its log:\n{}", rc, tail_of(log, 2000)));
+    throw Error(
+        fmt::format("chromium exited with status {} without a screenshot; its log:\n{}", rc, tail_of(log, 2000)));
   if (!reported) throw Error("the viewer page did not report that it finished drawing before the screenshot was taken");
   // Atomic: copy next to the destination, then rename over it.
   const fs::path tmp = out.string() + fmt::format(".tmp-{}", ::getpid());
@@ -648,7 +691,9 @@ void add_view_command(CLI::App& app) {
   auto o = std::make_shared<ViewOptions>();
   CLI::App* cmd = app.add_subcommand("view", "Serve the browser viewer for a run folder (OUT of `xpd run`)");
   cmd->add_option("out", o->run, "Run folder with frames/NNNN.vtu and stats.json")->required();
-  cmd->add_option("--port", o->port, "TCP port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", o->port, "TCP port (0 = any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Log every request to stderr");
   cmd->callback([o] { run_view(*o); });

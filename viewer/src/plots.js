@@ -79,7 +79,7 @@ export class Plots {
           value: (u, v, si, idx) => (idx == null ? '--' : raw[i][idx].toFixed(2)) });
         data.push(cum[i]);
       }
-      this.addChart(`${key} (stacked)`, data, { series, scales: { x: { time: false } } }, width);
+      this.addChart(`${key} (stacked)`, data, { series, scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, hi > 0 ? hi * 1.05 : 1] } } }, width);
     }
   }
 
@@ -90,8 +90,10 @@ export class Plots {
     this.container.appendChild(wrap);
     const cursor = document.createElement('div');
     cursor.className = 'plot-cursor';
+    // After every redraw (first layout, resize) put the frame cursor and legend back.
+    const hooks = { draw: [(u) => this.placeCursor(u, cursor)] };
     const u = new uPlot({ title, width, height: 150, legend: { show: true, live: true }, cursor: { drag: { x: false, y: false } },
-      axes: [{ size: 30 }, yAxis], ...opts }, data, wrap);
+      axes: [{ size: 30 }, yAxis], hooks, ...opts }, data, wrap);
     u.over.appendChild(cursor);
     u.over.addEventListener('click', (ev) => {
       const rect = u.over.getBoundingClientRect();
@@ -105,13 +107,18 @@ export class Plots {
 
   /** Moves the cursor of every chart to frame index `i` (the i-th frame of the sequence). */
   setFrame(i) {
+    this.frame = i;
+    for (const { u, cursor } of this.charts) this.placeCursor(u, cursor);
+  }
+
+  placeCursor(u, cursor) {
+    const i = this.frame;
+    if (i === undefined) return;
     const xv = i < this.x.length ? this.x[i] : i;
-    for (const { u, cursor } of this.charts) {
-      if (i < this.x.length) u.setLegend({ idx: i });
-      const px = u.valToPos(xv, 'x');
-      cursor.style.left = `${px}px`;
-      cursor.style.display = Number.isFinite(px) ? 'block' : 'none';
-    }
+    if (i < this.x.length) u.setLegend({ idx: i });
+    const px = u.valToPos(xv, 'x');
+    cursor.style.left = `${px}px`;
+    cursor.style.display = Number.isFinite(px) ? 'block' : 'none';
   }
 
   resize() {

@@ -1,0 +1,133 @@
+// Unit tests of the viewer's parsers and geometry (Node only, no browser): VTU in the layouts
+// `xpd run` and other tools write, boundary extraction and orientation, OBJ and PLY surfaces.
+import { existsSync } from 'node:fs';
+import { parseVtu } from '../../viewer/src/vtu.js';
+import { boundaryFaces, parseObj, parsePly } from '../../viewer/src/mesh.js';
+
+// plots.js imports uPlot from viewer/node_modules: skip (CTest SKIP_RETURN_CODE 77) without it.
+if (!existsSync(new URL('../../viewer/node_modules/uplot', import.meta.url))) {
+  console.log('SKIP viewer_unit: viewer/node_modules is missing (run scripts/setup-viewer)');
+  process.exit(77);
+}
+const { statKeys, fmtNum } = await import('../../viewer/src/plots.js');
+
+let failures = 0;
+function check(cond, what) {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!cond) failures++;
+}
+
+// One unit cube split into 6 tets (Kuhn), 8 points.
+const P = [0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1];
+const T = [];
+for (const [a, b] of [[1, 2], [2, 3], [3, 7], [7, 4], [4, 5], [5, 1]]) T.push(0, a, b, 6);
+const OFF = [4, 8, 12, 16, 20, 24];
+
+function appendedVtu({ header = 'UInt64', pointType = 'Float64', intType = 'Int64', order = 'LittleEndian' } = {}) {
+  const le = order === 'LittleEndian';
+  const hsize = header === 'UInt64' ? 8 : 4;
+  const arrays = [];
+  const put = (values, type) => {
+    const size = { Float64: 8, Float32: 4, Int64: 8, Int32: 4, UInt8: 1 }[type];
+    const b = new DataView(new ArrayBuffer(hsize + values.length * size));
+    if (hsize === 8) b.setBigUint64(0, BigInt(values.length * size), le); else b.setUint32(0, values.length * size, le);
+    values.forEach((v, i) => {
+      const o = hsize + i * size;
+      if (type === 'Float64') b.setFloat64(o, v, le);
+      else if (type === 'Float32') b.setFloat32(o, v, le);
+      else if (type === 'Int64') b.setBigInt64(o, BigInt(v), le);
+      else if (type === 'Int32') b.setInt32(o, v, le);
+      else b.setUint8(o, v);
+    });
+    arrays.push(new Uint8Array(b.buffer));
+  };
+  put(P, pointType); put(T, intType); put(OFF, intType); put([10, 10, 10, 10, 10, 10], 'UInt8'); put([0, 1, 0, 1, 0, 1, 0, 1], 'Float64');
+  const offs = [];
+  let acc = 0;
+  for (const a of arrays) { offs.push(acc); acc += a.length; }
+  const xml = `<?xml version="1.0"?>\n<VTKFile type="UnstructuredGrid" version="1.0" byte_order="${order}" header_type="${header}">
+<UnstructuredGrid><Piece NumberOfPoints="8" NumberOfCells="6">
+<Points><DataArray type="${pointType}" Name="Points" NumberOfComponents="3" format="appended" offset="${offs[0]}"/></Points>
+<Cells><DataArray type="${intType}" Name="connectivity" format="appended" offset="${offs[1]}"/>
+<DataArray type="${intType}" Name="offsets" format="appended" offset="${offs[2]}"/>
+<DataArray type="UInt8" Name="types" format="appended" offset="${offs[3]}"/></Cells>
+<PointData><DataArray type="Float64" Name="active" format="appended" offset="${offs[4]}"/></PointData>
+</Piece></UnstructuredGrid>
+<AppendedData encoding="raw">
+_`;
+  const head = new TextEncoder().encode(xml);
+  const tail = new TextEncoder().encode('\n</AppendedData>\n</VTKFile>\n');
+  const out = new Uint8Array(head.length + acc + tail.length);
+  out.set(head, 0);
+  let o = head.length;
+  for (const a of arrays) { out.set(a, o); o += a.length; }
+  out.set(tail, o);
+  return out;
+}
+
+function checkCube(v, what) {
+  check(v.points.length === 24 && v.points[3] === 1 && v.points[23] === 1, `${what}: points`);
+  check(v.connectivity.length === 24 && v.connectivity[2] === 2 && v.connectivity[23] === 6, `${what}: connectivity`);
+  check(v.offsets[5] === 24 && v.types[0] === 10, `${what}: offsets and types`);
+  const b = boundaryFaces(v);
+  check(b.nTets === 6 && b.nBoundaryFaces === 12, `${what}: 12 boundary faces of the cube (got ${b.nBoundaryFaces})`);
+  // Every boundary face must point away from the cube centre.
+  let outward = 0;
+  for (let f = 0; f < b.index.length; f += 3) {
+    const [a, c1, c2] = [b.index[f], b.index[f + 1], b.index[f + 2]].map((i) => [v.points[3 * i], v.points[3 * i + 1], v.points[3 * i + 2]]);
+    const u = c1.map((x, k) => x - a[k]), w = c2.map((x, k) => x - a[k]);
+    const n = [u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]];
+    const mid = [0, 1, 2].map((k) => (a[k] + c1[k] + c2[k]) / 3 - 0.5);
+    if (n[0] * mid[0] + n[1] * mid[1] + n[2] * mid[2] > 0) outward++;
+  }
+  check(outward === 12, `${what}: all boundary faces oriented outward (${outward}/12)`);
+}
+
+checkCube(parseVtu(appendedVtu()), 'appended UInt64/Float64/Int64 (xpd run layout)');
+checkCube(parseVtu(appendedVtu({ header: 'UInt32', pointType: 'Float32', intType: 'Int32' })), 'appended UInt32/Float32/Int32');
+checkCube(parseVtu(appendedVtu({ order: 'BigEndian' })), 'appended BigEndian');
+const va = parseVtu(appendedVtu());
+check(va.pointData.active && va.pointData.active.data[1] === 1 && va.pointData.active.components === 1, 'point data "active" read');
+
+const ascii = new TextEncoder().encode(`<VTKFile type="UnstructuredGrid" version="0.1" byte_order="LittleEndian">
+<UnstructuredGrid><Piece NumberOfPoints="8" NumberOfCells="6">
+<Points><DataArray type="Float32" NumberOfComponents="3" format="ascii">${P.join(' ')}</DataArray></Points>
+<Cells><DataArray type="Int32" Name="connectivity" format="ascii">${T.join(' ')}</DataArray>
+<DataArray type="Int32" Name="offsets" format="ascii">${OFF.join(' ')}</DataArray>
+<DataArray type="UInt8" Name="types" format="ascii">10 10 10 10 10 10</DataArray></Cells>
+</Piece></UnstructuredGrid></VTKFile>`);
+checkCube(parseVtu(ascii), 'ASCII');
+
+const b64 = (type, values, size, setter) => {
+  const dv = new DataView(new ArrayBuffer(4 + values.length * size));
+  dv.setUint32(0, values.length * size, true);
+  values.forEach((v, i) => setter(dv, 4 + i * size, v));
+  return Buffer.from(dv.buffer).toString('base64');
+};
+const inline = new TextEncoder().encode(`<VTKFile type="UnstructuredGrid" version="0.1" byte_order="LittleEndian" header_type="UInt32">
+<UnstructuredGrid><Piece NumberOfPoints="8" NumberOfCells="6">
+<Points><DataArray type="Float64" NumberOfComponents="3" format="binary">${b64('Float64', P, 8, (d, o, v) => d.setFloat64(o, v, true))}</DataArray></Points>
+<Cells><DataArray type="Int32" Name="connectivity" format="binary">${b64('Int32', T, 4, (d, o, v) => d.setInt32(o, v, true))}</DataArray>
+<DataArray type="Int32" Name="offsets" format="binary">${b64('Int32', OFF, 4, (d, o, v) => d.setInt32(o, v, true))}</DataArray>
+<DataArray type="UInt8" Name="types" format="binary">${b64('UInt8', [10, 10, 10, 10, 10, 10], 1, (d, o, v) => d.setUint8(o, v))}</DataArray></Cells>
+</Piece></UnstructuredGrid></VTKFile>`);
+checkCube(parseVtu(inline), 'inline base64 binary');
+
+let threw = '';
+try { parseVtu(appendedVtu().subarray(0, 900)); } catch (e) { threw = e.message; }
+check(/truncated|past the end/.test(threw), `truncated file refused (${threw})`);
+threw = '';
+try { parseVtu(new TextEncoder().encode('<VTKFile type="UnstructuredGrid" compressor="vtkZLibDataCompressor">')); } catch (e) { threw = e.message; }
+check(/compressed/.test(threw), `compressed file refused (${threw})`);
+
+const obj = parseObj('# c\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvn 0 0 1\nf 1//1 2//1 3//1 4//1\nf -1 -2 -3\n');
+check(obj.positions.length === 12 && obj.index.length === 9 && obj.index[3] === 0 && obj.index[6] === 3, 'OBJ: quads fanned, v//vn and negative indices');
+const ply = parsePly(new TextEncoder().encode('ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0 255\n1 0 0 0\n0 1 0 0\n3 0 1 2\n'));
+check(ply.positions.length === 9 && ply.positions[3] === 1 && ply.index.length === 3, 'PLY ascii with extra vertex property');
+
+const keys = statKeys([{ frame: 0, energy: 1, timings_ms: { local: 1, solve: 2 } }, { frame: 1, energy: 2, residual: 1e-3, active_proxies: 3, timings_ms: { local: 1, solve: 2, rhs: 1 } }]);
+check(keys.scalar.join() === 'energy,residual,active_proxies' && keys.nested[0][0] === 'timings_ms' && keys.nested[0][1].length === 3, `stats keys: ${JSON.stringify(keys)}`);
+check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) === '2.0e+6', `tick format (${fmtNum(1e-6)}, ${fmtNum(12.3456)}, ${fmtNum(2e6)})`);
+
+console.log(failures === 0 ? 'viewer_unit: all checks passed' : `viewer_unit: ${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);

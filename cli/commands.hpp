@@ -8,6 +8,8 @@ void add_info_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_view_command(CLI::App& app);
+void add_render_command(CLI::App& app);
 
 /// Mesh argument shared by info/convert: a file path or a generator string ("box:N").
 bool is_tet_format(const std::string& path);

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   xpd::cli::add_convert_command(app);
   xpd::cli::add_run_command(app);
   xpd::cli::add_bench_command(app);
+  xpd::cli::add_view_command(app);
+  xpd::cli::add_render_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

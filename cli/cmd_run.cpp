@@ -74,7 +74,7 @@ void run_scene(const RunOptions& o) {
 
   Progress progress("frames", sim.num_frames());
   PhaseTimings total;
-  int iterations = 0;
+  int iterations = 0, unconverged = 0;
   double wall_ms = 0;
   for (int f = 1; f <= sim.num_frames(); ++f) {
     const FrameStats s = sim.advance(f);
@@ -85,11 +85,17 @@ void run_scene(const RunOptions& o) {
     total.solve += s.timings_ms.solve;
     total.other += s.timings_ms.other;
     iterations += s.iterations;
+    unconverged += s.converged ? 0 : 1;
     wall_ms += s.wall_ms;
     if (!o.quiet) progress.update(f, fmt::format("{} it, residual {:.2e}", s.iterations, s.residual));
   }
   if (!o.quiet) progress.finish();
   print_timing_table(sim, total, iterations, wall_ms);
+  if (unconverged > 0)
+    fmt::print(stderr,
+               "\nwarning: {} of {} frames stopped at solver.max_iterations ({}) before reaching solver.tolerance "
+               "({:g}); see \"converged\" in stats.json\n",
+               unconverged, sim.num_frames(), sim.scene().solver.max_iterations, sim.scene().solver.tolerance);
   fmt::print("\nwrote {} frames to {}/frames and {}/stats.json\n", sim.num_frames() + 1, o.out, o.out);
 }
 

@@ -2,6 +2,7 @@
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 
 #include <gtest/gtest.h>
 
@@ -136,7 +137,7 @@ TEST(SceneSelection, TetRegionsByCentroidOrAllNodes) {
 
 TEST(SceneSelection, BoundaryTrianglesAreClosedAndOutward) {
   const TetMesh mesh = grid();
-  const Triangles tris = boundary_triangles(mesh);
+  const Triangles tris = boundary_faces(mesh.tets);
   EXPECT_EQ(tris.rows(), 2 * 2 * ((NX - 1) * (NY - 1) + (NX - 1) * (NZ - 1) + (NY - 1) * (NZ - 1)));
   // Divergence theorem: sum over faces of (x · n) A / 3 = volume, only with outward normals.
   double volume = 0;

@@ -1,5 +1,6 @@
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 
 #include <algorithm>
 #include <array>
@@ -87,7 +88,7 @@ struct Evaluator {
   }
 
   std::vector<int> surface_nodes(const SurfaceSelection& s) {
-    const Triangles tris = boundary_triangles(mesh);
+    const Triangles tris = boundary_faces(mesh.tets);
     const auto n = static_cast<std::size_t>(mesh.nodes.rows());
     // Area-weighted outward normals (the cross product's length is twice the area).
     std::vector<Vec3> normal(n, Vec3::Zero());
@@ -208,51 +209,13 @@ std::vector<int> select_tets(const std::string& name, const SelectionMap& named,
   return Evaluator{named, mesh, {}}.tets_of(name);
 }
 
-Triangles boundary_triangles(const TetMesh& mesh) {
-  // Every tet face with its opposite node; sort by the sorted node triple so that interior faces
-  // (shared by two tets) are adjacent and can be dropped.
-  struct TetFace {
-    Face sorted;
-    Face nodes;
-    int opposite;
-  };
-  static constexpr int kFace[4][4] = {{1, 2, 3, 0}, {0, 2, 3, 1}, {0, 1, 3, 2}, {0, 1, 2, 3}};
-  std::vector<TetFace> faces;
-  faces.reserve(static_cast<std::size_t>(mesh.tets.rows()) * 4);
-  for (Eigen::Index e = 0; e < mesh.tets.rows(); ++e)
-    for (const auto& f : kFace) {
-      TetFace tf{{}, {mesh.tets(e, f[0]), mesh.tets(e, f[1]), mesh.tets(e, f[2])}, mesh.tets(e, f[3])};
-      tf.sorted = tf.nodes;
-      std::sort(tf.sorted.begin(), tf.sorted.end());
-      faces.push_back(tf);
-    }
-  std::sort(faces.begin(), faces.end(), [](const TetFace& a, const TetFace& b) { return a.sorted < b.sorted; });
-  std::vector<Face> out;
-  for (std::size_t i = 0; i < faces.size();) {
-    std::size_t j = i + 1;
-    while (j < faces.size() && faces[j].sorted == faces[i].sorted) ++j;
-    if (j - i == 1) {
-      // Orient away from the opposite node.
-      Face f = faces[i].nodes;
-      const Vec3 a = node(mesh, f[0]), b = node(mesh, f[1]), c = node(mesh, f[2]);
-      if ((b - a).cross(c - a).dot(node(mesh, faces[i].opposite) - a) > 0) std::swap(f[1], f[2]);
-      out.push_back(f);
-    }
-    i = j;
-  }
-  Triangles tris(static_cast<Eigen::Index>(out.size()), 3);
-  for (std::size_t f = 0; f < out.size(); ++f)
-    for (int k = 0; k < 3; ++k) tris(static_cast<Eigen::Index>(f), k) = out[f][static_cast<std::size_t>(k)];
-  return tris;
-}
-
 std::vector<double> lumped_boundary_area(const TetMesh& mesh, const std::vector<int>& nodes) {
   std::vector<double> area(nodes.size(), 0.0);
   const auto slot = [&](int i) -> std::ptrdiff_t {
     const auto it = std::lower_bound(nodes.begin(), nodes.end(), i);
     return (it != nodes.end() && *it == i) ? it - nodes.begin() : -1;
   };
-  const Triangles tris = boundary_triangles(mesh);
+  const Triangles tris = boundary_faces(mesh.tets);
   for (Eigen::Index f = 0; f < tris.rows(); ++f) {
     const std::ptrdiff_t s0 = slot(tris(f, 0)), s1 = slot(tris(f, 1)), s2 = slot(tris(f, 2));
     if (s0 < 0 || s1 < 0 || s2 < 0) continue;

@@ -81,10 +81,6 @@ std::vector<int> select_nodes(const std::string& name, const SelectionMap& named
 std::vector<int> select_tets(const Selection& selection, const SelectionMap& named, const TetMesh& mesh);
 std::vector<int> select_tets(const std::string& name, const SelectionMap& named, const TetMesh& mesh);
 
-/// Boundary triangles of `mesh`: faces used by exactly one tet, oriented so that their normal points
-/// away from the tet's fourth node (outward). #B × 3, sorted by (smallest node, ...) for determinism.
-Triangles boundary_triangles(const TetMesh& mesh);
-
 /// Per-node lumped boundary area for the nodes in `nodes` (sorted, unique): each boundary triangle
 /// whose three nodes are all in `nodes` gives one third of its rest area to each of them. Returns a
 /// vector parallel to `nodes` (zeros for nodes that touch no such triangle).

@@ -42,9 +42,9 @@ struct Setup {
     schur = std::make_unique<SchurFactorization>(K, region, opt);
     const auto& s = schur->stats();
     std::printf("box:%d n = %d, tets = %ld, m = %d (%.2f %% of n), nnz(L) = %.0f, unconstrained METIS nnz(L) = %.0f "
-                "(%+.1f %%)\nanalyze %.3f s, factor %.3f s, Sigma extraction %.3f s, Sigma^-1 %.3f s, dense %.0f MB\n",
+                "(%+.1f %%); L21 %.0f, L22 %.0f\nanalyze %.3f s, factor %.3f s, Sigma extraction %.3f s, Sigma^-1 %.3f s, dense %.0f MB\n",
                 kSide, s.n, static_cast<long>(mesh.tets.rows()), s.m, 100.0 * s.m / s.n, s.nnz_L, s.nnz_L_unconstrained,
-                100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.analyze_seconds, s.factor_seconds, s.schur_seconds,
+                100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.nnz_L21, s.nnz_L22, s.analyze_seconds, s.factor_seconds, s.schur_seconds,
                 s.inverse_seconds, s.dense_bytes / 1e6);
     std::srand(1);
     f = Eigen::MatrixXd::Random(s.n, 3);

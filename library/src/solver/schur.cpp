@@ -158,6 +158,25 @@ struct SchurFactorization::Impl {
     }
   }
 
+  // nnz of the L21 and L22 blocks from the supernodal pattern (row r of a supernode's list is
+  // nonzero in every column c ≤ r of that supernode).
+  void count_blocks() {
+    const auto* super = static_cast<const int*>(L->super);
+    const auto* pi = static_cast<const int*>(L->pi);
+    const auto* ls = static_cast<const int*>(L->s);
+    double l21 = 0, l22n = 0;
+    for (size_t s = 0; s < L->nsuper; ++s) {
+      const int k1 = super[s], k2 = super[s + 1];
+      for (int ii = pi[s]; ii < pi[s + 1]; ++ii) {
+        const int row = ls[ii];
+        if (row < n1) continue;
+        for (int j = k1; j < k2 && j <= row; ++j) (j < n1 ? l21 : l22n) += 1;
+      }
+    }
+    stats.nnz_L21 = l21;
+    stats.nnz_L22 = l22n;
+  }
+
   // L22 = the trailing m × m block of the supernodal L. Columns j ≥ n1 of L only have rows ≥ j ≥ n1,
   // so they are copied straight out of the supernodes' dense column-major blocks: supernode s holds
   // columns Super[s]..Super[s+1]−1, rows Ls[Lpi[s]..Lpi[s+1]−1], values at Lx[Lpx[s]] with leading
@@ -165,6 +184,7 @@ struct SchurFactorization::Impl {
   // diagonal are padding and skipped).
   void extract_l22() {
     l22.setZero(m, m);
+    count_blocks();
     if (m == 0) return;
     const auto* super = static_cast<const int*>(L->super);
     const auto* pi = static_cast<const int*>(L->pi);
@@ -260,19 +280,23 @@ struct SchurFactorization::Impl {
         if (w != 0.0) z.col(j) += w * sigma_inv.col(p.nodes[static_cast<size_t>(a)]);
       }
     }
-    // S = C⁻¹ + W Z (k × k SPD), t = W v.
-    Eigen::MatrixXd s = Eigen::MatrixXd::Zero(k, k);
+    // S = C⁻¹ + W Z (k × k, SPD; lower triangle only), t = W v. Column-outer so that the gathers
+    // Z(n_ia, j) stay inside one contiguous column of Z.
+    Eigen::MatrixXd s(k, k);
     Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, r);
+    for (int j = 0; j < k; ++j) {
+      const double* zj = z.data() + static_cast<std::ptrdiff_t>(j) * m;
+      for (int i = j; i < k; ++i) {
+        const SchurProxy& p = proxies[static_cast<size_t>(i)];
+        double acc = 0.0;
+        for (int a = 0; a < 4; ++a) acc += p.weights[static_cast<size_t>(a)] * zj[p.nodes[static_cast<size_t>(a)]];
+        s(i, j) = acc;
+      }
+      s(j, j) += 1.0 / proxies[static_cast<size_t>(j)].stiffness;
+    }
     for (int i = 0; i < k; ++i) {
       const SchurProxy& p = proxies[static_cast<size_t>(i)];
-      for (int a = 0; a < 4; ++a) {
-        const double w = p.weights[static_cast<size_t>(a)];
-        if (w == 0.0) continue;
-        const int node = p.nodes[static_cast<size_t>(a)];
-        s.row(i) += w * z.row(node);
-        t.row(i) += w * v.row(node);
-      }
-      s(i, i) += 1.0 / p.stiffness;
+      for (int a = 0; a < 4; ++a) t.row(i) += p.weights[static_cast<size_t>(a)] * v.row(p.nodes[static_cast<size_t>(a)]);
     }
     int info = 0;
     dpotrf_("L", &k, s.data(), &k, &info);

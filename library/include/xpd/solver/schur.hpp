@@ -50,7 +50,8 @@ enum class SchurSolveMethod {
 struct SchurOptions {
   /// Upper bound for the dense m × m matrices held by the factorization (Σ, L22, the H workspace,
   /// and Σ⁻¹ when precompute_inverse): checked BEFORE any of them is allocated; exceeding it throws
-  /// SolverError naming m and the budget.
+  /// SolverError naming m and the budget. Not counted: the transient m × k matrix Σ⁻¹Wᵀ of a
+  /// Woodbury solve (k active proxies; automatic picks Woodbury only for k well below m).
   std::size_t dense_memory_budget_bytes = std::size_t{2} << 30;  // 2 GiB
   /// Precompute Σ⁻¹ (dpotri on L22) at construction; required for SchurSolveMethod::woodbury.
   bool precompute_inverse = true;
@@ -65,6 +66,8 @@ struct SchurStats {
   int m = 0;                          ///< region (x2) nodes
   double nnz_L = 0;                   ///< nonzeros of L with the x1-METIS / x2-last ordering
   double nnz_L_unconstrained = 0;     ///< nonzeros of L with plain METIS on K (0 unless requested)
+  double nnz_L21 = 0;                 ///< stored entries of the L21 block (m rows × n1 columns)
+  double nnz_L22 = 0;                 ///< stored entries of L22 (dense lower: m (m + 1) / 2)
   double analyze_seconds = 0;         ///< METIS on K11 + CHOLMOD symbolic analysis
   double factor_seconds = 0;          ///< CHOLMOD supernodal numeric factorization
   double schur_seconds = 0;           ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
@@ -136,7 +139,9 @@ public:
   /// With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.
   Eigen::MatrixXd backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2);
 
-  /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2).
+  /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2). One dense symmetric product
+  /// (memory-bound, reads m²/2 doubles). Where H u2 = g was just solved, Σ u2 = g − (H − Σ) u2 with
+  /// the sparse H − Σ = A22^(β) + WᵀCW is an equivalent, cheaper alternative (equal up to round-off).
   Eigen::MatrixXd apply_schur(const Eigen::Ref<const Eigen::MatrixXd>& u2) const;
 
   /// Solves H u2 = g with H = Σ + Wᵀ C W (W, C from `proxies`; identical for every column of g).

@@ -6,7 +6,8 @@
 // Notation. K is the n × n scalar SPD global matrix (λ = 0: the same block for x, y and z, so every
 // right-hand side is n × r with r = 3 typically). The nodes are split into the collision-safe set
 // x1 (n1 = n − m nodes) and the collision-prone region x2 (m nodes). P is the permutation that puts
-// x1 first (METIS order of K11) and x2 last (in the caller's region order), and
+// x1 first (METIS order of K11) and x2 last (CAMD order of K22 with the nodes coupled to x1 last;
+// every m-sized input and output below is nevertheless in the caller's region order), and
 //
 //     P K Pᵀ = [K11 K12; K21 K22] = L Lᵀ,   L = [L11 0; L21 L22]   (one CHOLMOD supernodal factor)
 //
@@ -108,13 +109,16 @@ public:
   /// Region-local index of a global node, −1 if the node is in x1.
   int region_index(int node) const;
   /// The fill-reducing permutation: permutation()[p] = global node at factor position p; the last m
-  /// entries equal region_nodes().
+  /// entries are the region nodes, region node i at position n1 + factor_position(i).
   const std::vector<int>& permutation() const;
+  /// Position of region node i inside the trailing m × m block of the factor (0 ≤ · < m).
+  int factor_position(int region_index) const;
   const SchurStats& stats() const;
 
   /// Σ = K22 − K21 K11⁻¹ K12 = L22 L22ᵀ, dense m × m, both triangles filled, region-local order.
   const Eigen::MatrixXd& schur_complement() const;
-  /// L22, the lower-triangular Cholesky factor of Σ (strict upper part is zero), m × m.
+  /// L22, the lower-triangular trailing block of L (strict upper part zero), m × m, in FACTOR
+  /// order: Σ(i, j) = (L22 L22ᵀ)(factor_position(i), factor_position(j)).
   const Eigen::MatrixXd& schur_factor() const;
 
   /// Full solve K u = f. f: n × r (node order). Returns u: n × r.
@@ -126,14 +130,14 @@ public:
   ///   g2 = f2 − L21 y1 = f2 − K21 K11⁻¹ f1 (m × r, region-local order).
   /// g2 is the right-hand side of the reduced system Σ u2 = g2.
   /// Computed as: y = L⁻¹ P f (one full CHOLMOD forward solve, CHOLMOD_L), y1 = y[0:n1] and
-  /// g2 = L22 · y[n1:n] (dense trmm). Proof: the last block row of L y = P f is
+  /// g2 = L22 · y[n1:n] (dense trmm, factor order, then gathered into region order). Proof: the last block row of L y = P f is
   /// L21 y1 + L22 y2 = f2, hence L22 y2 = f2 − L21 y1; and L21 y1 = K21 L11⁻ᵀ L11⁻¹ f1 = K21 K11⁻¹ f1.
   void forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2);
 
   /// Partial backward substitution (paper 000 eq. 18, Algorithm 1 step 5).
   /// y1 from forward(), u2: m × r region correction. Returns u: n × r in node order with
   ///   u1 = L11⁻ᵀ (y1 − L21ᵀ u2),   u2 copied into the region rows.
-  /// Computed as: z = [y1; L22ᵀ u2] (dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward solve,
+  /// Computed as: z = [y1; L22ᵀ u2] (u2 scattered to factor order, dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward solve,
   /// CHOLMOD_Lt). Proof: Lᵀ v = z reads L22ᵀ v2 = L22ᵀ u2 ⇒ v2 = u2, and
   /// L11ᵀ v1 + L21ᵀ v2 = y1 ⇒ v1 = L11⁻ᵀ (y1 − L21ᵀ u2) = u1.
   /// With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.

@@ -3,15 +3,15 @@
 // refactor (LAPACK and Eigen LLT) and by Woodbury for k = 5 / 10 / 15 % of m, and the baseline that
 // adds the springs into the sparse K and refactorizes it. Setup is outside the timed loops.
 // Run: build/bench/xpd_bench_schur --benchmark_counters_tabular=true
-#include "../tests/solver/pd_like_matrix.hpp"
+#include <benchmark/benchmark.h>
 
+#include <Eigen/Cholesky>
+#include <cstdio>
+#include <memory>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/schur.hpp>
 
-#include <Eigen/Cholesky>
-#include <benchmark/benchmark.h>
-#include <cstdio>
-#include <memory>
+#include "../tests/solver/pd_like_matrix.hpp"
 
 namespace {
 
@@ -41,11 +41,13 @@ struct Setup {
     opt.compare_unconstrained_ordering = true;
     schur = std::make_unique<SchurFactorization>(K, region, opt);
     const auto& s = schur->stats();
-    std::printf("box:%d n = %d, tets = %ld, m = %d (%.2f %% of n), nnz(L) = %.0f, unconstrained METIS nnz(L) = %.0f "
-                "(%+.1f %%); L21 %.0f, L22 %.0f\nanalyze %.3f s, factor %.3f s, Sigma extraction %.3f s, Sigma^-1 %.3f s, dense %.0f MB\n",
-                kSide, s.n, static_cast<long>(mesh.tets.rows()), s.m, 100.0 * s.m / s.n, s.nnz_L, s.nnz_L_unconstrained,
-                100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.nnz_L21, s.nnz_L22, s.analyze_seconds, s.factor_seconds, s.schur_seconds,
-                s.inverse_seconds, s.dense_bytes / 1e6);
+    std::printf(
+        "box:%d n = %d, tets = %ld, m = %d (%.2f %% of n), nnz(L) = %.0f, unconstrained METIS nnz(L) = %.0f "
+        "(%+.1f %%); L21 %.0f, L22 %.0f\nanalyze %.3f s, factor %.3f s, Sigma extraction %.3f s, Sigma^-1 %.3f s, "
+        "dense %.0f MB\n",
+        kSide, s.n, static_cast<long>(mesh.tets.rows()), s.m, 100.0 * s.m / s.n, s.nnz_L, s.nnz_L_unconstrained,
+        100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.nnz_L21, s.nnz_L22, s.analyze_seconds, s.factor_seconds,
+        s.schur_seconds, s.inverse_seconds, s.dense_bytes / 1e6);
     std::srand(1);
     f = Eigen::MatrixXd::Random(s.n, 3);
     schur->forward(f, y1, g2);
@@ -53,7 +55,8 @@ struct Setup {
   }
   std::vector<SchurProxy> proxies(int percent) const {
     const int k = std::max(1, schur->m() * percent / 100);
-    return xpd::test::random_proxies(mesh, beta_tets, *schur, k, 100.0 * K.diagonal().mean(), 17u + static_cast<unsigned>(percent));
+    return xpd::test::random_proxies(mesh, beta_tets, *schur, k, 100.0 * K.diagonal().mean(),
+                                     17u + static_cast<unsigned>(percent));
   }
 };
 

@@ -2,14 +2,13 @@
 // PD-like SPD test matrices for the solver tests: the scalar corotated-PD global matrix
 // Σ_tets 2 μ Vol Dᵀ D (D = 3 × 4 gradient operator of the linear shape functions, DESIGN §3 with
 // λ = 0) plus diagonal attachment weights, and the collision-prone region / proxies of a mesh.
-#include <xpd/mesh/tet_mesh.hpp>
-#include <xpd/solver/schur.hpp>
-
 #include <Eigen/LU>
 #include <Eigen/SparseCore>
 #include <algorithm>
 #include <random>
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
+#include <xpd/solver/schur.hpp>
 
 namespace xpd::test {
 
@@ -21,7 +20,8 @@ inline Eigen::SparseMatrix<double> pd_like_matrix(const TetMesh& mesh, double mu
   trip.reserve(static_cast<size_t>(mesh.tets.rows()) * 16 + attached.size());
   for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t) {
     Eigen::Matrix3d dm;
-    for (int c = 0; c < 3; ++c) dm.col(c) = (mesh.nodes.row(mesh.tets(t, c + 1)) - mesh.nodes.row(mesh.tets(t, 0))).transpose();
+    for (int c = 0; c < 3; ++c)
+      dm.col(c) = (mesh.nodes.row(mesh.tets(t, c + 1)) - mesh.nodes.row(mesh.tets(t, 0))).transpose();
     const double vol = std::abs(dm.determinant()) / 6.0;
     const Eigen::Matrix3d dinv = dm.inverse();  // rows: gradients of barycentric λ1..λ3
     Eigen::Matrix<double, 3, 4> d;
@@ -52,7 +52,8 @@ inline std::vector<int> nodes_in_band(const TetMesh& mesh, int axis, double frac
 
 /// Collision-prone region (DESIGN §3 "Partition"): all nodes of the tets E_β that touch a node in
 /// `seeds`, in increasing node order; `beta_tets` receives E_β.
-inline std::vector<int> region_from_seeds(const TetMesh& mesh, const std::vector<int>& seeds, std::vector<int>* beta_tets) {
+inline std::vector<int> region_from_seeds(const TetMesh& mesh, const std::vector<int>& seeds,
+                                          std::vector<int>* beta_tets) {
   const auto n = static_cast<size_t>(mesh.nodes.rows());
   std::vector<char> seed(n, 0), in(n, 0);
   for (int s : seeds) seed[static_cast<size_t>(s)] = 1;
@@ -72,8 +73,7 @@ inline std::vector<int> region_from_seeds(const TetMesh& mesh, const std::vector
 /// k proxies at random barycentric points of random E_β tets (region-local node indices), with
 /// stiffness uniform in [0.5, 2] · stiffness.
 inline std::vector<SchurProxy> random_proxies(const TetMesh& mesh, const std::vector<int>& beta_tets,
-                                              const SchurFactorization& schur, int k, double stiffness,
-                                              unsigned seed) {
+                                              const SchurFactorization& schur, int k, double stiffness, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, beta_tets.size() - 1);
   std::uniform_real_distribution<double> u(0.05, 1.0), s(0.5, 2.0);

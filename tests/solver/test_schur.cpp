@@ -1,28 +1,28 @@
 // Schur localisation vs. slow oracles: full sparse solves, the Schur complement from an independent
 // K11 factorization, and the sparse full-matrix penalty baseline (STYLE 9).
-#include "pd_like_matrix.hpp"
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
+#include <Eigen/SparseCholesky>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/schur.hpp>
 
-#include <Eigen/SparseCholesky>
-#include <cstdio>
-#include <cstdlib>
-#include <gtest/gtest.h>
-#include <numeric>
-#include <random>
-#include <string>
+#include "pd_like_matrix.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
 
 // Named tolerances (relative, with a floor on the reference norm).
-constexpr double kSolveTol = 1e-10;      // partial forward/backward + reduced solve vs. full solve
-constexpr double kSchurTol = 1e-10;      // Σ vs. K22 − K21 K11⁻¹ K12
-constexpr double kCollisionTol = 1e-8;   // refactor vs. Woodbury vs. sparse penalty baseline
+constexpr double kSolveTol = 1e-10;     // partial forward/backward + reduced solve vs. full solve
+constexpr double kSchurTol = 1e-10;     // Σ vs. K22 − K21 K11⁻¹ K12
+constexpr double kCollisionTol = 1e-8;  // refactor vs. Woodbury vs. sparse penalty baseline
 
 double rel_error(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
   const double err = (a - ref).norm() / std::max(ref.norm(), 1e-300);
@@ -76,7 +76,8 @@ TEST_P(SchurMeshes, PermutationKeepsRegionLast) {
   std::vector<int> fpos(static_cast<size_t>(m));
   for (int i = 0; i < m; ++i) {
     fpos[static_cast<size_t>(i)] = schur.factor_position(i);
-    EXPECT_EQ(schur.permutation()[static_cast<size_t>(n - m + schur.factor_position(i))], p.region[static_cast<size_t>(i)]);
+    EXPECT_EQ(schur.permutation()[static_cast<size_t>(n - m + schur.factor_position(i))],
+              p.region[static_cast<size_t>(i)]);
     EXPECT_EQ(schur.region_index(p.region[static_cast<size_t>(i)]), i);
   }
   std::sort(fpos.begin(), fpos.end());
@@ -103,9 +104,12 @@ TEST_P(SchurMeshes, SchurComplementMatchesK11Oracle) {
   for (int j = 0; j < n; ++j)
     for (Eigen::SparseMatrix<double>::InnerIterator it(p.K, j); it; ++it) {
       const int ri = schur.region_index(static_cast<int>(it.row())), rj = schur.region_index(j);
-      if (ri < 0 && rj < 0) t11.emplace_back(pos[static_cast<size_t>(it.row())], pos[static_cast<size_t>(j)], it.value());
-      else if (ri < 0 && rj >= 0) t12.emplace_back(pos[static_cast<size_t>(it.row())], rj, it.value());
-      else if (ri >= 0 && rj >= 0) k22(ri, rj) = it.value();
+      if (ri < 0 && rj < 0)
+        t11.emplace_back(pos[static_cast<size_t>(it.row())], pos[static_cast<size_t>(j)], it.value());
+      else if (ri < 0 && rj >= 0)
+        t12.emplace_back(pos[static_cast<size_t>(it.row())], rj, it.value());
+      else if (ri >= 0 && rj >= 0)
+        k22(ri, rj) = it.value();
     }
   Eigen::SparseMatrix<double> k11(n1, n1), k12(n1, m);
   k11.setFromTriplets(t11.begin(), t11.end());
@@ -155,7 +159,8 @@ TEST_P(SchurMeshes, RefactorWoodburyAndSparseBaselineAgree) {
   const double kdiag = p.K.diagonal().mean();
   const Eigen::MatrixXd f = random_rhs(schur.n(), 3, 3);
   for (int k : {1, std::max(2, m / 10), m / 2 + 1}) {
-    const std::vector<SchurProxy> proxies = test::random_proxies(p.mesh, p.beta_tets, schur, k, 100.0 * kdiag, 11u + static_cast<unsigned>(k));
+    const std::vector<SchurProxy> proxies =
+        test::random_proxies(p.mesh, p.beta_tets, schur, k, 100.0 * kdiag, 11u + static_cast<unsigned>(k));
     // Baseline: the springs added into the sparse K, refactorized, full solve.
     const Eigen::SparseMatrix<double> c22 = collision_matrix(m, proxies);
     std::vector<Eigen::Triplet<double>> trip;
@@ -287,7 +292,8 @@ TEST(SchurEdgeCases, AutomaticChoiceFollowsCostModel) {
   opt.precompute_inverse = false;
   SchurFactorization no_inv(p.K, p.region, opt);
   EXPECT_EQ(no_inv.choose_method(few), SchurSolveMethod::dense_refactor);
-  EXPECT_THROW(no_inv.solve_collision_system(few, Eigen::MatrixXd::Zero(m, 3), SchurSolveMethod::woodbury), SolverError);
+  EXPECT_THROW(no_inv.solve_collision_system(few, Eigen::MatrixXd::Zero(m, 3), SchurSolveMethod::woodbury),
+               SolverError);
 }
 
 }  // namespace

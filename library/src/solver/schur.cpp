@@ -1,7 +1,4 @@
 // Schur-complement localisation on one CHOLMOD supernodal factor; dense kernels via BLAS/LAPACK.
-#include <xpd/core/error.hpp>
-#include <xpd/solver/schur.hpp>
-
 #include <cholmod.h>
 
 #include <algorithm>
@@ -10,6 +7,8 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <xpd/core/error.hpp>
+#include <xpd/solver/schur.hpp>
 
 extern "C" {
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
@@ -61,25 +60,25 @@ cholmod_dense dense_view(const double* data, Eigen::Index rows, Eigen::Index col
 
 struct SchurFactorization::Impl {
   cholmod_common c{};
-  cholmod_sparse* A = nullptr;   // lower triangle of K, original order (values refreshed by refactorize)
-  cholmod_factor* L = nullptr;   // supernodal L of P K Pᵀ
-  cholmod_dense* X = nullptr;    // cholmod_solve2 workspace, reused across calls
+  cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
+  cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
+  cholmod_dense* X = nullptr;   // cholmod_solve2 workspace, reused across calls
   cholmod_dense* Y = nullptr;
   cholmod_dense* E = nullptr;
 
   int n = 0, m = 0, n1 = 0;
-  std::vector<int> region;       // x2, region-local order
-  std::vector<int> region_of;    // node -> region index or -1
-  std::vector<int> perm;         // factor position -> node
-  std::vector<int> fpos2;        // region-local index -> position inside the trailing block (0..m-1)
+  std::vector<int> region;     // x2, region-local order
+  std::vector<int> region_of;  // node -> region index or -1
+  std::vector<int> perm;       // factor position -> node
+  std::vector<int> fpos2;      // region-local index -> position inside the trailing block (0..m-1)
   SchurOptions options;
   SchurStats stats;
   SchurSolveMethod last_method = SchurSolveMethod::dense_refactor;
 
-  Eigen::MatrixXd sigma;         // Σ, full symmetric
-  Eigen::MatrixXd l22;           // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
-  Eigen::MatrixXd sigma_inv;     // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
-  Eigen::MatrixXd h_work;        // H = Σ + C22 and its Cholesky factor (dense_refactor)
+  Eigen::MatrixXd sigma;      // Σ, full symmetric
+  Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
+  Eigen::MatrixXd sigma_inv;  // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
+  Eigen::MatrixXd h_work;     // H = Σ + C22 and its Cholesky factor (dense_refactor)
 
   Impl() { cholmod_start(&c); }
   ~Impl() {
@@ -94,14 +93,17 @@ struct SchurFactorization::Impl {
   Impl& operator=(const Impl&) = delete;
 
   void check_cholmod(const char* what) const {
-    if (c.status < CHOLMOD_OK) throw SolverError(std::string("Schur factorization: CHOLMOD ") + what + " failed (status " + std::to_string(c.status) + ")");
+    if (c.status < CHOLMOD_OK)
+      throw SolverError(std::string("Schur factorization: CHOLMOD ") + what + " failed (status " +
+                        std::to_string(c.status) + ")");
   }
 
   // Lower triangle of `lower` (already lower-only, compressed) as a CHOLMOD stype = −1 matrix.
   cholmod_sparse* to_cholmod(const Eigen::SparseMatrix<double>& lower) {
     const auto nz = static_cast<size_t>(lower.nonZeros());
-    cholmod_sparse* s = cholmod_allocate_sparse(static_cast<size_t>(lower.rows()), static_cast<size_t>(lower.cols()), nz,
-                                                /*sorted=*/1, /*packed=*/1, /*stype=*/-1, CHOLMOD_REAL, &c);
+    cholmod_sparse* s =
+        cholmod_allocate_sparse(static_cast<size_t>(lower.rows()), static_cast<size_t>(lower.cols()), nz,
+                                /*sorted=*/1, /*packed=*/1, /*stype=*/-1, CHOLMOD_REAL, &c);
     check_cholmod("allocate_sparse");
     std::memcpy(s->p, lower.outerIndexPtr(), sizeof(int) * static_cast<size_t>(lower.cols() + 1));
     std::memcpy(s->i, lower.innerIndexPtr(), sizeof(int) * nz);
@@ -109,6 +111,11 @@ struct SchurFactorization::Impl {
     return s;
   }
 
+  // Why not a CHOLMOD constrained ordering of the whole K: SuiteSparse 5.12 offers constraint sets
+  // only through CAMD / CCOLAMD (minimum degree), and its nested dissection (NESDIS) takes none.
+  // On box:48 with m = 3783, CAMD with x2 last gives nnz(L) = 105M, METIS on K11 + x2 last 59.7M,
+  // unconstrained METIS 49.4M. METIS never sees x2, which is the top-level separator anyway.
+  //
   // METIS on K11 (x1 only, postordered), then x2 ordered by CAMD on K22 with the interface nodes
   // (those coupled to x1 in K) constrained last. Why: Σ is dense only on the interface; the x2
   // nodes coupled to x2 alone (e.g. the top node layer) keep sparse columns in L22 when eliminated
@@ -137,7 +144,9 @@ struct SchurFactorization::Impl {
       std::vector<int> p11(static_cast<size_t>(n1));
       const int ok = cholmod_metis(k11c, nullptr, 0, /*postorder=*/1, p11.data(), &c);
       cholmod_free_sparse(&k11c, &c);
-      if (!ok) throw SolverError("Schur factorization: METIS ordering of K11 failed (status " + std::to_string(c.status) + ")");
+      if (!ok)
+        throw SolverError("Schur factorization: METIS ordering of K11 failed (status " + std::to_string(c.status) +
+                          ")");
       for (int p = 0; p < n1; ++p) perm[static_cast<size_t>(p)] = x1[static_cast<size_t>(p11[static_cast<size_t>(p)])];
     }
     fpos2.assign(static_cast<size_t>(m), 0);
@@ -149,9 +158,12 @@ struct SchurFactorization::Impl {
       for (int j = 0; j < k_lower.outerSize(); ++j)
         for (Eigen::SparseMatrix<double>::InnerIterator it(k_lower, j); it; ++it) {
           const int a = region_of[static_cast<size_t>(it.row())], b = region_of[static_cast<size_t>(j)];
-          if (a >= 0 && b >= 0) trip.emplace_back(a, b, it.value());
-          else if (a >= 0) iface[static_cast<size_t>(a)] = 1;
-          else if (b >= 0) iface[static_cast<size_t>(b)] = 1;
+          if (a >= 0 && b >= 0)
+            trip.emplace_back(a, b, it.value());
+          else if (a >= 0)
+            iface[static_cast<size_t>(a)] = 1;
+          else if (b >= 0)
+            iface[static_cast<size_t>(b)] = 1;
         }
       Eigen::SparseMatrix<double> k22(m, m);
       k22.setFromTriplets(trip.begin(), trip.end());
@@ -159,7 +171,8 @@ struct SchurFactorization::Impl {
       cholmod_sparse* k22c = to_cholmod(k22);
       const int ok = cholmod_camd(k22c, nullptr, 0, iface.data(), ord.data(), &c);
       cholmod_free_sparse(&k22c, &c);
-      if (!ok) throw SolverError("Schur factorization: CAMD ordering of K22 failed (status " + std::to_string(c.status) + ")");
+      if (!ok)
+        throw SolverError("Schur factorization: CAMD ordering of K22 failed (status " + std::to_string(c.status) + ")");
     }
     for (int q = 0; q < m; ++q) {
       const int i = ord[static_cast<size_t>(q)];
@@ -272,7 +285,9 @@ struct SchurFactorization::Impl {
     h_work = l22;
     int info = 0;
     dpotri_("L", &m, h_work.data(), &m, &info);
-    if (info != 0) throw SolverError("Schur factorization: inverting the Schur complement failed (dpotri info " + std::to_string(info) + ")");
+    if (info != 0)
+      throw SolverError("Schur factorization: inverting the Schur complement failed (dpotri info " +
+                        std::to_string(info) + ")");
     symmetrize_from_lower(h_work);
     to_region_order(h_work, sigma_inv);
   }
@@ -298,13 +313,14 @@ struct SchurFactorization::Impl {
     // H (lower) = Σ (lower) + Σ_j c_j w_j w_jᵀ, then dpotrf/dpotrs.
     if (h_work.rows() != m) h_work.resize(m, m);
     for (int j = 0; j < m; ++j)
-      std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j, sigma.data() + static_cast<std::ptrdiff_t>(j) * m + j,
-                  sizeof(double) * static_cast<size_t>(m - j));
+      std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j,
+                  sigma.data() + static_cast<std::ptrdiff_t>(j) * m + j, sizeof(double) * static_cast<size_t>(m - j));
     for (const SchurProxy& p : proxies)
       for (int a = 0; a < 4; ++a)
         for (int b = 0; b < 4; ++b) {
           const int ia = p.nodes[static_cast<size_t>(a)], ib = p.nodes[static_cast<size_t>(b)];
-          if (ia >= ib) h_work(ia, ib) += p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
+          if (ia >= ib)
+            h_work(ia, ib) += p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
         }
     int info = 0;
     dpotrf_("L", &m, h_work.data(), &m, &info);
@@ -317,7 +333,8 @@ struct SchurFactorization::Impl {
     return u;
   }
 
-  Eigen::MatrixXd solve_woodbury(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g) const {
+  Eigen::MatrixXd solve_woodbury(const std::vector<SchurProxy>& proxies,
+                                 const Eigen::Ref<const Eigen::MatrixXd>& g) const {
     const int k = static_cast<int>(proxies.size());
     const int r = static_cast<int>(g.cols());
     // v = Σ⁻¹ g (dsymm reads the lower triangle only).
@@ -350,7 +367,8 @@ struct SchurFactorization::Impl {
     }
     for (int i = 0; i < k; ++i) {
       const SchurProxy& p = proxies[static_cast<size_t>(i)];
-      for (int a = 0; a < 4; ++a) t.row(i) += p.weights[static_cast<size_t>(a)] * v.row(p.nodes[static_cast<size_t>(a)]);
+      for (int a = 0; a < 4; ++a)
+        t.row(i) += p.weights[static_cast<size_t>(a)] * v.row(p.nodes[static_cast<size_t>(a)]);
     }
     int info = 0;
     dpotrf_("L", &k, s.data(), &k, &info);
@@ -367,7 +385,9 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
                                        const SchurOptions& options)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
-  if (K.rows() != K.cols()) throw SolverError("Schur factorization: K is " + std::to_string(K.rows()) + " × " + std::to_string(K.cols()) + ", not square");
+  if (K.rows() != K.cols())
+    throw SolverError("Schur factorization: K is " + std::to_string(K.rows()) + " × " + std::to_string(K.cols()) +
+                      ", not square");
   d.options = options;
   d.n = static_cast<int>(K.rows());
   d.m = static_cast<int>(region_nodes.size());
@@ -377,7 +397,8 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
   for (int i = 0; i < d.m; ++i) {
     const int node = region_nodes[static_cast<size_t>(i)];
     if (node < 0 || node >= d.n)
-      throw SolverError("Schur factorization: region node " + std::to_string(node) + " out of range [0, " + std::to_string(d.n) + ")");
+      throw SolverError("Schur factorization: region node " + std::to_string(node) + " out of range [0, " +
+                        std::to_string(d.n) + ")");
     if (d.region_of[static_cast<size_t>(node)] >= 0)
       throw SolverError("Schur factorization: region node " + std::to_string(node) + " listed twice");
     d.region_of[static_cast<size_t>(node)] = i;
@@ -391,7 +412,8 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
   if (bytes > options.dense_memory_budget_bytes)
     throw SolverError("Schur factorization: collision-prone region of m = " + std::to_string(d.m) + " nodes needs " +
                       gib(bytes) + " for " + std::to_string(copies) + " dense m × m matrices, over the budget of " +
-                      gib(options.dense_memory_budget_bytes) + " (" + std::to_string(options.dense_memory_budget_bytes) +
+                      gib(options.dense_memory_budget_bytes) + " (" +
+                      std::to_string(options.dense_memory_budget_bytes) +
                       " bytes); shrink the region or raise dense_memory_budget_bytes");
   d.stats.dense_bytes = bytes;
 
@@ -455,7 +477,9 @@ int SchurFactorization::m() const { return impl_->m; }
 const std::vector<int>& SchurFactorization::region_nodes() const { return impl_->region; }
 int SchurFactorization::region_index(int node) const { return impl_->region_of.at(static_cast<size_t>(node)); }
 const std::vector<int>& SchurFactorization::permutation() const { return impl_->perm; }
-int SchurFactorization::factor_position(int region_index) const { return impl_->fpos2.at(static_cast<size_t>(region_index)); }
+int SchurFactorization::factor_position(int region_index) const {
+  return impl_->fpos2.at(static_cast<size_t>(region_index));
+}
 const SchurStats& SchurFactorization::stats() const { return impl_->stats; }
 const Eigen::MatrixXd& SchurFactorization::schur_complement() const { return impl_->sigma; }
 const Eigen::MatrixXd& SchurFactorization::schur_factor() const { return impl_->l22; }
@@ -463,7 +487,9 @@ SchurSolveMethod SchurFactorization::last_method() const { return impl_->last_me
 
 Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd>& f) {
   Impl& d = *impl_;
-  if (f.rows() != d.n) throw SolverError("Schur solve: right-hand side has " + std::to_string(f.rows()) + " rows, expected n = " + std::to_string(d.n));
+  if (f.rows() != d.n)
+    throw SolverError("Schur solve: right-hand side has " + std::to_string(f.rows()) +
+                      " rows, expected n = " + std::to_string(d.n));
   const Eigen::MatrixXd b = f;  // contiguous, leading dimension n
   const double* x = d.cholmod_solve_into(CHOLMOD_A, b.data(), b.cols());
   return Eigen::Map<const Eigen::MatrixXd>(x, d.n, b.cols());
@@ -471,7 +497,9 @@ Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd
 
 void SchurFactorization::forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2) {
   Impl& d = *impl_;
-  if (f.rows() != d.n) throw SolverError("Schur forward: right-hand side has " + std::to_string(f.rows()) + " rows, expected n = " + std::to_string(d.n));
+  if (f.rows() != d.n)
+    throw SolverError("Schur forward: right-hand side has " + std::to_string(f.rows()) +
+                      " rows, expected n = " + std::to_string(d.n));
   const Eigen::Index r = f.cols();
   // b = P f, y = L⁻¹ b (full supernodal forward solve).
   Eigen::MatrixXd b(d.n, r);
@@ -491,8 +519,8 @@ void SchurFactorization::forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eig
 Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2) {
   Impl& d = *impl_;
   if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
-    throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) + ", u2 is " +
-                      std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
+    throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
+                      ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
                       std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   const Eigen::Index r = y1.cols();
   // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v.
@@ -515,12 +543,15 @@ Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Ei
 
 Eigen::MatrixXd SchurFactorization::apply_schur(const Eigen::Ref<const Eigen::MatrixXd>& u2) const {
   const Impl& d = *impl_;
-  if (u2.rows() != d.m) throw SolverError("Schur apply: u2 has " + std::to_string(u2.rows()) + " rows, expected m = " + std::to_string(d.m));
+  if (u2.rows() != d.m)
+    throw SolverError("Schur apply: u2 has " + std::to_string(u2.rows()) +
+                      " rows, expected m = " + std::to_string(d.m));
   Eigen::MatrixXd out(d.m, u2.cols());
   const Eigen::MatrixXd in = u2;
   const int r = static_cast<int>(u2.cols());
   const double one = 1.0, zero = 0.0;
-  if (d.m > 0 && r > 0) dsymm_("L", "L", &d.m, &r, &one, d.sigma.data(), &d.m, in.data(), &d.m, &zero, out.data(), &d.m);
+  if (d.m > 0 && r > 0)
+    dsymm_("L", "L", &d.m, &r, &one, d.sigma.data(), &d.m, in.data(), &d.m, &zero, out.data(), &d.m);
   return out;
 }
 
@@ -536,7 +567,8 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
   if (!woodbury_ok) return SchurSolveMethod::dense_refactor;
   const double m = d.m;
   const double refactor = m * m * m / 3.0 + kMemoryWeight * (m * m + 2.0 * m * m * r);
-  const double woodbury = k * k * k / 3.0 + kMemoryWeight * (2.0 * m * m * r + 8.0 * m * k + 8.0 * k * k + 4.0 * m * k * r);
+  const double woodbury =
+      k * k * k / 3.0 + kMemoryWeight * (2.0 * m * m * r + 8.0 * m * k + 8.0 * k * k + 4.0 * m * k * r);
   return woodbury <= refactor ? SchurSolveMethod::woodbury : SchurSolveMethod::dense_refactor;
 }
 
@@ -544,14 +576,17 @@ Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<Sch
                                                            const Eigen::Ref<const Eigen::MatrixXd>& g,
                                                            SchurSolveMethod method) {
   Impl& d = *impl_;
-  if (g.rows() != d.m) throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) + " rows, expected m = " + std::to_string(d.m));
+  if (g.rows() != d.m)
+    throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) +
+                      " rows, expected m = " + std::to_string(d.m));
   // Zero-stiffness proxies contribute nothing; negative or non-finite ones are errors.
   std::vector<SchurProxy> active;
   active.reserve(proxies.size());
   for (size_t j = 0; j < proxies.size(); ++j) {
     const SchurProxy& p = proxies[j];
     if (!(p.stiffness >= 0.0) || !std::isfinite(p.stiffness))
-      throw SolverError("Schur collision system: proxy " + std::to_string(j) + " has invalid stiffness " + std::to_string(p.stiffness));
+      throw SolverError("Schur collision system: proxy " + std::to_string(j) + " has invalid stiffness " +
+                        std::to_string(p.stiffness));
     for (int a = 0; a < 4; ++a) {
       const int node = p.nodes[static_cast<size_t>(a)];
       if (p.weights[static_cast<size_t>(a)] != 0.0 && (node < 0 || node >= d.m))

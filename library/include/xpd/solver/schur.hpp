@@ -23,7 +23,6 @@
 // Cholesky refactorization of H or by Woodbury with a precomputed dense Σ⁻¹.
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
-
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -45,7 +44,7 @@ struct SchurProxy {
 enum class SchurSolveMethod {
   automatic,       ///< cheaper of the two by the cost model of choose_method()
   dense_refactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (paper 000)
-  woodbury,        ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
+  woodbury,  ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
 };
 
 struct SchurOptions {
@@ -63,17 +62,17 @@ struct SchurOptions {
 
 /// Sizes and timings (seconds) of the last construction / refactorization.
 struct SchurStats {
-  int n = 0;                          ///< nodes
-  int m = 0;                          ///< region (x2) nodes
-  double nnz_L = 0;                   ///< nonzeros of L with the x1-METIS / x2-last ordering
-  double nnz_L_unconstrained = 0;     ///< nonzeros of L with plain METIS on K (0 unless requested)
-  double nnz_L21 = 0;                 ///< stored entries of the L21 block (m rows × n1 columns)
-  double nnz_L22 = 0;                 ///< stored entries of L22 (dense lower: m (m + 1) / 2)
-  double analyze_seconds = 0;         ///< METIS on K11 + CHOLMOD symbolic analysis
-  double factor_seconds = 0;          ///< CHOLMOD supernodal numeric factorization
-  double schur_seconds = 0;           ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
-  double inverse_seconds = 0;         ///< Σ⁻¹ (dpotri), 0 when not precomputed
-  std::size_t dense_bytes = 0;        ///< bytes held by the dense m × m matrices
+  int n = 0;                       ///< nodes
+  int m = 0;                       ///< region (x2) nodes
+  double nnz_L = 0;                ///< nonzeros of L with the x1-METIS / x2-last ordering
+  double nnz_L_unconstrained = 0;  ///< nonzeros of L with plain METIS on K (0 unless requested)
+  double nnz_L21 = 0;              ///< stored entries of the L21 block (m rows × n1 columns)
+  double nnz_L22 = 0;              ///< stored entries of L22 (dense lower: m (m + 1) / 2)
+  double analyze_seconds = 0;      ///< METIS on K11 + CHOLMOD symbolic analysis
+  double factor_seconds = 0;       ///< CHOLMOD supernodal numeric factorization
+  double schur_seconds = 0;        ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
+  double inverse_seconds = 0;      ///< Σ⁻¹ (dpotri), 0 when not precomputed
+  std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
 };
 
 /// Partial Cholesky / Schur-complement factorization of an SPD matrix with a trailing region.
@@ -84,7 +83,7 @@ struct SchurStats {
 ///   backward().
 /// All solve methods use internal workspace: one object must not be used from two threads at once.
 class SchurFactorization {
-public:
+ public:
   /// K: n × n SPD (both triangles stored, or at least the lower one; only the lower triangle is
   /// read). region_nodes: the m distinct collision-prone node indices in [0, n), in the order that
   /// defines region-local indices (may be empty: m = 0 is a plain sparse Cholesky).
@@ -130,17 +129,16 @@ public:
   ///   g2 = f2 − L21 y1 = f2 − K21 K11⁻¹ f1 (m × r, region-local order).
   /// g2 is the right-hand side of the reduced system Σ u2 = g2.
   /// Computed as: y = L⁻¹ P f (one full CHOLMOD forward solve, CHOLMOD_L), y1 = y[0:n1] and
-  /// g2 = L22 · y[n1:n] (dense trmm, factor order, then gathered into region order). Proof: the last block row of L y = P f is
-  /// L21 y1 + L22 y2 = f2, hence L22 y2 = f2 − L21 y1; and L21 y1 = K21 L11⁻ᵀ L11⁻¹ f1 = K21 K11⁻¹ f1.
+  /// g2 = L22 · y[n1:n] (dense trmm, factor order, then gathered into region order). Proof: the last block row of L y =
+  /// P f is L21 y1 + L22 y2 = f2, hence L22 y2 = f2 − L21 y1; and L21 y1 = K21 L11⁻ᵀ L11⁻¹ f1 = K21 K11⁻¹ f1.
   void forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2);
 
   /// Partial backward substitution (paper 000 eq. 18, Algorithm 1 step 5).
   /// y1 from forward(), u2: m × r region correction. Returns u: n × r in node order with
   ///   u1 = L11⁻ᵀ (y1 − L21ᵀ u2),   u2 copied into the region rows.
-  /// Computed as: z = [y1; L22ᵀ u2] (u2 scattered to factor order, dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward solve,
-  /// CHOLMOD_Lt). Proof: Lᵀ v = z reads L22ᵀ v2 = L22ᵀ u2 ⇒ v2 = u2, and
-  /// L11ᵀ v1 + L21ᵀ v2 = y1 ⇒ v1 = L11⁻ᵀ (y1 − L21ᵀ u2) = u1.
-  /// With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.
+  /// Computed as: z = [y1; L22ᵀ u2] (u2 scattered to factor order, dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward
+  /// solve, CHOLMOD_Lt). Proof: Lᵀ v = z reads L22ᵀ v2 = L22ᵀ u2 ⇒ v2 = u2, and L11ᵀ v1 + L21ᵀ v2 = y1 ⇒ v1 = L11⁻ᵀ (y1
+  /// − L21ᵀ u2) = u1. With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.
   Eigen::MatrixXd backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2);
 
   /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2). One dense symmetric product
@@ -169,7 +167,7 @@ public:
   /// The method actually used by the last solve_collision_system() call.
   SchurSolveMethod last_method() const;
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -50,8 +50,8 @@ enum class SchurSolveMethod {
 struct SchurOptions {
   /// Upper bound for the dense m × m matrices held by the factorization (Σ, L22, the H workspace,
   /// and Σ⁻¹ when precompute_inverse): checked BEFORE any of them is allocated; exceeding it throws
-  /// SolverError naming m and the budget. Not counted: the transient m × k matrix Σ⁻¹Wᵀ of a
-  /// Woodbury solve (k active proxies; automatic picks Woodbury only for k well below m).
+  /// SolverError naming m and the budget. Not counted: the transient q × q and q × k matrices of a
+  /// Woodbury solve (q ≤ m distinct proxy nodes, k proxies; automatic picks it only for k below m).
   std::size_t dense_memory_budget_bytes = std::size_t{2} << 30;  // 2 GiB
   /// Precompute Σ⁻¹ (dpotri on L22) at construction; required for SchurSolveMethod::woodbury.
   bool precompute_inverse = true;
@@ -67,7 +67,7 @@ struct SchurStats {
   double nnz_L = 0;                ///< nonzeros of L with the x1-METIS / x2-last ordering
   double nnz_L_unconstrained = 0;  ///< nonzeros of L with plain METIS on K (0 unless requested)
   double nnz_L21 = 0;              ///< stored entries of the L21 block (m rows × n1 columns)
-  double nnz_L22 = 0;              ///< stored entries of L22 (dense lower: m (m + 1) / 2)
+  double nnz_L22 = 0;              ///< stored entries of L22 in the factor (≤ m (m + 1) / 2)
   double analyze_seconds = 0;      ///< METIS on K11 + CHOLMOD symbolic analysis
   double factor_seconds = 0;       ///< CHOLMOD supernodal numeric factorization
   double schur_seconds = 0;        ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
@@ -149,19 +149,24 @@ class SchurFactorization {
   /// Solves H u2 = g with H = Σ + Wᵀ C W (W, C from `proxies`; identical for every column of g).
   /// g: m × r. proxies empty: H = Σ, solved with L22 (two dense triangular solves).
   /// dense_refactor: copy Σ into the H workspace, scatter c_j w_j w_jᵀ, dpotrf, dpotrs.
-  /// woodbury (needs precompute_inverse and every stiffness > 0):
-  ///   v = Σ⁻¹ g, Z = Σ⁻¹ Wᵀ (m × k, gathered from columns of Σ⁻¹), S = C⁻¹ + W Z (k × k, SPD),
-  ///   u2 = v − Z S⁻¹ (W v).
+  /// woodbury (needs precompute_inverse and every stiffness > 0), restricted to the q ≤ min(m, 4k)
+  /// distinct nodes N the proxies touch (W = W_N E_Nᵀ):
+  ///   v_N = (Σ⁻¹ g)[N], B = Σ⁻¹[N, N]   (one pass over the q columns Σ⁻¹(:, N)),
+  ///   S = C⁻¹ + W_N B W_Nᵀ (k × k SPD),  s = S⁻¹ W_N v_N,  u2 = Σ⁻¹ (g − Wᵀ s)   (one dsymm),
+  /// which is (Σ + WᵀCW)⁻¹ g = [Σ⁻¹ − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ WΣ⁻¹] g.
   /// Throws SolverError if H (or S) is not numerically positive definite or an index is out of range.
   Eigen::MatrixXd solve_collision_system(const std::vector<SchurProxy>& proxies,
                                          const Eigen::Ref<const Eigen::MatrixXd>& g,
                                          SchurSolveMethod method = SchurSolveMethod::automatic);
 
-  /// The method `automatic` picks for k proxies and r right-hand sides. Cost model (flop
-  /// equivalents, memory-bound kernels weighted by kMemoryWeight = 8 against BLAS-3 flops):
-  ///   refactor ≈ m³/3 (dpotrf) + kMemoryWeight·(m² (copy Σ) + 2 m² r (dpotrs))
-  ///   woodbury ≈ k³/3 (potrf of S) + kMemoryWeight·(2 m² r (Σ⁻¹ g) + 8 m k (Z) + 8 k² + 4 m k r)
-  /// Woodbury additionally requires Σ⁻¹ (precompute_inverse) and every stiffness > 0.
+  /// The method `automatic` picks for k proxies touching q distinct nodes and r right-hand sides.
+  /// Cost model in flop equivalents; memory-bound kernels (copies, gathers, products with r
+  /// columns) weighted by kMemoryWeight = 8 against the BLAS-3 flops of dpotrf:
+  ///   refactor ≈ m³/3 (dpotrf of H) + kMemoryWeight·(m²/2 (copy Σ) + m² r (dpotrs))
+  ///   woodbury ≈ k³/3 (dpotrf of S) + kMemoryWeight·(m q + m²/2 (dsymm) + 4 q k + 4 k²)
+  /// i.e. Woodbury until k approaches m (box:48, m = 3783: refactor ≈ 0.4-0.6 s, Woodbury ≈ 15-35 ms
+  /// for k = 5-15 % of m on 2 CPU cores). Woodbury also requires Σ⁻¹ (precompute_inverse) and every
+  /// stiffness > 0.
   SchurSolveMethod choose_method(const std::vector<SchurProxy>& proxies, int r = 3) const;
 
   /// The method actually used by the last solve_collision_system() call.

@@ -1,0 +1,183 @@
+#pragma once
+// Schur-complement localisation of the PD global step onto the collision-prone nodes (DESIGN §3,
+// "Partition", "One factorization, two uses", "Collisions in the Schur system"; paper 000 §4.3-4.4
+// and Algorithm 1; Woodbury from paper 002 §3.2).
+//
+// Notation. K is the n × n scalar SPD global matrix (λ = 0: the same block for x, y and z, so every
+// right-hand side is n × r with r = 3 typically). The nodes are split into the collision-safe set
+// x1 (n1 = n − m nodes) and the collision-prone region x2 (m nodes). P is the permutation that puts
+// x1 first (METIS order of K11) and x2 last (CAMD order of K22 with the nodes coupled to x1 last;
+// every m-sized input and output below is nevertheless in the caller's region order), and
+//
+//     P K Pᵀ = [K11 K12; K21 K22] = L Lᵀ,   L = [L11 0; L21 L22]   (one CHOLMOD supernodal factor)
+//
+// so L11 L11ᵀ = K11, L21 = K21 L11⁻ᵀ and
+//
+//     Σ = K22 − K21 K11⁻¹ K12 = L22 L22ᵀ      (dense m × m Schur complement, its Cholesky factor is L22).
+//
+// Partial substitutions (PARDISO phases "331" / "333") are obtained from full CHOLMOD triangular
+// solves plus one dense triangular product with L22 (proofs beside forward() / backward()).
+//
+// Collisions: k penalty proxies c_j/2 ‖W_j x2 − t_j‖² add C22 = Wᵀ C W (W: k × m, 4 barycentric
+// weights per row; C = diag(c)) to Σ, H = Σ + C22, solved per inner iteration either by dense
+// Cholesky refactorization of H or by Woodbury with a precomputed dense Σ⁻¹.
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace xpd {
+
+/// One active collision proxy in the region: a point W_j x2 = Σ_a weights[a] · x2[nodes[a]] held by
+/// a penalty spring of stiffness `stiffness` (> 0 for Woodbury; ≥ 0 for the dense refactor).
+/// `nodes` are REGION-LOCAL indices (0 ≤ nodes[a] < m, position in region_nodes()); unused slots
+/// carry weight 0. Its contribution to H is stiffness · w wᵀ with w = Σ_a weights[a] e_{nodes[a]}.
+struct SchurProxy {
+  std::array<int, 4> nodes{};
+  std::array<double, 4> weights{};
+  double stiffness = 0.0;
+};
+
+/// How solve_collision_system() solves H u2 = g.
+enum class SchurSolveMethod {
+  automatic,       ///< cheaper of the two by the cost model of choose_method()
+  dense_refactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (paper 000)
+  woodbury,  ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
+};
+
+struct SchurOptions {
+  /// Upper bound for the dense m × m matrices held by the factorization (Σ, L22, the H workspace,
+  /// and Σ⁻¹ when precompute_inverse): checked BEFORE any of them is allocated; exceeding it throws
+  /// SolverError naming m and the budget. Not counted: the transient q × q and q × k matrices of a
+  /// Woodbury solve (q ≤ m distinct proxy nodes, k proxies; automatic picks it only for k below m).
+  std::size_t dense_memory_budget_bytes = std::size_t{2} << 30;  // 2 GiB
+  /// Precompute Σ⁻¹ (dpotri on L22) at construction; required for SchurSolveMethod::woodbury.
+  bool precompute_inverse = true;
+  /// Also analyze K with the unconstrained METIS ordering to report nnz(L) without the
+  /// "x2 last" constraint (SchurStats::nnz_L_unconstrained); costs one extra METIS + symbolic pass.
+  bool compare_unconstrained_ordering = false;
+};
+
+/// Sizes and timings (seconds) of the last construction / refactorization.
+struct SchurStats {
+  int n = 0;                       ///< nodes
+  int m = 0;                       ///< region (x2) nodes
+  double nnz_L = 0;                ///< nonzeros of L with the x1-METIS / x2-last ordering
+  double nnz_L_unconstrained = 0;  ///< nonzeros of L with plain METIS on K (0 unless requested)
+  double nnz_L21 = 0;              ///< stored entries of the L21 block (m rows × n1 columns)
+  double nnz_L22 = 0;              ///< stored entries of L22 in the factor (≤ m (m + 1) / 2)
+  double analyze_seconds = 0;      ///< METIS on K11 + CHOLMOD symbolic analysis
+  double factor_seconds = 0;       ///< CHOLMOD supernodal numeric factorization
+  double schur_seconds = 0;        ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
+  double inverse_seconds = 0;      ///< Σ⁻¹ (dpotri), 0 when not precomputed
+  std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
+};
+
+/// Partial Cholesky / Schur-complement factorization of an SPD matrix with a trailing region.
+///
+/// Phased use (one Model-like object per topology):
+///   construct (analyze + factorize, once) → refactorize(K') when values change, same pattern →
+///   per outer iteration forward() → per inner iteration solve_collision_system(), apply_schur() →
+///   backward().
+/// All solve methods use internal workspace: one object must not be used from two threads at once.
+class SchurFactorization {
+ public:
+  /// K: n × n SPD (both triangles stored, or at least the lower one; only the lower triangle is
+  /// read). region_nodes: the m distinct collision-prone node indices in [0, n), in the order that
+  /// defines region-local indices (may be empty: m = 0 is a plain sparse Cholesky).
+  /// Throws SolverError on a non-square K, bad/duplicate region indices, a region whose dense
+  /// matrices exceed options.dense_memory_budget_bytes, or K not positive definite.
+  SchurFactorization(const Eigen::SparseMatrix<double>& K, const std::vector<int>& region_nodes,
+                     const SchurOptions& options = {});
+  ~SchurFactorization();
+  SchurFactorization(SchurFactorization&&) noexcept;
+  SchurFactorization& operator=(SchurFactorization&&) noexcept;
+  SchurFactorization(const SchurFactorization&) = delete;
+  SchurFactorization& operator=(const SchurFactorization&) = delete;
+
+  /// Numeric refactorization for new values of K with the SAME sparsity pattern (the symbolic
+  /// analysis and ordering are kept); recomputes Σ, L22 and Σ⁻¹. A different pattern throws.
+  void refactorize(const Eigen::SparseMatrix<double>& K);
+
+  int n() const;
+  int m() const;
+  /// The region nodes (global indices) in region-local order.
+  const std::vector<int>& region_nodes() const;
+  /// Region-local index of a global node, −1 if the node is in x1.
+  int region_index(int node) const;
+  /// The fill-reducing permutation: permutation()[p] = global node at factor position p; the last m
+  /// entries are the region nodes, region node i at position n1 + factor_position(i).
+  const std::vector<int>& permutation() const;
+  /// Position of region node i inside the trailing m × m block of the factor (0 ≤ · < m).
+  int factor_position(int region_index) const;
+  const SchurStats& stats() const;
+
+  /// Σ = K22 − K21 K11⁻¹ K12 = L22 L22ᵀ, dense m × m, both triangles filled, region-local order.
+  const Eigen::MatrixXd& schur_complement() const;
+  /// L22, the lower-triangular trailing block of L (strict upper part zero), m × m, in FACTOR
+  /// order: Σ(i, j) = (L22 L22ᵀ)(factor_position(i), factor_position(j)).
+  const Eigen::MatrixXd& schur_factor() const;
+
+  /// Full solve K u = f. f: n × r (node order). Returns u: n × r.
+  Eigen::MatrixXd solve(const Eigen::Ref<const Eigen::MatrixXd>& f);
+
+  /// Partial forward substitution (paper 000 eq. 16, Algorithm 1 step 3).
+  /// f: n × r in node order. Outputs
+  ///   y1 = L11⁻¹ f1                       (n1 × r, factor order: opaque, pass to backward()),
+  ///   g2 = f2 − L21 y1 = f2 − K21 K11⁻¹ f1 (m × r, region-local order).
+  /// g2 is the right-hand side of the reduced system Σ u2 = g2.
+  /// Computed as: y = L⁻¹ P f (one full CHOLMOD forward solve, CHOLMOD_L), y1 = y[0:n1] and
+  /// g2 = L22 · y[n1:n] (dense trmm, factor order, then gathered into region order). Proof: the last block row of L y =
+  /// P f is L21 y1 + L22 y2 = f2, hence L22 y2 = f2 − L21 y1; and L21 y1 = K21 L11⁻ᵀ L11⁻¹ f1 = K21 K11⁻¹ f1.
+  void forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2);
+
+  /// Partial backward substitution (paper 000 eq. 18, Algorithm 1 step 5).
+  /// y1 from forward(), u2: m × r region correction. Returns u: n × r in node order with
+  ///   u1 = L11⁻ᵀ (y1 − L21ᵀ u2),   u2 copied into the region rows.
+  /// Computed as: z = [y1; L22ᵀ u2] (u2 scattered to factor order, dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward
+  /// solve, CHOLMOD_Lt). Proof: Lᵀ v = z reads L22ᵀ v2 = L22ᵀ u2 ⇒ v2 = u2, and L11ᵀ v1 + L21ᵀ v2 = y1 ⇒ v1 = L11⁻ᵀ (y1
+  /// − L21ᵀ u2) = u1. With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.
+  Eigen::MatrixXd backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2);
+
+  /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2). One dense symmetric product
+  /// (memory-bound, reads m²/2 doubles). Where H u2 = g was just solved, Σ u2 = g − (H − Σ) u2 with
+  /// the sparse H − Σ = A22^(β) + WᵀCW is an equivalent, cheaper alternative (equal up to round-off).
+  Eigen::MatrixXd apply_schur(const Eigen::Ref<const Eigen::MatrixXd>& u2) const;
+
+  /// Solves H u2 = g with H = Σ + Wᵀ C W (W, C from `proxies`; identical for every column of g).
+  /// g: m × r. proxies empty: H = Σ, solved with L22 (two dense triangular solves).
+  /// dense_refactor: copy Σ into the H workspace, scatter c_j w_j w_jᵀ, dpotrf, dpotrs.
+  /// woodbury (needs precompute_inverse and every stiffness > 0), restricted to the q ≤ min(m, 4k)
+  /// distinct nodes N the proxies touch (W = W_N E_Nᵀ):
+  ///   v_N = (Σ⁻¹ g)[N], B = Σ⁻¹[N, N]   (one pass over the q columns Σ⁻¹(:, N)),
+  ///   S = C⁻¹ + W_N B W_Nᵀ (k × k SPD),  s = S⁻¹ W_N v_N,  u2 = Σ⁻¹ (g − Wᵀ s)   (one dsymm),
+  /// which is (Σ + WᵀCW)⁻¹ g = [Σ⁻¹ − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ WΣ⁻¹] g.
+  /// Throws SolverError if H (or S) is not numerically positive definite or an index is out of range.
+  Eigen::MatrixXd solve_collision_system(const std::vector<SchurProxy>& proxies,
+                                         const Eigen::Ref<const Eigen::MatrixXd>& g,
+                                         SchurSolveMethod method = SchurSolveMethod::automatic);
+
+  /// The method `automatic` picks for k proxies touching q distinct nodes and r right-hand sides.
+  /// Cost model in flop equivalents; memory-bound kernels (copies, gathers, products with r
+  /// columns) weighted by kMemoryWeight = 8 against the BLAS-3 flops of dpotrf:
+  ///   refactor ≈ m³/3 (dpotrf of H) + kMemoryWeight·(m²/2 (copy Σ) + m² r (dpotrs))
+  ///   woodbury ≈ k³/3 (dpotrf of S) + kMemoryWeight·(m q + m²/2 (dsymm) + 4 q k + 4 k²)
+  /// i.e. Woodbury until k approaches m (box:48, m = 3783: refactor ≈ 0.4-0.6 s, Woodbury ≈ 15-35 ms
+  /// for k = 5-15 % of m on 2 CPU cores). Woodbury also requires Σ⁻¹ (precompute_inverse) and every
+  /// stiffness > 0.
+  SchurSolveMethod choose_method(const std::vector<SchurProxy>& proxies, int r = 3) const;
+
+  /// The method actually used by the last solve_collision_system() call.
+  SchurSolveMethod last_method() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// C22 = Wᵀ C W as a sparse m × m matrix (region-local), for tests and baselines.
+Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies);
+
+}  // namespace xpd

@@ -1,0 +1,664 @@
+// Schur-complement localisation on one CHOLMOD supernodal factor; dense kernels via BLAS/LAPACK.
+#include <cholmod.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <xpd/core/error.hpp>
+#include <xpd/solver/schur.hpp>
+
+extern "C" {
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, double* b,
+             const int* ldb, int* info);
+void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dtrmm_(const char* side, const char* uplo, const char* transa, const char* diag, const int* m, const int* n,
+            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
+void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a,
+            const int* lda, const double* beta, double* c, const int* ldc);
+void dsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
+            const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
+}
+
+namespace xpd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Memory-bound kernels (copies, gemv-like products, column gathers) run far below the BLAS-3 flop
+// rate of dpotrf; weight them in the cost model of choose_method(). Calibrated on box:48 (m≈3900).
+constexpr double kMemoryWeight = 8.0;
+
+// Copies the strict lower triangle of a column-major square matrix into its strict upper triangle.
+void symmetrize_from_lower(Eigen::MatrixXd& a) {
+  const Eigen::Index n = a.rows();
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = j + 1; i < n; ++i) a(j, i) = a(i, j);
+}
+
+std::string gib(std::size_t bytes) { return std::to_string(static_cast<double>(bytes) / double(1u << 30)) + " GiB"; }
+
+// A cholmod_dense header viewing caller memory (column-major, leading dimension = rows).
+cholmod_dense dense_view(const double* data, Eigen::Index rows, Eigen::Index cols) {
+  cholmod_dense d{};
+  d.nrow = static_cast<size_t>(rows);
+  d.ncol = static_cast<size_t>(cols);
+  d.nzmax = d.nrow * d.ncol;
+  d.d = d.nrow;
+  d.x = const_cast<double*>(data);
+  d.z = nullptr;
+  d.xtype = CHOLMOD_REAL;
+  d.dtype = CHOLMOD_DOUBLE;
+  return d;
+}
+
+}  // namespace
+
+struct SchurFactorization::Impl {
+  cholmod_common c{};
+  cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
+  cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
+  cholmod_dense* X = nullptr;   // cholmod_solve2 workspace, reused across calls
+  cholmod_dense* Y = nullptr;
+  cholmod_dense* E = nullptr;
+
+  int n = 0, m = 0, n1 = 0;
+  std::vector<int> region;     // x2, region-local order
+  std::vector<int> region_of;  // node -> region index or -1
+  std::vector<int> perm;       // factor position -> node
+  std::vector<int> fpos2;      // region-local index -> position inside the trailing block (0..m-1)
+  SchurOptions options;
+  SchurStats stats;
+  SchurSolveMethod last_method = SchurSolveMethod::dense_refactor;
+
+  Eigen::MatrixXd sigma;      // Σ, full symmetric
+  Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
+  Eigen::MatrixXd sigma_inv;  // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
+  Eigen::MatrixXd h_work;     // H = Σ + C22 and its Cholesky factor (dense_refactor)
+
+  Impl() { cholmod_start(&c); }
+  ~Impl() {
+    cholmod_free_dense(&X, &c);
+    cholmod_free_dense(&Y, &c);
+    cholmod_free_dense(&E, &c);
+    cholmod_free_factor(&L, &c);
+    cholmod_free_sparse(&A, &c);
+    cholmod_finish(&c);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void check_cholmod(const char* what) const {
+    if (c.status < CHOLMOD_OK)
+      throw SolverError(std::string("Schur factorization: CHOLMOD ") + what + " failed (status " +
+                        std::to_string(c.status) + ")");
+  }
+
+  // Lower triangle of `lower` (already lower-only, compressed) as a CHOLMOD stype = −1 matrix.
+  cholmod_sparse* to_cholmod(const Eigen::SparseMatrix<double>& lower) {
+    const auto nz = static_cast<size_t>(lower.nonZeros());
+    cholmod_sparse* s =
+        cholmod_allocate_sparse(static_cast<size_t>(lower.rows()), static_cast<size_t>(lower.cols()), nz,
+                                /*sorted=*/1, /*packed=*/1, /*stype=*/-1, CHOLMOD_REAL, &c);
+    check_cholmod("allocate_sparse");
+    std::memcpy(s->p, lower.outerIndexPtr(), sizeof(int) * static_cast<size_t>(lower.cols() + 1));
+    std::memcpy(s->i, lower.innerIndexPtr(), sizeof(int) * nz);
+    std::memcpy(s->x, lower.valuePtr(), sizeof(double) * nz);
+    return s;
+  }
+
+  // Why not a CHOLMOD constrained ordering of the whole K: SuiteSparse 5.12 offers constraint sets
+  // only through CAMD / CCOLAMD (minimum degree), and its nested dissection (NESDIS) takes none.
+  // On box:48 with m = 3783, CAMD with x2 last gives nnz(L) = 105M, METIS on K11 + x2 last 59.7M,
+  // unconstrained METIS 49.4M. METIS never sees x2, which is the top-level separator anyway.
+  //
+  // METIS on K11 (x1 only, postordered), then x2 ordered by CAMD on K22 with the interface nodes
+  // (those coupled to x1 in K) constrained last. Why: Σ is dense only on the interface; the x2
+  // nodes coupled to x2 alone (e.g. the top node layer) keep sparse columns in L22 when eliminated
+  // first (box:48, m = 3783: nnz(L) 62.9M in region order vs 59.7M).
+  void order(const Eigen::SparseMatrix<double>& k_lower) {
+    std::vector<int> x1;
+    x1.reserve(static_cast<size_t>(n1));
+    for (int i = 0; i < n; ++i)
+      if (region_of[static_cast<size_t>(i)] < 0) x1.push_back(i);
+    std::vector<int> new_of(static_cast<size_t>(n), -1);
+    for (int p = 0; p < n1; ++p) new_of[static_cast<size_t>(x1[static_cast<size_t>(p)])] = p;
+
+    perm.assign(static_cast<size_t>(n), 0);
+    if (n1 > 0) {
+      std::vector<Eigen::Triplet<double>> trip;
+      trip.reserve(static_cast<size_t>(k_lower.nonZeros()));
+      for (int j = 0; j < k_lower.outerSize(); ++j)
+        for (Eigen::SparseMatrix<double>::InnerIterator it(k_lower, j); it; ++it) {
+          const int a = new_of[static_cast<size_t>(it.row())], b = new_of[static_cast<size_t>(it.col())];
+          if (a >= 0 && b >= 0) trip.emplace_back(a, b, it.value());
+        }
+      Eigen::SparseMatrix<double> k11(n1, n1);
+      k11.setFromTriplets(trip.begin(), trip.end());
+      k11.makeCompressed();
+      cholmod_sparse* k11c = to_cholmod(k11);
+      std::vector<int> p11(static_cast<size_t>(n1));
+      const int ok = cholmod_metis(k11c, nullptr, 0, /*postorder=*/1, p11.data(), &c);
+      cholmod_free_sparse(&k11c, &c);
+      if (!ok)
+        throw SolverError("Schur factorization: METIS ordering of K11 failed (status " + std::to_string(c.status) +
+                          ")");
+      for (int p = 0; p < n1; ++p) perm[static_cast<size_t>(p)] = x1[static_cast<size_t>(p11[static_cast<size_t>(p)])];
+    }
+    fpos2.assign(static_cast<size_t>(m), 0);
+    std::vector<int> ord(static_cast<size_t>(m));
+    for (int i = 0; i < m; ++i) ord[static_cast<size_t>(i)] = i;
+    if (m > 1) {
+      std::vector<int> iface(static_cast<size_t>(m), 0);
+      std::vector<Eigen::Triplet<double>> trip;
+      for (int j = 0; j < k_lower.outerSize(); ++j)
+        for (Eigen::SparseMatrix<double>::InnerIterator it(k_lower, j); it; ++it) {
+          const int a = region_of[static_cast<size_t>(it.row())], b = region_of[static_cast<size_t>(j)];
+          if (a >= 0 && b >= 0)
+            trip.emplace_back(a, b, it.value());
+          else if (a >= 0)
+            iface[static_cast<size_t>(a)] = 1;
+          else if (b >= 0)
+            iface[static_cast<size_t>(b)] = 1;
+        }
+      Eigen::SparseMatrix<double> k22(m, m);
+      k22.setFromTriplets(trip.begin(), trip.end());
+      k22.makeCompressed();
+      cholmod_sparse* k22c = to_cholmod(k22);
+      const int ok = cholmod_camd(k22c, nullptr, 0, iface.data(), ord.data(), &c);
+      cholmod_free_sparse(&k22c, &c);
+      if (!ok)
+        throw SolverError("Schur factorization: CAMD ordering of K22 failed (status " + std::to_string(c.status) + ")");
+    }
+    for (int q = 0; q < m; ++q) {
+      const int i = ord[static_cast<size_t>(q)];
+      perm[static_cast<size_t>(n1 + q)] = region[static_cast<size_t>(i)];
+      fpos2[static_cast<size_t>(i)] = q;
+    }
+  }
+
+  // dst(i, j) = src(fpos2[i], fpos2[j]): a factor-order m × m matrix in region order.
+  void to_region_order(const Eigen::MatrixXd& src, Eigen::MatrixXd& dst) const {
+    dst.resize(m, m);
+    for (int j = 0; j < m; ++j) {
+      const double* col = src.data() + static_cast<std::ptrdiff_t>(fpos2[static_cast<size_t>(j)]) * m;
+      double* out = dst.data() + static_cast<std::ptrdiff_t>(j) * m;
+      for (int i = 0; i < m; ++i) out[i] = col[fpos2[static_cast<size_t>(i)]];
+    }
+  }
+  // Rows of a region-order m × r block into factor order, and back.
+  Eigen::MatrixXd rows_to_factor(const Eigen::Ref<const Eigen::MatrixXd>& a) const {
+    Eigen::MatrixXd out(m, a.cols());
+    for (int i = 0; i < m; ++i) out.row(fpos2[static_cast<size_t>(i)]) = a.row(i);
+    return out;
+  }
+  Eigen::MatrixXd rows_to_region(const Eigen::Ref<const Eigen::MatrixXd>& a) const {
+    Eigen::MatrixXd out(m, a.cols());
+    for (int i = 0; i < m; ++i) out.row(i) = a.row(fpos2[static_cast<size_t>(i)]);
+    return out;
+  }
+
+  void numeric_factor() {
+    auto t0 = Clock::now();
+    cholmod_factorize(A, L, &c);
+    if (c.status == CHOLMOD_NOT_POSDEF)
+      throw SolverError("Schur factorization: K is not positive definite (CHOLMOD pivot failed at factor column " +
+                        std::to_string(L->minor) + " of " + std::to_string(n) + ")");
+    check_cholmod("factorize");
+    stats.factor_seconds = seconds_since(t0);
+    t0 = Clock::now();
+    extract_l22();
+    form_sigma();
+    stats.schur_seconds = seconds_since(t0);
+    if (options.precompute_inverse && m > 0) {
+      t0 = Clock::now();
+      form_inverse();
+      stats.inverse_seconds = seconds_since(t0);
+    }
+  }
+
+  // nnz of the L21 and L22 blocks from the supernodal pattern (row r of a supernode's list is
+  // nonzero in every column c ≤ r of that supernode).
+  void count_blocks() {
+    const auto* super = static_cast<const int*>(L->super);
+    const auto* pi = static_cast<const int*>(L->pi);
+    const auto* ls = static_cast<const int*>(L->s);
+    double l21 = 0, l22n = 0;
+    for (size_t s = 0; s < L->nsuper; ++s) {
+      const int k1 = super[s], k2 = super[s + 1];
+      for (int ii = pi[s]; ii < pi[s + 1]; ++ii) {
+        const int row = ls[ii];
+        if (row < n1) continue;
+        for (int j = k1; j < k2 && j <= row; ++j) (j < n1 ? l21 : l22n) += 1;
+      }
+    }
+    stats.nnz_L21 = l21;
+    stats.nnz_L22 = l22n;
+  }
+
+  // L22 = the trailing m × m block of the supernodal L. Columns j ≥ n1 of L only have rows ≥ j ≥ n1,
+  // so they are copied straight out of the supernodes' dense column-major blocks: supernode s holds
+  // columns Super[s]..Super[s+1]−1, rows Ls[Lpi[s]..Lpi[s+1]−1], values at Lx[Lpx[s]] with leading
+  // dimension nsrow (the first nscol rows are the supernode's own columns; entries above the
+  // diagonal are padding and skipped).
+  void extract_l22() {
+    l22.setZero(m, m);
+    count_blocks();
+    if (m == 0) return;
+    const auto* super = static_cast<const int*>(L->super);
+    const auto* pi = static_cast<const int*>(L->pi);
+    const auto* px = static_cast<const int*>(L->px);
+    const auto* ls = static_cast<const int*>(L->s);
+    const auto* lx = static_cast<const double*>(L->x);
+    for (size_t s = 0; s < L->nsuper; ++s) {
+      const int k1 = super[s], k2 = super[s + 1];
+      if (k2 <= n1) continue;
+      const int nsrow = pi[s + 1] - pi[s];
+      for (int j = std::max(k1, n1); j < k2; ++j) {
+        const double* col = lx + px[s] + static_cast<std::ptrdiff_t>(j - k1) * nsrow;
+        for (int ii = 0; ii < nsrow; ++ii) {
+          const int row = ls[pi[s] + ii];
+          if (row >= j) l22(row - n1, j - n1) = col[ii];
+        }
+      }
+    }
+  }
+
+  // Σ = L22 L22ᵀ (dsyrk, lower, factor order; the H workspace serves as scratch), mirrored, then
+  // gathered into region order.
+  void form_sigma() {
+    sigma.setZero(m, m);
+    if (m == 0) return;
+    h_work.resize(m, m);
+    const double one = 1.0, zero = 0.0;
+    dsyrk_("L", "N", &m, &m, &one, l22.data(), &m, &zero, h_work.data(), &m);
+    symmetrize_from_lower(h_work);
+    to_region_order(h_work, sigma);
+  }
+
+  // Σ⁻¹ = L22⁻ᵀ L22⁻¹ (dpotri on a copy of L22), mirrored.
+  void form_inverse() {
+    h_work = l22;
+    int info = 0;
+    dpotri_("L", &m, h_work.data(), &m, &info);
+    if (info != 0)
+      throw SolverError("Schur factorization: inverting the Schur complement failed (dpotri info " +
+                        std::to_string(info) + ")");
+    symmetrize_from_lower(h_work);
+    to_region_order(h_work, sigma_inv);
+  }
+
+  // cholmod_solve2 of `sys` on b (n × r, already in the order `sys` expects); result in X.
+  const double* cholmod_solve_into(int sys, const double* b, Eigen::Index r) {
+    cholmod_dense bv = dense_view(b, n, r);
+    if (!cholmod_solve2(sys, L, &bv, nullptr, &X, nullptr, &Y, &E, &c)) check_cholmod("solve");
+    check_cholmod("solve");
+    return static_cast<const double*>(X->x);
+  }
+
+  // H u2 = g with H = L22 L22ᵀ = Σ (no proxies).
+  Eigen::MatrixXd solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g) const {
+    Eigen::MatrixXd u = rows_to_factor(g);
+    const int r = static_cast<int>(u.cols());
+    int info = 0;
+    if (m > 0 && r > 0) dpotrs_("L", &m, &r, l22.data(), &m, u.data(), &m, &info);
+    return rows_to_region(u);
+  }
+
+  Eigen::MatrixXd solve_refactor(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g) {
+    // H (lower) = Σ (lower) + Σ_j c_j w_j w_jᵀ, then dpotrf/dpotrs.
+    if (h_work.rows() != m) h_work.resize(m, m);
+    for (int j = 0; j < m; ++j)
+      std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j,
+                  sigma.data() + static_cast<std::ptrdiff_t>(j) * m + j, sizeof(double) * static_cast<size_t>(m - j));
+    for (const SchurProxy& p : proxies)
+      for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b) {
+          const int ia = p.nodes[static_cast<size_t>(a)], ib = p.nodes[static_cast<size_t>(b)];
+          if (ia >= ib)
+            h_work(ia, ib) += p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
+        }
+    int info = 0;
+    dpotrf_("L", &m, h_work.data(), &m, &info);
+    if (info != 0)
+      throw SolverError("Schur collision system: H = Σ + WᵀCW is not positive definite (dpotrf failed at column " +
+                        std::to_string(info) + " of m = " + std::to_string(m) + ")");
+    Eigen::MatrixXd u = g;
+    const int r = static_cast<int>(u.cols());
+    if (r > 0) dpotrs_("L", &m, &r, h_work.data(), &m, u.data(), &m, &info);
+    return u;
+  }
+
+  // Woodbury restricted to the q distinct nodes N touched by the proxies (W = W_N E_Nᵀ):
+  //   v_N = (Σ⁻¹ g)[N] and B = Σ⁻¹[N, N]   one pass over the q columns Σ⁻¹(:, N) (symmetric),
+  //   S = C⁻¹ + W_N B W_Nᵀ (k × k), s = S⁻¹ W_N v_N,
+  //   u2 = Σ⁻¹ (g − Wᵀ s)                 one dsymm (reads the lower triangle of Σ⁻¹).
+  // Equal to Σ⁻¹ g − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ W Σ⁻¹ g; memory traffic m q + m²/2 doubles instead of
+  // m²/2 + 6 m k for the explicit Z = Σ⁻¹Wᵀ.
+  Eigen::MatrixXd solve_woodbury(const std::vector<SchurProxy>& proxies,
+                                 const Eigen::Ref<const Eigen::MatrixXd>& g) const {
+    const int k = static_cast<int>(proxies.size());
+    const int r = static_cast<int>(g.cols());
+    const Eigen::MatrixXd gc = g;  // contiguous, leading dimension m
+    // N and the proxies' slots in it.
+    std::vector<int> slot(static_cast<size_t>(m), -1), nodes_n;
+    std::vector<std::array<int, 4>> local(static_cast<size_t>(k));
+    for (int i = 0; i < k; ++i)
+      for (int a = 0; a < 4; ++a) {
+        const int node = proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)];
+        int& sl = slot[static_cast<size_t>(node)];
+        if (sl < 0) {
+          sl = static_cast<int>(nodes_n.size());
+          nodes_n.push_back(node);
+        }
+        local[static_cast<size_t>(i)][static_cast<size_t>(a)] = sl;
+      }
+    const int q = static_cast<int>(nodes_n.size());
+    // One pass over Σ⁻¹(:, N): v_N (q × r) and B (q × q).
+    Eigen::MatrixXd v_n(q, r), b(q, q);
+    for (int c = 0; c < q; ++c) {
+      const auto col = sigma_inv.col(nodes_n[static_cast<size_t>(c)]);
+      v_n.row(c).noalias() = col.transpose() * gc;
+      for (int a = 0; a < q; ++a) b(a, c) = col(nodes_n[static_cast<size_t>(a)]);
+    }
+    // Y = B W_Nᵀ (q × k), then S = C⁻¹ + W_N Y (lower triangle; gathers stay in one column of Y).
+    Eigen::MatrixXd y = Eigen::MatrixXd::Zero(q, k);
+    for (int j = 0; j < k; ++j)
+      for (int a = 0; a < 4; ++a) {
+        const double w = proxies[static_cast<size_t>(j)].weights[static_cast<size_t>(a)];
+        if (w != 0.0) y.col(j) += w * b.col(local[static_cast<size_t>(j)][static_cast<size_t>(a)]);
+      }
+    Eigen::MatrixXd s(k, k);
+    for (int j = 0; j < k; ++j) {
+      const double* yj = y.data() + static_cast<std::ptrdiff_t>(j) * q;
+      for (int i = j; i < k; ++i) {
+        double acc = 0.0;
+        for (int a = 0; a < 4; ++a)
+          acc += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
+                 yj[local[static_cast<size_t>(i)][static_cast<size_t>(a)]];
+        s(i, j) = acc;
+      }
+      s(j, j) += 1.0 / proxies[static_cast<size_t>(j)].stiffness;
+    }
+    // t = W_N v_N; s ← S⁻¹ t.
+    Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, r);
+    for (int i = 0; i < k; ++i)
+      for (int a = 0; a < 4; ++a)
+        t.row(i) += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
+                    v_n.row(local[static_cast<size_t>(i)][static_cast<size_t>(a)]);
+    int info = 0;
+    dpotrf_("L", &k, s.data(), &k, &info);
+    if (info != 0)
+      throw SolverError("Schur collision system: Woodbury capacitance C⁻¹ + WΣ⁻¹Wᵀ is not positive definite (k = " +
+                        std::to_string(k) + ")");
+    dpotrs_("L", &k, &r, s.data(), &k, t.data(), &k, &info);
+    // u2 = Σ⁻¹ (g − Wᵀ s).
+    Eigen::MatrixXd h = gc;
+    for (int i = 0; i < k; ++i)
+      for (int a = 0; a < 4; ++a)
+        h.row(proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)]) -=
+            proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] * t.row(i);
+    Eigen::MatrixXd u(m, r);
+    const double one = 1.0, zero = 0.0;
+    dsymm_("L", "L", &m, &r, &one, sigma_inv.data(), &m, h.data(), &m, &zero, u.data(), &m);
+    return u;
+  }
+};
+
+SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, const std::vector<int>& region_nodes,
+                                       const SchurOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  if (K.rows() != K.cols())
+    throw SolverError("Schur factorization: K is " + std::to_string(K.rows()) + " × " + std::to_string(K.cols()) +
+                      ", not square");
+  d.options = options;
+  d.n = static_cast<int>(K.rows());
+  d.m = static_cast<int>(region_nodes.size());
+  d.n1 = d.n - d.m;
+  d.region = region_nodes;
+  d.region_of.assign(static_cast<size_t>(d.n), -1);
+  for (int i = 0; i < d.m; ++i) {
+    const int node = region_nodes[static_cast<size_t>(i)];
+    if (node < 0 || node >= d.n)
+      throw SolverError("Schur factorization: region node " + std::to_string(node) + " out of range [0, " +
+                        std::to_string(d.n) + ")");
+    if (d.region_of[static_cast<size_t>(node)] >= 0)
+      throw SolverError("Schur factorization: region node " + std::to_string(node) + " listed twice");
+    d.region_of[static_cast<size_t>(node)] = i;
+  }
+  d.stats.n = d.n;
+  d.stats.m = d.m;
+
+  // Budget check before any dense m × m allocation: Σ, L22, the H workspace (+ Σ⁻¹).
+  const std::size_t copies = 3 + (options.precompute_inverse ? 1 : 0);
+  const std::size_t bytes = copies * static_cast<std::size_t>(d.m) * static_cast<std::size_t>(d.m) * sizeof(double);
+  if (bytes > options.dense_memory_budget_bytes)
+    throw SolverError("Schur factorization: collision-prone region of m = " + std::to_string(d.m) + " nodes needs " +
+                      gib(bytes) + " for " + std::to_string(copies) + " dense m × m matrices, over the budget of " +
+                      gib(options.dense_memory_budget_bytes) + " (" +
+                      std::to_string(options.dense_memory_budget_bytes) +
+                      " bytes); shrink the region or raise dense_memory_budget_bytes");
+  d.stats.dense_bytes = bytes;
+
+  auto t0 = Clock::now();
+  Eigen::SparseMatrix<double> lower = K.triangularView<Eigen::Lower>();
+  lower.makeCompressed();
+  d.A = d.to_cholmod(lower);
+
+  if (options.compare_unconstrained_ordering) {
+    d.c.nmethods = 1;
+    d.c.method[0].ordering = CHOLMOD_METIS;
+    d.c.postorder = 1;
+    d.c.supernodal = CHOLMOD_SUPERNODAL;
+    cholmod_factor* ref = cholmod_analyze(d.A, &d.c);
+    d.check_cholmod("analyze (unconstrained METIS)");
+    d.stats.nnz_L_unconstrained = d.c.lnz;
+    cholmod_free_factor(&ref, &d.c);
+  }
+
+  d.order(lower);
+  // The given ordering must survive analysis unchanged so that x2 stays last: no postorder (the x1
+  // part is already postordered by cholmod_metis on K11, and the etree of L11 is that of K11).
+  d.c.nmethods = 1;
+  d.c.method[0].ordering = CHOLMOD_GIVEN;
+  d.c.postorder = 0;
+  d.c.supernodal = CHOLMOD_SUPERNODAL;
+  d.L = cholmod_analyze_p(d.A, d.perm.data(), nullptr, 0, &d.c);
+  d.check_cholmod("analyze");
+  const auto* lperm = static_cast<const int*>(d.L->Perm);
+  for (int p = 0; p < d.n; ++p)
+    if (lperm[p] != d.perm[static_cast<size_t>(p)])
+      throw SolverError("Schur factorization: CHOLMOD changed the given ordering (x2 no longer last)");
+  // The H workspace doubled as scratch for Σ / Σ⁻¹ in factor order; it is reused per solve.
+  d.stats.nnz_L = d.c.lnz;
+  d.stats.analyze_seconds = seconds_since(t0);
+
+  d.numeric_factor();
+  if (!d.L->is_super || !d.L->is_ll) throw SolverError("Schur factorization: expected a supernodal LLᵀ factor");
+}
+
+SchurFactorization::~SchurFactorization() = default;
+SchurFactorization::SchurFactorization(SchurFactorization&&) noexcept = default;
+SchurFactorization& SchurFactorization::operator=(SchurFactorization&&) noexcept = default;
+
+void SchurFactorization::refactorize(const Eigen::SparseMatrix<double>& K) {
+  Impl& d = *impl_;
+  Eigen::SparseMatrix<double> lower = K.triangularView<Eigen::Lower>();
+  lower.makeCompressed();
+  const auto* p = static_cast<const int*>(d.A->p);
+  const auto* i = static_cast<const int*>(d.A->i);
+  const bool same = lower.rows() == d.n && lower.cols() == d.n && lower.nonZeros() == p[d.n] &&
+                    std::equal(lower.outerIndexPtr(), lower.outerIndexPtr() + d.n + 1, p) &&
+                    std::equal(lower.innerIndexPtr(), lower.innerIndexPtr() + lower.nonZeros(), i);
+  if (!same) throw SolverError("Schur refactorize: the sparsity pattern of K differs from the analyzed one");
+  std::memcpy(d.A->x, lower.valuePtr(), sizeof(double) * static_cast<size_t>(lower.nonZeros()));
+  d.numeric_factor();
+}
+
+int SchurFactorization::n() const { return impl_->n; }
+int SchurFactorization::m() const { return impl_->m; }
+const std::vector<int>& SchurFactorization::region_nodes() const { return impl_->region; }
+int SchurFactorization::region_index(int node) const { return impl_->region_of.at(static_cast<size_t>(node)); }
+const std::vector<int>& SchurFactorization::permutation() const { return impl_->perm; }
+int SchurFactorization::factor_position(int region_index) const {
+  return impl_->fpos2.at(static_cast<size_t>(region_index));
+}
+const SchurStats& SchurFactorization::stats() const { return impl_->stats; }
+const Eigen::MatrixXd& SchurFactorization::schur_complement() const { return impl_->sigma; }
+const Eigen::MatrixXd& SchurFactorization::schur_factor() const { return impl_->l22; }
+SchurSolveMethod SchurFactorization::last_method() const { return impl_->last_method; }
+
+Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd>& f) {
+  Impl& d = *impl_;
+  if (f.rows() != d.n)
+    throw SolverError("Schur solve: right-hand side has " + std::to_string(f.rows()) +
+                      " rows, expected n = " + std::to_string(d.n));
+  const Eigen::MatrixXd b = f;  // contiguous, leading dimension n
+  const double* x = d.cholmod_solve_into(CHOLMOD_A, b.data(), b.cols());
+  return Eigen::Map<const Eigen::MatrixXd>(x, d.n, b.cols());
+}
+
+void SchurFactorization::forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2) {
+  Impl& d = *impl_;
+  if (f.rows() != d.n)
+    throw SolverError("Schur forward: right-hand side has " + std::to_string(f.rows()) +
+                      " rows, expected n = " + std::to_string(d.n));
+  const Eigen::Index r = f.cols();
+  // b = P f, y = L⁻¹ b (full supernodal forward solve).
+  Eigen::MatrixXd b(d.n, r);
+  for (Eigen::Index col = 0; col < r; ++col)
+    for (int p = 0; p < d.n; ++p) b(p, col) = f(d.perm[static_cast<size_t>(p)], col);
+  const double* y = d.cholmod_solve_into(CHOLMOD_L, b.data(), r);
+  Eigen::Map<const Eigen::MatrixXd> ym(y, d.n, r);
+  y1 = ym.topRows(d.n1);
+  // g2 = L22 y2 = f2 − L21 y1.
+  Eigen::MatrixXd g2f = ym.bottomRows(d.m);
+  const int ri = static_cast<int>(r);
+  const double one = 1.0;
+  if (d.m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &d.m, &ri, &one, d.l22.data(), &d.m, g2f.data(), &d.m);
+  g2 = d.rows_to_region(g2f);
+}
+
+Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2) {
+  Impl& d = *impl_;
+  if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
+    throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
+                      ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
+                      std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
+  const Eigen::Index r = y1.cols();
+  // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v.
+  Eigen::MatrixXd z(d.n, r);
+  z.topRows(d.n1) = y1;
+  const int ri = static_cast<int>(r);
+  const double one = 1.0;
+  if (d.m > 0 && ri > 0) {
+    Eigen::MatrixXd t = d.rows_to_factor(u2);
+    dtrmm_("L", "L", "T", "N", &d.m, &ri, &one, d.l22.data(), &d.m, t.data(), &d.m);
+    z.bottomRows(d.m) = t;
+  }
+  const double* v = d.cholmod_solve_into(CHOLMOD_Lt, z.data(), r);
+  Eigen::MatrixXd u(d.n, r);
+  for (Eigen::Index col = 0; col < r; ++col)
+    for (int p = 0; p < d.n1; ++p) u(d.perm[static_cast<size_t>(p)], col) = v[col * d.n + p];
+  for (int i = 0; i < d.m; ++i) u.row(d.region[static_cast<size_t>(i)]) = u2.row(i);
+  return u;
+}
+
+Eigen::MatrixXd SchurFactorization::apply_schur(const Eigen::Ref<const Eigen::MatrixXd>& u2) const {
+  const Impl& d = *impl_;
+  if (u2.rows() != d.m)
+    throw SolverError("Schur apply: u2 has " + std::to_string(u2.rows()) +
+                      " rows, expected m = " + std::to_string(d.m));
+  Eigen::MatrixXd out(d.m, u2.cols());
+  const Eigen::MatrixXd in = u2;
+  const int r = static_cast<int>(u2.cols());
+  const double one = 1.0, zero = 0.0;
+  if (d.m > 0 && r > 0)
+    dsymm_("L", "L", &d.m, &r, &one, d.sigma.data(), &d.m, in.data(), &d.m, &zero, out.data(), &d.m);
+  return out;
+}
+
+SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>& proxies, int r) const {
+  const Impl& d = *impl_;
+  bool woodbury_ok = d.options.precompute_inverse;
+  double k = 0;
+  for (const SchurProxy& p : proxies) {
+    if (p.stiffness == 0.0) continue;
+    if (!(p.stiffness > 0.0)) woodbury_ok = false;
+    k += 1;
+  }
+  if (!woodbury_ok) return SchurSolveMethod::dense_refactor;
+  // q = distinct nodes touched by the proxies.
+  std::vector<char> seen(static_cast<size_t>(d.m), 0);
+  double q = 0;
+  for (const SchurProxy& p : proxies)
+    for (int a = 0; a < 4; ++a) {
+      const int node = p.nodes[static_cast<size_t>(a)];
+      if (p.stiffness != 0.0 && p.weights[static_cast<size_t>(a)] != 0.0 && node >= 0 && node < d.m &&
+          !seen[static_cast<size_t>(node)]) {
+        seen[static_cast<size_t>(node)] = 1;
+        q += 1;
+      }
+    }
+  const double m = d.m;
+  const double refactor = m * m * m / 3.0 + kMemoryWeight * (m * m / 2.0 + m * m * r);
+  const double woodbury = k * k * k / 3.0 + kMemoryWeight * (m * q + m * m / 2.0 + 4.0 * q * k + 4.0 * k * k);
+  return woodbury <= refactor ? SchurSolveMethod::woodbury : SchurSolveMethod::dense_refactor;
+}
+
+Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& proxies,
+                                                           const Eigen::Ref<const Eigen::MatrixXd>& g,
+                                                           SchurSolveMethod method) {
+  Impl& d = *impl_;
+  if (g.rows() != d.m)
+    throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) +
+                      " rows, expected m = " + std::to_string(d.m));
+  // Zero-stiffness proxies contribute nothing; negative or non-finite ones are errors.
+  std::vector<SchurProxy> active;
+  active.reserve(proxies.size());
+  for (size_t j = 0; j < proxies.size(); ++j) {
+    const SchurProxy& p = proxies[j];
+    if (!(p.stiffness >= 0.0) || !std::isfinite(p.stiffness))
+      throw SolverError("Schur collision system: proxy " + std::to_string(j) + " has invalid stiffness " +
+                        std::to_string(p.stiffness));
+    for (int a = 0; a < 4; ++a) {
+      const int node = p.nodes[static_cast<size_t>(a)];
+      if (p.weights[static_cast<size_t>(a)] != 0.0 && (node < 0 || node >= d.m))
+        throw SolverError("Schur collision system: proxy " + std::to_string(j) + " refers to region index " +
+                          std::to_string(node) + ", outside [0, m = " + std::to_string(d.m) + ")");
+    }
+    if (p.stiffness > 0.0) {
+      active.push_back(p);
+      for (int a = 0; a < 4; ++a)  // unused slots: point at node 0 with weight 0
+        if (active.back().weights[static_cast<size_t>(a)] == 0.0) active.back().nodes[static_cast<size_t>(a)] = 0;
+    }
+  }
+  if (method == SchurSolveMethod::automatic) method = choose_method(active, static_cast<int>(g.cols()));
+  if (method == SchurSolveMethod::woodbury && d.sigma_inv.rows() != d.m)
+    throw SolverError("Schur collision system: Woodbury needs Σ⁻¹ (SchurOptions::precompute_inverse)");
+  d.last_method = method;
+  if (active.empty() || d.m == 0) return d.solve_sigma(g);
+  if (method == SchurSolveMethod::woodbury) return d.solve_woodbury(active, g);
+  return d.solve_refactor(active, g);
+}
+
+Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies) {
+  std::vector<Eigen::Triplet<double>> trip;
+  trip.reserve(16 * proxies.size());
+  for (const SchurProxy& p : proxies)
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) {
+        const double v = p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
+        if (v != 0.0) trip.emplace_back(p.nodes[static_cast<size_t>(a)], p.nodes[static_cast<size_t>(b)], v);
+      }
+  Eigen::SparseMatrix<double> c(m, m);
+  c.setFromTriplets(trip.begin(), trip.end());
+  return c;
+}
+
+}  // namespace xpd

@@ -6,10 +6,14 @@
 #include <xpd/core/error.hpp>
 #include <xpd/io/run_output.hpp>
 #include <xpd/io/scene.hpp>
+#include <xpd/mesh/selection.hpp>
 #include <xpd/solver/scene_simulation.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <fmt/format.h>
 #include <memory>
+#include <vector>
 
 namespace xpd::cli {
 namespace {
@@ -31,6 +35,46 @@ nlohmann::ordered_json frame_json(int frame, const FrameStats& s) {
           {"timings_ms",
            {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
             {"other", s.timings_ms.other}}}};
+}
+
+// Node lists longer than this are cut in scene.json (the viewer only draws them as points).
+constexpr std::size_t kMaxOverlayNodes = 200000;
+
+// {"nodes": [...]} plus "count" and "truncated": true when the list was cut at kMaxOverlayNodes.
+void put_nodes(nlohmann::ordered_json& j, const std::vector<int>& nodes) {
+  const std::size_t n = std::min(nodes.size(), kMaxOverlayNodes);
+  j["nodes"] = std::vector<int>(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(n));
+  if (n < nodes.size()) {
+    j["count"] = nodes.size();
+    j["truncated"] = true;
+  }
+}
+
+// OUT/scene.json (docs/output-format.md): the attachments and named selections as node lists,
+// and "obstacles", reserved for the collision module.
+nlohmann::ordered_json scene_overlay(const Scene& scene, const TetMesh& mesh) {
+  nlohmann::ordered_json attachments = nlohmann::ordered_json::array();
+  for (const Attachment& a : scene.attachments) {
+    nlohmann::ordered_json j;
+    j["type"] = a.type == Attachment::Type::Fixed ? "fixed" : a.type == Attachment::Type::Rigid ? "rigid" : "bone";
+    j["selection"] = a.selection;
+    put_nodes(j, select_nodes(a.selection, scene.selections, mesh));
+    attachments.push_back(std::move(j));
+  }
+  nlohmann::ordered_json selections = nlohmann::ordered_json::object();
+  for (const auto& [name, selection] : scene.selections) {
+    const std::vector<int> nodes = select_nodes(selection, scene.selections, mesh);
+    if (nodes.size() <= kMaxOverlayNodes) {
+      selections[name] = nodes;
+    } else {
+      nlohmann::ordered_json j;
+      put_nodes(j, nodes);
+      selections[name] = std::move(j);
+    }
+  }
+  return {{"attachments", std::move(attachments)},
+          {"selections", std::move(selections)},
+          {"obstacles", nlohmann::ordered_json::array()}};
 }
 
 void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame) {
@@ -69,6 +113,7 @@ void run_scene(const RunOptions& o) {
   output.set_metadata("nodes", sim.mesh().nodes.rows());
   output.set_metadata("tets", sim.mesh().tets.rows());
   output.set_metadata("setup_ms", sim.setup_ms());
+  output.write_scene_overlay(scene_overlay(sim.scene(), sim.mesh()));
   write_outputs(output, sim, 0);
   output.append_stats(nlohmann::ordered_json{{"frame", 0}});
 
@@ -96,7 +141,8 @@ void run_scene(const RunOptions& o) {
                "\nwarning: {} of {} frames stopped at solver.max_iterations ({}) before reaching solver.tolerance "
                "({:g}); see \"converged\" in stats.json\n",
                unconverged, sim.num_frames(), sim.scene().solver.max_iterations, sim.scene().solver.tolerance);
-  fmt::print("\nwrote {} frames to {}/frames and {}/stats.json\n", sim.num_frames() + 1, o.out, o.out);
+  fmt::print("\nwrote {} frames to {}/frames, {}/stats.json and {}/scene.json\n", sim.num_frames() + 1, o.out, o.out,
+             o.out);
 }
 
 }  // namespace
@@ -105,7 +151,7 @@ void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run a scene and write its frames and statistics");
   cmd->add_option("scene", o->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
-  cmd->add_option("-o,--output", o->out, "Output folder (frames/NNNN.vtu, stats.json)")->required();
+  cmd->add_option("-o,--output", o->out, "Output folder (frames/NNNN.vtu, stats.json, scene.json)")->required();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
   cmd->callback([o] { run_scene(*o); });
 }

@@ -123,11 +123,13 @@ fs::path check_run_folder(const std::string& dir) {
   return run;
 }
 
-/// /data/index.json: the frames with their surface file, if any, and whether stats.json exists.
+/// /data/index.json: the frames with their surface file, if any, and whether stats.json and
+/// scene.json (the attachment / selection overlay) exist.
 std::string run_index_json(const fs::path& run) {
   nlohmann::ordered_json j;
   j["name"] = run.filename().string();
   j["stats"] = fs::is_regular_file(run / "stats.json");
+  j["scene"] = fs::is_regular_file(run / "scene.json");
   nlohmann::ordered_json frames = nlohmann::ordered_json::array();
   for (const auto& [number, name] : list_frames(run)) {
     nlohmann::ordered_json f;

@@ -24,6 +24,7 @@ RunOutput::RunOutput(std::string dir) : dir_(std::move(dir)) {
       if (ext == ".vtu" || ext == ".obj" || ext == ".ply") fs::remove(entry.path(), ec);
     }
   }
+  fs::remove(fs::path(dir_) / "scene.json", ec);
   stats_["frames"] = nlohmann::ordered_json::array();
 }
 
@@ -54,6 +55,10 @@ void RunOutput::append_stats(const nlohmann::ordered_json& frame_stats) {
 void RunOutput::set_metadata(const std::string& key, const nlohmann::ordered_json& value) {
   stats_[key] = value;
   flush_stats();
+}
+
+void RunOutput::write_scene_overlay(const nlohmann::ordered_json& overlay) {
+  write_file_atomic(dir_ + "/scene.json", [&](std::ostream& out) { out << overlay.dump() << "\n"; });
 }
 
 void RunOutput::flush_stats() {

@@ -7,8 +7,12 @@ header_type UInt64, one raw AppendedData block; Points Float64, connectivity/off
 types UInt8, PointData "displacement" (3) and "active" (1), CellData "volume_ratio" (1)).
 OUT/surfaces/NNNN.obj: an embedded octahedron carried with the box (with --surface).
 OUT/stats.json: {"frames": [...], metadata}.
+OUT/scene.json: the overlay `xpd run` writes (docs/output-format.md): a fixed attachment on the
+x = -1 face (which the deformation leaves in place), a rigid one on the x = +1 face, the named
+selections "clamp", "tip" and "top", and, with --obstacles, a sphere, a box and a plane (without,
+"obstacles" is empty as in `xpd run` today). --no-scene leaves scene.json out (an older run).
 
-usage: make_run.py OUT [--cells N | --cells NX,NY,NZ] [--frames F] [--surface]
+usage: make_run.py OUT [--cells N | --cells NX,NY,NZ] [--frames F] [--surface] [--obstacles | --no-scene]
 """
 import argparse
 import json
@@ -108,12 +112,38 @@ def write_obj(path, center, r, t):
             f.write(f'f {a} {b} {c}\n')
 
 
+def write_scene(path, nx, ny, nz, obstacles):
+    def v(i, j, k):
+        return i + (nx + 1) * (j + (ny + 1) * k)
+    def face(pred):
+        return sorted(v(i, j, k) for k in range(nz + 1) for j in range(ny + 1) for i in range(nx + 1) if pred(i, j, k))
+    clamp = face(lambda i, j, k: i == 0)
+    tip = face(lambda i, j, k: i == nx)
+    top = face(lambda i, j, k: j == ny)
+    scene = {
+        'attachments': [{'type': 'fixed', 'selection': 'clamp', 'nodes': clamp},
+                        {'type': 'rigid', 'selection': 'tip', 'nodes': tip}],
+        'selections': {'clamp': clamp, 'tip': tip, 'top': top},
+        'obstacles': [],
+    }
+    if obstacles:
+        scene['obstacles'] = [{'type': 'sphere', 'center': [1.4, -0.4, 0.0], 'radius': 0.25},
+                              {'type': 'box', 'min': [-1.3, -0.5, -0.3], 'max': [-1.1, 1.2, 0.3]},
+                              {'type': 'plane', 'point': [0.0, -0.9, 0.0], 'normal': [0.0, 1.0, 0.0]}]
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as fh:
+        json.dump(scene, fh)
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('out')
     ap.add_argument('--cells', default='8,4,4')
     ap.add_argument('--frames', type=int, default=10)
     ap.add_argument('--surface', action='store_true')
+    ap.add_argument('--obstacles', action='store_true')
+    ap.add_argument('--no-scene', action='store_true')
     a = ap.parse_args()
     dims = [int(s) for s in a.cells.split(',')]
     nx, ny, nz = dims if len(dims) == 3 else (dims[0] * 2, dims[0], dims[0])
@@ -139,6 +169,8 @@ def main():
         frames.append(st)
     with open(os.path.join(a.out, 'stats.json'), 'w') as fh:
         json.dump({'frames': frames, 'scene': 'synthetic-box', 'nodes': len(rest), 'tets': len(tets)}, fh)
+    if not a.no_scene:
+        write_scene(os.path.join(a.out, 'scene.json'), nx, ny, nz, a.obstacles)
     print(f'{a.out}: {len(rest)} nodes, {len(tets)} tets, {a.frames} frames')
 
 

@@ -1,8 +1,14 @@
 // Unit tests of the viewer's parsers and geometry (Node only, no browser): VTU in the layouts
-// `xpd run` and other tools write, boundary extraction and orientation, OBJ and PLY surfaces.
-import { existsSync } from 'node:fs';
+// `xpd run` and other tools write, boundary extraction and orientation, OBJ and PLY surfaces,
+// the scene.json overlay (attachments, selections, obstacles).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseVtu } from '../../viewer/src/vtu.js';
 import { boundaryFaces, parseObj, parsePly } from '../../viewer/src/mesh.js';
+import { parseSceneOverlay, attachmentLabel, selectionLabel, ATTACHMENT_COLORS, SELECTION_COLORS } from '../../viewer/src/overlay.js';
 
 // plots.js imports uPlot from viewer/node_modules: skip (CTest SKIP_RETURN_CODE 77) without it.
 if (!existsSync(new URL('../../viewer/node_modules/uplot', import.meta.url))) {
@@ -128,6 +134,61 @@ check(ply.positions.length === 9 && ply.positions[3] === 1 && ply.index.length =
 const keys = statKeys([{ frame: 0, energy: 1, timings_ms: { local: 1, solve: 2 } }, { frame: 1, energy: 2, residual: 1e-3, active_proxies: 3, timings_ms: { local: 1, solve: 2, rhs: 1 } }]);
 check(keys.scalar.join() === 'energy,residual,active_proxies' && keys.nested[0][0] === 'timings_ms' && keys.nested[0][1].length === 3, `stats keys: ${JSON.stringify(keys)}`);
 check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) === '2.0e+6', `tick format (${fmtNum(1e-6)}, ${fmtNum(12.3456)}, ${fmtNum(2e6)})`);
+
+// --- scene.json overlay
+{
+  const o = parseSceneOverlay({
+    attachments: [{ type: 'fixed', selection: 'clamp', nodes: [0, 4, 8] },
+      { type: 'bone', selection: 'arm', nodes: [1, 2], count: 300000, truncated: true }],
+    selections: { clamp: [0, 4, 8], big: { nodes: [5, 6], count: 250000, truncated: true } },
+    obstacles: [{ type: 'sphere', center: [0, 1, 0], radius: 0.5 }, { type: 'plane', point: [0, 0, 0], normal: [0, 2, 0] },
+      { type: 'box', min: [0, 0, 0], max: [1, 1, 1] }],
+    future_key: 42,
+  });
+  check(o.warnings.length === 0, `overlay: well-formed file gives no warnings (${o.warnings.join('; ')})`);
+  check(o.attachments.length === 2 && o.attachments[0].type === 'fixed' && o.attachments[0].selection === 'clamp' &&
+    o.attachments[0].nodes instanceof Uint32Array && o.attachments[0].nodes.join() === '0,4,8', 'overlay: attachment parsed');
+  check(o.attachments[0].color !== o.attachments[1].color && o.attachments.every((a) => ATTACHMENT_COLORS.includes(a.color)),
+    'overlay: one colour per attachment');
+  check(o.attachments[1].truncated && o.attachments[1].count === 300000 && /300,000 nodes, first 2 shown/.test(attachmentLabel(o.attachments[1])),
+    `overlay: truncated attachment (${attachmentLabel(o.attachments[1])})`);
+  check(attachmentLabel(o.attachments[0]) === 'fixed · clamp (3 nodes)', `overlay: legend label (${attachmentLabel(o.attachments[0])})`);
+  check(o.selections.map((s) => s.name).join() === 'clamp,big' && o.selections[1].truncated && o.selections[1].nodes.length === 2 &&
+    selectionLabel(o.selections[0]) === 'clamp (3 nodes)', 'overlay: selections as lists and as {nodes, count, truncated}');
+  check(o.selections.every((s) => SELECTION_COLORS.includes(s.color) && !ATTACHMENT_COLORS.includes(s.color)),
+    'overlay: selection colours distinct from attachment colours');
+  check(o.obstacles.length === 3 && o.obstacles[0].radius === 0.5 && o.obstacles[1].normal[1] === 1 && o.obstacles[2].max[2] === 1,
+    'overlay: sphere, plane (normal normalised) and box obstacles');
+
+  const bad = parseSceneOverlay(JSON.stringify({
+    attachments: [{ type: 'fixed', nodes: [0, -1, 1.5, 'x', 9, 2] }, { type: 'rigid' }, 7],
+    selections: { a: 'nope', b: [3, 99] },
+    obstacles: [{ type: 'cone' }, { type: 'sphere', center: [0, 0], radius: 1 }, { type: 'box', min: [1, 0, 0], max: [0, 1, 1] },
+      { type: 'plane', point: [0, 0, 0], normal: [0, 0, 0] }],
+  }), 10);
+  check(bad.attachments.length === 1 && bad.attachments[0].nodes.join() === '0,9,2', `overlay: invalid node indices dropped (${bad.attachments[0] && bad.attachments[0].nodes.join()})`);
+  check(bad.selections.length === 1 && bad.selections[0].nodes.join() === '3', 'overlay: bad selection dropped, out-of-range index dropped (nNodes = 10)');
+  check(bad.obstacles.length === 0 && bad.warnings.length >= 8, `overlay: malformed obstacles dropped with warnings (${bad.warnings.length})`);
+  const empty = parseSceneOverlay({});
+  check(empty.attachments.length === 0 && empty.selections.length === 0 && empty.obstacles.length === 0 && empty.warnings.length === 0,
+    'overlay: empty object is a valid (empty) overlay');
+  let threwOverlay = false;
+  try { parseSceneOverlay('[1, 2]'); } catch (e) { threwOverlay = /not a JSON object/.test(e.message); }
+  check(threwOverlay, 'overlay: a non-object is refused');
+
+  // The file make_run.py writes (the same layout as `xpd run`).
+  const dir = mkdtempSync(join(tmpdir(), 'xpd-unit-'));
+  try {
+    execFileSync('python3', [fileURLToPath(new URL('./make_run.py', import.meta.url)), dir, '--cells', '2,1,1', '--frames', '1', '--obstacles'], { stdio: 'ignore' });
+    const g = parseSceneOverlay(readFileSync(join(dir, 'scene.json'), 'utf8'), 12);
+    check(g.warnings.length === 0 && g.attachments.length === 2 && g.attachments[0].nodes.join() === '0,3,6,9' &&
+      g.selections.length === 3 && g.obstacles.length === 3, `overlay: make_run.py scene.json (${g.attachments.map((a) => a.nodes.join(' ')).join(' | ')})`);
+  } catch (e) {
+    check(false, `overlay: make_run.py scene.json (${e.message})`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 console.log(failures === 0 ? 'viewer_unit: all checks passed' : `viewer_unit: ${failures} check(s) failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -9,6 +9,8 @@ import { parseVtu } from './vtu.js';
 import { boundaryFaces, sameTopology, parseObj, parsePly } from './mesh.js';
 import { Plots } from './plots.js';
 import { headlightMaterial, setOpacity, updateUp } from './shading.js';
+import { parseSceneOverlay } from './overlay.js';
+import { OverlayView } from './overlay3d.js';
 
 const params = new URLSearchParams(location.search);
 const DATA = (params.get('data') || 'data/').replace(/\/?$/, '/');
@@ -60,7 +62,31 @@ async function loadIndex() {
     throw new Error(`cannot list frames: neither ${DATA}index.json nor ${DATA}stats.json is readable`);
   }
   if (frames.length === 0) throw new Error('the run folder has no frames');
-  return { frames, stats: stats || { frames: [] }, meta: idx || {} };
+  return { frames, stats: stats || { frames: [] }, meta: idx || {}, overlay: await loadOverlay(idx) };
+}
+
+// scene.json (attachments, selections, obstacles): optional, older runs have none. `xpd view`
+// says in index.json whether it exists, so a missing file is not even requested (no 404 in the
+// console); without index.json (static hosting) it is tried. A malformed file is reported as a
+// warning and the frames are shown without the overlay.
+async function loadOverlay(idx) {
+  if (idx && idx.scene !== true) return null;
+  let json;
+  try {
+    json = await fetchJson(`${DATA}scene.json`);
+  } catch (e) {
+    console.warn(`xpd viewer: ${DATA}scene.json is not valid JSON (${e.message || e}); no overlay`);
+    return null;
+  }
+  if (!json) return null;
+  try {
+    const overlay = parseSceneOverlay(json);
+    for (const w of overlay.warnings) console.warn(`xpd viewer: scene.json: ${w}`);
+    return overlay;
+  } catch (e) {
+    console.warn(`xpd viewer: ${e.message || e}; no overlay`);
+    return null;
+  }
 }
 
 class FrameCache {
@@ -161,6 +187,7 @@ scene.onBeforeRender = (r, s, cam) => {
   cam.updateMatrixWorld();
   updateUp(bodyMat, cam, WORLD_UP);
   updateUp(surfMat, cam, WORLD_UP);
+  if (overlayView) overlayView.beforeRender(cam, WORLD_UP);
 };
 
 // polygonOffset (which keeps the edge overlay visible) is switched on only with the overlay: it is
@@ -188,8 +215,11 @@ points.frustumCulled = false;
 points.visible = false;
 scene.add(points);
 
+// Attachments, selections and obstacles of scene.json (set in main() when the run has one).
+let overlayView = null;
+
 // For debugging from the console and for tests.
-window.__xpdScene = { THREE, scene, renderer, camera, body, wire, surfMesh, points, bodyMat, surfMat };
+window.__xpdScene = { THREE, scene, renderer, camera, body, wire, surfMesh, points, bodyMat, surfMat, overlay: null };
 
 const ACTIVE_COLOR = new THREE.Color(0xff4d3d);
 const INACTIVE_COLOR = new THREE.Color(0x9aa3ad);
@@ -227,10 +257,12 @@ function applyFrameImpl(fd) {
     topology = { vtu, index: b.index, nBoundaryFaces: b.nBoundaryFaces, nTets: b.nTets, surfaceNodes };
     bodyGeom.setIndex(new THREE.BufferAttribute(b.index, 1));
   }
-  bodyGeom.setAttribute('position', new THREE.BufferAttribute(vtu.points, 3));
+  const position = new THREE.BufferAttribute(vtu.points, 3);
+  bodyGeom.setAttribute('position', position);
   bodyGeom.computeVertexNormals();
   bodyGeom.computeBoundingBox();
   bodyGeom.computeBoundingSphere();
+  if (overlayView) overlayView.setPositions(position, bodyGeom.boundingBox);
   // Nodes, coloured by a per-point "active" field when there is one.
   activeName = ['active', 'is_active', 'active_proxy'].find((n) => vtu.pointData[n] && vtu.pointData[n].components === 1) || null;
   points.visible = showPoints || activeName !== null;
@@ -438,7 +470,8 @@ async function interactive(run, cache) {
     if (!fitted) { fitCamera(boxOf(fd.vtu), camera.aspect); fitted = true; }
     const np = fd.vtu.points.length / 3;
     info.textContent = `${np.toLocaleString()} nodes, ${topology.nTets.toLocaleString()} tets, ${topology.nBoundaryFaces.toLocaleString()} boundary faces` +
-      (activeName ? ` — nodes coloured by "${activeName}" (red = active)` : '') + (fd.surface ? ' — embedded surface shown' : '');
+      (activeName ? ` — nodes coloured by "${activeName}" (red = active)` : '') + (fd.surface ? ' — embedded surface shown' : '') +
+      (overlayView && overlayView.overlay.attachments.length ? ` — ${overlayView.overlay.attachments.length} attachment(s) marked` : '');
   }
   function setPlaying(p) {
     playing = p;
@@ -545,6 +578,13 @@ async function main() {
     const run = await loadIndex();
     document.title = `xpd — ${run.meta.name || run.stats.scene || 'run'}`;
     const cache = new FrameCache(run.frames);
+    if (run.overlay) {
+      overlayView = new OverlayView(run.overlay, requestDraw);
+      scene.add(overlayView.group);
+      window.__xpdScene.overlay = overlayView;
+      const panel = document.getElementById('overlay-panel');
+      if (panel && !RENDER_MODE) overlayView.buildPanel(panel);
+    }
     if (RENDER_MODE) {
       if (SHEET) await renderSheet(run, cache, SHEET);
       else await renderSingle(run, cache, params.has('frame') ? parseInt(params.get('frame'), 10) : null);

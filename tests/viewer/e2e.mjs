@@ -1,6 +1,7 @@
 // End-to-end test of `xpd view` and `xpd render` with headless Chromium driven by playwright-core
 // (from viewer/node_modules; never downloads a browser). usage: node e2e.mjs XPD WORKDIR CHROMIUM
-// WORKDIR/run must hold a generated run folder (make_run.py).
+// WORKDIR/run must hold a generated run folder (make_run.py) with scene.json, WORKDIR/run-old one
+// without it (a run written before scene.json existed).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { readFileSync, existsSync } from 'node:fs';
@@ -66,6 +67,7 @@ async function main() {
   // --- HTTP
   for (const [path, status, type] of [['/', 200, 'text/html'], ['/viewer.js', 200, 'text/javascript'], ['/data/stats.json', 200, 'application/json'],
     ['/data/frames/0000.vtu', 200, 'application/octet-stream'], ['/data/index.json', 200, 'application/json'],
+    ['/data/scene.json', 200, 'application/json'],
     ['/data/../run/stats.json', 403, null], ['/data/%2e%2e/%2e%2e/etc/passwd', 403, null], ['/..%2f..%2fetc/passwd', 403, null],
     ['/nope.js', 404, null], ['/data/frames/', 403, null]]) {
     const r = await rawGet(view.url, path);
@@ -95,6 +97,31 @@ async function main() {
   check(/768 tets/.test(info) && /320 boundary faces/.test(info), `boundary surface computed in JS (${info.trim()})`);
   check(/active/.test(info) && /embedded surface/.test(info), 'active field and embedded surface detected');
 
+  // scene.json overlay: attachment legend, selection panel (all off), obstacles.
+  const legend = await page.$$eval('#attachment-legend .overlay-row.attachment', (els) => els.map((e) => e.textContent));
+  check(legend.length === 2 && legend[0] === 'fixed · clamp (25 nodes)' && legend[1] === 'rigid · tip (25 nodes)',
+    `attachment legend: ${JSON.stringify(legend)}`);
+  const swatches = await page.$$eval('#attachment-legend .swatch', (els) => els.map((e) => e.style.background));
+  check(swatches.length === 2 && swatches[0] !== swatches[1], `one colour per attachment (${swatches.join(', ')})`);
+  const selBoxes = await page.$$eval('#selection-panel .overlay-row.selection', (els) => els.map((e) => [e.dataset.name, e.querySelector('input').checked]));
+  check(selBoxes.map((x) => x[0]).join() === 'clamp,tip,top' && selBoxes.every((x) => !x[1]), `selection panel, all off: ${JSON.stringify(selBoxes)}`);
+  const ov = () => page.evaluate(() => {
+    const o = window.__xpdScene.overlay;
+    const pos = window.__xpdScene.body.geometry.attributes.position;
+    return {
+      attachments: o.attachmentPoints.map((p) => ({ visible: p.visible, n: p.geometry.index.count, follows: p.geometry.attributes.position === pos })),
+      selections: o.selectionPoints.map((p) => p.visible),
+      obstacles: o.obstacleGroup.children.map((m) => m.userData.obstacle),
+    };
+  });
+  let st = await ov();
+  check(st.attachments.length === 2 && st.attachments.every((a) => a.visible && a.n === 25 && a.follows),
+    `attachment points drawn at the frame's node positions: ${JSON.stringify(st.attachments)}`);
+  check(st.obstacles.join() === 'sphere,box,plane', `obstacles drawn: ${st.obstacles.join()}`);
+  await page.click('#selection-panel .overlay-row[data-name="top"] input');
+  st = await ov();
+  check(st.selections.join() === 'false,false,true', `ticking "top" shows that selection only (${st.selections.join()})`);
+
   // Scrub, then play.
   await page.$eval('#slider', (s) => { s.value = '5'; s.dispatchEvent(new Event('input', { bubbles: true })); });
   await page.waitForFunction(() => /frame 5 /.test(document.getElementById('frame-label').textContent), null, { timeout: 10000 });
@@ -108,11 +135,31 @@ async function main() {
   check(stats.framesShown - shownBefore >= 5, `playback advanced ${stats.framesShown - shownBefore} frames in 2.5 s`);
   check(stats.renderFps > 0 && /render \d+ fps/.test(await page.textContent('#fps')), `frame rate shown: ${await page.textContent('#fps')}`);
   check(consoleErrors.length === 0, `no browser console errors${consoleErrors.length ? ': ' + consoleErrors.join(' | ') : ''}`);
-  await browser.close();
 
   view.proc.kill('SIGINT');
   const code = await new Promise((r) => view.proc.on('exit', (c) => r(c)));
   check(code === 0, `xpd view stops on Ctrl-C (exit ${code})`);
+
+  // --- A run without scene.json (older runs): no overlay panel, no request for it, no console errors.
+  const viewOld = await startView([join(work, 'run-old'), '--port', '0']);
+  const oldPage = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  const oldErrors = [];
+  const oldRequests = [];
+  // Errors, and the viewer's own warnings (a scene.json problem would be one).
+  oldPage.on('console', (m) => { if (m.type() === 'error' || (m.type() === 'warning' && /^xpd viewer/.test(m.text()))) oldErrors.push(m.text()); });
+  oldPage.on('pageerror', (e) => oldErrors.push(String(e)));
+  oldPage.on('request', (r) => oldRequests.push(new URL(r.url()).pathname));
+  await oldPage.goto(viewOld.url);
+  await oldPage.waitForFunction(() => window.__xpdReady || window.__xpdError, null, { timeout: 60000 });
+  const oldErr = await oldPage.evaluate(() => window.__xpdError);
+  const oldPanel = await oldPage.$eval('#overlay-panel', (e) => getComputedStyle(e).display);
+  check(!oldErr && oldPanel === 'none' && (await oldPage.evaluate(() => window.__xpdScene.overlay)) === null,
+    `run without scene.json: viewer ready, no overlay panel (${oldErr || 'ok'}, display ${oldPanel})`);
+  check(!oldRequests.includes('/data/scene.json'), 'run without scene.json: scene.json not requested');
+  check(oldErrors.length === 0, `run without scene.json: console clean${oldErrors.length ? ': ' + oldErrors.join(' | ') : ''}`);
+  await browser.close();
+  viewOld.proc.kill('SIGINT');
+  await new Promise((r) => viewOld.proc.on('exit', r));
 
   // --- xpd render
   const png = join(work, 'frame0.png');

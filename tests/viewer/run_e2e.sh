@@ -19,5 +19,7 @@ command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
 
 rm -rf "$work"
 mkdir -p "$work"
-python3 "$here/make_run.py" "$work/run" --cells 8,4,4 --frames 8 --surface
+python3 "$here/make_run.py" "$work/run" --cells 8,4,4 --frames 8 --surface --obstacles
+# A run from before scene.json existed: the viewer must work without it, and quietly.
+python3 "$here/make_run.py" "$work/run-old" --cells 4,2,2 --frames 2 --no-scene
 exec node "$here/e2e.mjs" "$xpd" "$work" "$chromium"

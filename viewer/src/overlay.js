@@ -9,9 +9,9 @@
 // dropped with a warning rather than failing the whole viewer, unknown keys are ignored (so newer
 // writers stay readable), and node indices are kept as sorted-or-not Uint32Arrays.
 
-// Attachment colours (warm, well apart from the blue body and the yellow embedded surface) and
-// selection colours (cool / neutral), cycled when there are more entries.
-export const ATTACHMENT_COLORS = [0xff3b30, 0xff9500, 0xff2d95, 0xc7f000, 0xb86bff, 0xffd60a];
+// Attachment colours (warm / saturated, apart from the blue body, the yellow embedded surface and
+// the red of "active" nodes) and selection colours (cool / neutral), cycled when there are more.
+export const ATTACHMENT_COLORS = [0xff2d95, 0xff9500, 0xc7f000, 0xb86bff, 0xffd60a, 0xa0522d];
 export const SELECTION_COLORS = [0x34e0c8, 0x5ac8fa, 0x7dff7a, 0xffffff, 0x9f8cff, 0x00b3ff];
 
 export function attachmentColor(i) { return ATTACHMENT_COLORS[i % ATTACHMENT_COLORS.length]; }

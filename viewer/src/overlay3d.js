@@ -81,11 +81,11 @@ export class OverlayView {
         mesh = new THREE.Mesh(new THREE.BoxGeometry(s[0], s[1], s[2]), mat);
         mesh.position.set((o.min[0] + o.max[0]) / 2, (o.min[1] + o.max[1]) / 2, (o.min[2] + o.max[2]) / 2);
       } else {
-        // An infinite plane, drawn as a square 3 body-diagonals wide around the body's projection.
+        // An infinite plane, drawn as a square 2 body diagonals wide around the body's projection.
         const n = new THREE.Vector3().fromArray(o.normal);
         const p = new THREE.Vector3().fromArray(o.point);
         const c = centre.clone().addScaledVector(n, -n.dot(centre.clone().sub(p)));
-        mesh = new THREE.Mesh(new THREE.PlaneGeometry(3 * size, 3 * size), mat);
+        mesh = new THREE.Mesh(new THREE.PlaneGeometry(2 * size, 2 * size), mat);
         mesh.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), n);
         mesh.position.copy(c);
       }

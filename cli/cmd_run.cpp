@@ -22,6 +22,7 @@ struct RunOptions {
   std::string scene;
   std::string out;
   bool quiet = false;
+  int max_frames = 0;  // 0 = all frames of the scene
 };
 
 nlohmann::ordered_json frame_json(int frame, const FrameStats& s) {
@@ -77,9 +78,9 @@ nlohmann::ordered_json scene_overlay(const Scene& scene, const TetMesh& mesh) {
           {"obstacles", nlohmann::ordered_json::array()}};
 }
 
-void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame) {
+void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame, int last_frame) {
   const OutputSettings& o = sim.scene().outputs;
-  if (frame % o.every != 0 && frame != sim.num_frames()) return;
+  if (frame % o.every != 0 && frame != last_frame) return;
   if (o.vtu) out.write_frame(frame, sim.mesh().nodes, sim.positions(), sim.mesh().tets);
   if (o.surface != OutputSettings::Surface::None) {
     const std::string ext = o.surface == OutputSettings::Surface::Obj ? "obj" : "ply";
@@ -114,35 +115,38 @@ void run_scene(const RunOptions& o) {
   output.set_metadata("tets", sim.mesh().tets.rows());
   output.set_metadata("setup_ms", sim.setup_ms());
   output.write_scene_overlay(scene_overlay(sim.scene(), sim.mesh()));
-  write_outputs(output, sim, 0);
+  write_outputs(output, sim, 0, sim.num_frames());
   output.append_stats(nlohmann::ordered_json{{"frame", 0}});
 
-  Progress progress("frames", sim.num_frames());
+  // --frames N computes only frames 1..N; ramps and keyframes keep the scene's frame count.
+  const int frames = o.max_frames > 0 ? std::min(o.max_frames, sim.num_frames()) : sim.num_frames();
+  output.set_metadata("frames_computed", frames);
+  Progress progress("frames", frames);
   PhaseTimings total;
-  int iterations = 0, unconverged = 0;
+  int iterations = 0;
   double wall_ms = 0;
-  for (int f = 1; f <= sim.num_frames(); ++f) {
+  int unconverged = 0;
+  for (int f = 1; f <= frames; ++f) {
     const FrameStats s = sim.advance(f);
-    write_outputs(output, sim, f);
+    write_outputs(output, sim, f, frames);
     output.append_stats(frame_json(f, s));
     total.local += s.timings_ms.local;
     total.rhs += s.timings_ms.rhs;
     total.solve += s.timings_ms.solve;
     total.other += s.timings_ms.other;
     iterations += s.iterations;
-    unconverged += s.converged ? 0 : 1;
     wall_ms += s.wall_ms;
+    unconverged += s.converged ? 0 : 1;
     if (!o.quiet) progress.update(f, fmt::format("{} it, residual {:.2e}", s.iterations, s.residual));
   }
   if (!o.quiet) progress.finish();
   print_timing_table(sim, total, iterations, wall_ms);
+  output.set_metadata("unconverged_frames", unconverged);
   if (unconverged > 0)
-    fmt::print(stderr,
-               "\nwarning: {} of {} frames stopped at solver.max_iterations ({}) before reaching solver.tolerance "
-               "({:g}); see \"converged\" in stats.json\n",
-               unconverged, sim.num_frames(), sim.scene().solver.max_iterations, sim.scene().solver.tolerance);
-  fmt::print("\nwrote {} frames to {}/frames, {}/stats.json and {}/scene.json\n", sim.num_frames() + 1, o.out, o.out,
-             o.out);
+    fmt::print("\nWARNING: {} of {} frames did not reach the tolerance {} within {} iterations "
+               "(see \"converged\" in stats.json)\n",
+               unconverged, frames, sim.scene().solver.tolerance, sim.scene().solver.max_iterations);
+  fmt::print("\nwrote {} frames to {}/frames, {}/stats.json and {}/scene.json\n", frames + 1, o.out, o.out, o.out);
 }
 
 }  // namespace
@@ -153,6 +157,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scene", o->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
   cmd->add_option("-o,--output", o->out, "Output folder (frames/NNNN.vtu, stats.json, scene.json)")->required();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
+  cmd->add_option("--frames", o->max_frames,
+                  "Compute only frames 1..N (ramps and keyframes still use the scene's frame count)")
+      ->check(CLI::Range(1, 1 << 30));
   cmd->callback([o] { run_scene(*o); });
 }
 

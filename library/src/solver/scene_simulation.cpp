@@ -5,6 +5,7 @@
 #include <xpd/solver/scene_simulation.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace xpd {
@@ -81,7 +82,12 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     embedding_ = embed_points(mesh_, surface_->nodes, eo);
   }
 
-  model_ = build_model(desc);
+  try {
+    model_ = build_model(desc);
+  } catch (const SolverError& e) {
+    // Name the scene (e.g. "scene.json: model: connected component #1 (...) has no attachment").
+    throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
+  }
   state_ = make_state(model_);
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
@@ -122,7 +128,22 @@ void SceneSimulation::set_frame_inputs(int frame) {
 FrameStats SceneSimulation::advance(int frame) {
   if (frame < 1) throw Error("SceneSimulation::advance: frames start at 1 (frame 0 is the initial state)");
   set_frame_inputs(frame);
-  return step(model_, state_, options_);
+  last_extrapolated_ = false;
+  const Points current = state_.x;  // x_{k−1}
+  if (model_.integrator() == Integrator::Quasistatic && previous_x_.rows() == current.rows()) {
+    // Warm start: linear extrapolation of the displacement, kept only when it lowers the objective
+    // at this frame's inputs (two local steps, cheap next to the solve).
+    const double e_current = evaluate(model_, state_);
+    state_.x = 2.0 * current - previous_x_;
+    const double e_guess = evaluate(model_, state_);
+    if (std::isfinite(e_guess) && e_guess < e_current)
+      last_extrapolated_ = true;
+    else
+      state_.x = current;
+  }
+  FrameStats st = step(model_, state_, options_);
+  previous_x_ = current;
+  return st;
 }
 
 std::optional<SurfaceMesh> SceneSimulation::embedded_surface() const {

@@ -10,6 +10,12 @@
 //     rotations of the pose file slerped from identity (frame 0) to the full pose (last frame);
 //   - external forces: io external_forces(scene, mesh, materials, k) (gravity, node and total
 //     forces with their ramps).
+// Quasistatic warm start: frame k starts from the displacement of frame k−1 extrapolated linearly,
+// x⁰_k = x_{k−1} + (x_{k−1} − x_{k−2}) (loads and keyframes of the shipped scenes change smoothly,
+// so this removes the first-order part of the load increment). The extrapolated guess is kept only
+// if its objective at the new inputs is lower than that of x_{k−1}; otherwise the frame starts from
+// x_{k−1}. PD then decreases the energy monotonically from there. Implicit Euler frames start from
+// the inertial position y = x_n + h v_n as before (pd_solver).
 #include <xpd/io/scene.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>
@@ -37,8 +43,12 @@ public:
   /// Time to build the model, including the one factorization (ms).
   double setup_ms() const { return setup_ms_; }
 
-  /// Sets the inputs of frame `frame` (≥ 1) and solves it.
+  /// Sets the inputs of frame `frame` (≥ 1), chooses the start (warm start above) and solves it.
   FrameStats advance(int frame);
+  /// Solver options derived from the scene (editable, e.g. by tests and benchmarks).
+  SolverOptions& options() { return options_; }
+  /// Whether the last quasistatic frame started from the extrapolated guess.
+  bool last_frame_extrapolated() const { return last_extrapolated_; }
 
   /// The embedded surface at the current positions (W x), if the scene has one.
   std::optional<SurfaceMesh> embedded_surface() const;
@@ -58,6 +68,8 @@ private:
   Model model_;
   State state_;
   SolverOptions options_;
+  Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
+  bool last_extrapolated_ = false;
   double setup_ms_ = 0;
 };
 

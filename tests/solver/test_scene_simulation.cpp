@@ -1,0 +1,99 @@
+// Shipped scenes run end to end through `xpd run` (a few frames each) and report complete
+// statistics; scene-level errors from the model name the scene and the offending component.
+#include <xpd/core/error.hpp>
+#include <xpd/io/scene.hpp>
+#include <xpd/solver/scene_simulation.hpp>
+
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace xpd;
+
+namespace {
+
+nlohmann::json run_cli(const std::string& scene, const std::filesystem::path& out, int frames) {
+  const std::string cmd = std::string(XPD_CLI_PATH) + " run " + scene + " -o " + out.string() + " -q --frames " +
+                          std::to_string(frames) + " > " + (out / "log.txt").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << cmd;
+  std::ifstream in(out / "stats.json");
+  EXPECT_TRUE(in.good()) << "no stats.json for " << scene;
+  return in.good() ? nlohmann::json::parse(in) : nlohmann::json{};
+}
+
+}  // namespace
+
+TEST(ValidationScenes, ShippedScenesRunAndReportStatistics) {
+  const std::string root = XPD_SOURCE_DIR;
+  struct Case {
+    const char* scene;
+    int frames;
+  };
+  // The first frames of each shipped scene (cantilever_end_shear: the first load step).
+  const Case cases[] = {{"scenes/demo.json", 2},        {"scenes/twist.json", 2},
+                        {"scenes/hand.json", 1},        {"scenes/cantilever.json", 2},
+                        {"scenes/validation/cantilever_end_shear.json", 1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scene);
+    const auto out = test::scratch_dir(std::string("scene_") + std::to_string(&c - cases));
+    const nlohmann::json stats = run_cli(root + "/" + c.scene, out, c.frames);
+    ASSERT_TRUE(stats.contains("frames"));
+    ASSERT_EQ(stats["frames"].size(), static_cast<size_t>(c.frames + 1));
+    EXPECT_GT(stats.value("nodes", 0), 0);
+    EXPECT_GT(stats.value("tets", 0), 0);
+    EXPECT_EQ(stats.value("unconverged_frames", -1), 0);
+    for (int f = 1; f <= c.frames; ++f) {
+      const nlohmann::json& s = stats["frames"][static_cast<size_t>(f)];
+      EXPECT_EQ(s["frame"].get<int>(), f);
+      for (const char* key : {"energy", "residual", "relative_residual", "wall_ms"}) {
+        ASSERT_TRUE(s.contains(key)) << key;
+        EXPECT_TRUE(std::isfinite(s[key].get<double>())) << key;
+      }
+      EXPECT_GT(s["iterations"].get<int>(), 0);
+      EXPECT_TRUE(s["converged"].get<bool>()) << "frame " << f << " residual " << s["residual"];
+      EXPECT_GT(s["wall_ms"].get<double>(), 0.0);
+      for (const char* key : {"local", "rhs", "solve", "other"}) {
+        ASSERT_TRUE(s["timings_ms"].contains(key)) << key;
+        EXPECT_GE(s["timings_ms"][key].get<double>(), 0.0) << key;
+      }
+      EXPECT_GT(s["timings_ms"]["solve"].get<double>(), 0.0);
+    }
+    // Frame 0 and the last computed frame are always written.
+    EXPECT_TRUE(std::filesystem::exists(out / "frames" / "0000.vtu"));
+    char last[16];
+    std::snprintf(last, sizeof last, "%04d.vtu", c.frames);
+    EXPECT_TRUE(std::filesystem::exists(out / "frames" / last));
+  }
+}
+
+TEST(ValidationScenes, UnattachedComponentInQuasistaticSceneNamesTheComponent) {
+  // Two separate tets; only the first is attached.
+  const auto dir = test::scratch_dir("unattached");
+  {
+    std::ofstream m(dir / "two.mesh");
+    m << "MeshVersionFormatted 1\nDimension 3\nVertices\n8\n"
+         "0 0 0 0\n1 0 0 0\n0 1 0 0\n0 0 1 0\n"
+         "5 0 0 0\n6 0 0 0\n5 1 0 0\n5 0 1 0\n"
+         "Tetrahedra\n2\n1 2 3 4 0\n5 6 7 8 0\nEnd\n";
+    std::ofstream s(dir / "scene.json");
+    s << R"({ "mesh": "two.mesh", "materials": [{ "mu": 1000 }],
+             "selections": { "left": { "type": "box", "min": [-1, -1, -1], "max": [2, 2, 2] } },
+             "attachments": [{ "type": "fixed", "selection": "left", "stiffness": 1e5 }],
+             "loads": [{ "type": "gravity", "acceleration": [0, 0, -9.81] }] })";
+  }
+  try {
+    SceneSimulation sim(load_scene((dir / "scene.json").string()));
+    FAIL() << "expected a SolverError";
+  } catch (const SolverError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("scene.json"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("component #1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4 nodes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("has no attachment"), std::string::npos) << msg;
+  }
+}

@@ -97,3 +97,30 @@ TEST(ValidationScenes, UnattachedComponentInQuasistaticSceneNamesTheComponent) {
     EXPECT_NE(msg.find("has no attachment"), std::string::npos) << msg;
   }
 }
+
+TEST(ValidationScenes, ExtrapolatedWarmStartSavesIterations) {
+  // scenes/cantilever.json (10 quasistatic frames under a ramped load), with and without the
+  // extrapolated warm start: both converge, to the same equilibrium, the warm start in fewer
+  // iterations.
+  const std::string scene = std::string(XPD_SOURCE_DIR) + "/scenes/cantilever.json";
+  int iterations[2] = {0, 0};
+  Points final_x[2];
+  for (int warm = 0; warm < 2; ++warm) {
+    SceneSimulation sim(load_scene(scene));
+    sim.set_extrapolation(warm == 1);
+    int extrapolated = 0;
+    for (int f = 1; f <= sim.num_frames(); ++f) {
+      const FrameStats st = sim.advance(f);
+      EXPECT_TRUE(st.converged) << "frame " << f;
+      iterations[warm] += st.iterations;
+      extrapolated += sim.last_frame_extrapolated() ? 1 : 0;
+    }
+    final_x[warm] = sim.positions();
+    if (warm == 1) EXPECT_GT(extrapolated, 0);
+  }
+  if (std::getenv("XPD_TEST_VERBOSE"))
+    std::printf("  cantilever.json PD iterations: cold %d, extrapolated %d\n", iterations[0], iterations[1]);
+  EXPECT_LT(iterations[1], iterations[0]);
+  const double L = (final_x[0].colwise().maxCoeff() - final_x[0].colwise().minCoeff()).norm();
+  EXPECT_LE((final_x[0] - final_x[1]).rowwise().norm().maxCoeff(), 1e-4 * L);
+}

@@ -47,6 +47,8 @@ public:
   FrameStats advance(int frame);
   /// Solver options derived from the scene (editable, e.g. by tests and benchmarks).
   SolverOptions& options() { return options_; }
+  /// Turns the quasistatic warm start (extrapolation) on (default) or off (start from x_{k−1}).
+  void set_extrapolation(bool on) { extrapolate_ = on; }
   /// Whether the last quasistatic frame started from the extrapolated guess.
   bool last_frame_extrapolated() const { return last_extrapolated_; }
 
@@ -70,6 +72,7 @@ private:
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;
+  bool extrapolate_ = true;
   double setup_ms_ = 0;
 };
 

@@ -17,6 +17,7 @@ namespace xpd::io {
 namespace {
 
 using detail::TextCursor;
+using detail::split_tokens;
 
 enum class Scalar { I8, U8, I16, U16, I32, U32, F32, F64 };
 
@@ -78,17 +79,6 @@ struct Element {
 
 enum class Format { Ascii, BinaryLittle, BinaryBig };
 
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && TextCursor::is_space(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !TextCursor::is_space(line[i])) ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
 
 // Reads values of the body, ascii or binary, behind one interface. Errors name the line (ascii)
 // or the byte offset (binary).
@@ -212,7 +202,7 @@ SurfaceMesh parse_ply(std::string_view data, const std::string& name) {
   Format format = Format::Ascii;
   std::vector<Element> elements;
   while (true) {
-    const std::vector<std::string_view> tok = split(header_line(line_no));
+    const std::vector<std::string_view> tok = split_tokens(header_line(line_no));
     if (tok.empty()) continue;
     if (tok[0] == "end_header") break;
     if (tok[0] == "comment" || tok[0] == "obj_info") continue;

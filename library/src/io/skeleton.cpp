@@ -14,6 +14,7 @@ namespace xpd::io {
 namespace {
 
 using detail::TextCursor;
+using detail::split_tokens;
 
 // Parses one whole token of a line as an integer / double; false when it is not one.
 bool parse_int(std::string_view t, long long& v) {
@@ -26,18 +27,6 @@ bool parse_double(std::string_view t, double& v) {
   return ec == std::errc() && p == t.data() + t.size();
 }
 
-// Splits a line into whitespace-separated tokens.
-std::vector<std::string_view> tokens(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && TextCursor::is_space(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !TextCursor::is_space(line[i])) ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -48,7 +37,7 @@ Skeleton parse_tgf(std::string_view data, const std::string& name) {
   int section = 0;  // 0 joints, 1 bones, 2 ignored trailing sections
   while (in.remaining() > 0 && section < 2) {
     const std::size_t line = in.line();
-    const std::vector<std::string_view> t = tokens(in.rest_of_line());
+    const std::vector<std::string_view> t = split_tokens(in.rest_of_line());
     if (t.empty()) continue;
     const auto fail = [&](const std::string& msg) { throw IoError(name, line, msg); };
     if (t[0] == "#") {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace xpd::io::detail {
 
@@ -214,5 +215,18 @@ private:
   std::size_t line_ = 1;
   char comment_ = '\0';
 };
+
+/// Splits one line into its whitespace-separated tokens (views into `line`).
+inline std::vector<std::string_view> split_tokens(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && TextCursor::is_space(line[i])) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && !TextCursor::is_space(line[i])) ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
 
 }  // namespace xpd::io::detail

@@ -78,10 +78,42 @@ nlohmann::ordered_json scene_overlay(const Scene& scene, const TetMesh& mesh) {
           {"obstacles", nlohmann::ordered_json::array()}};
 }
 
+// One entry of outputs.fields as a VTU array ("displacement" is always written by RunOutput).
+void add_field(const SceneSimulation& sim, const std::string& name, std::vector<io::VtuField>& point_fields,
+               std::vector<io::VtuField>& cell_fields) {
+  const auto points = [&](const Points& p) {
+    io::VtuField f{name, 3, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.size()), 0.0)};
+    if (p.rows() == sim.mesh().nodes.rows()) std::copy(p.data(), p.data() + p.size(), f.values.begin());
+    point_fields.push_back(std::move(f));
+  };
+  const Tets& tets = sim.mesh().tets;
+  if (name == "velocity") {
+    points(sim.state().velocity);
+  } else if (name == "external_force") {
+    points(sim.state().inputs.nodal_forces);
+  } else if (name == "material") {
+    cell_fields.push_back({name, 1, std::vector<double>(sim.tet_material().begin(), sim.tet_material().end())});
+  } else if (name == "volume_ratio") {
+    // det F = det(Ds) / det(Dm): current over rest signed volume of each tet.
+    io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(tets.rows()))};
+    const Points& x = sim.positions();
+    const Points& X = sim.mesh().nodes;
+    for (Eigen::Index e = 0; e < tets.rows(); ++e)
+      f.values[static_cast<std::size_t>(e)] =
+          signed_volume(x.row(tets(e, 0)), x.row(tets(e, 1)), x.row(tets(e, 2)), x.row(tets(e, 3))) /
+          signed_volume(X.row(tets(e, 0)), X.row(tets(e, 1)), X.row(tets(e, 2)), X.row(tets(e, 3)));
+    cell_fields.push_back(std::move(f));
+  }
+}
+
 void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame, int last_frame) {
   const OutputSettings& o = sim.scene().outputs;
   if (frame % o.every != 0 && frame != last_frame) return;
-  if (o.vtu) out.write_frame(frame, sim.mesh().nodes, sim.positions(), sim.mesh().tets);
+  if (o.vtu) {
+    std::vector<io::VtuField> point_fields, cell_fields;
+    for (const std::string& name : o.fields) add_field(sim, name, point_fields, cell_fields);
+    out.write_frame(frame, sim.mesh().nodes, sim.positions(), sim.mesh().tets, point_fields, cell_fields);
+  }
   if (o.surface != OutputSettings::Surface::None) {
     const std::string ext = o.surface == OutputSettings::Surface::Obj ? "obj" : "ply";
     if (auto s = sim.embedded_surface()) out.write_surface(frame, *s, ext);

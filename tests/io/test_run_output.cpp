@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -98,7 +99,8 @@ TEST(IoRunOutput, XpdRunWritesSceneOverlay) {
     "materials": [{ "youngs_modulus": 1e5, "poisson_ratio": 0.0, "density": 1000 }],
     "attachments": [{ "type": "fixed", "selection": "clamp", "stiffness": 1e7 }],
     "loads": [{ "type": "gravity", "acceleration": [0, 0, -9.81] }],
-    "solver": { "type": "quasistatic", "frames": 2, "max_iterations": 20, "tolerance": 1e-4 }
+    "solver": { "type": "quasistatic", "frames": 2, "max_iterations": 20, "tolerance": 1e-4 },
+    "outputs": { "fields": ["displacement", "velocity", "external_force", "material", "volume_ratio"] }
   })";
   const fs::path out = work / "out";
   const std::string cmd = std::string("\"") + XPD_CLI_PATH + "\" run -q \"" + scene.string() + "\" -o \"" +
@@ -126,7 +128,14 @@ TEST(IoRunOutput, XpdRunWritesSceneOverlay) {
   for (int f = 0; f <= 2; ++f) {
     char name[16];
     std::snprintf(name, sizeof name, "%04d", f);
-    EXPECT_TRUE(fs::is_regular_file(out / "frames" / (std::string(name) + ".vtu"))) << f;
+    const fs::path vtu = out / "frames" / (std::string(name) + ".vtu");
+    ASSERT_TRUE(fs::is_regular_file(vtu)) << f;
+    // Every requested outputs.fields entry is an array of the frame.
+    std::ifstream in(vtu, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string header = bytes.substr(0, bytes.find("<AppendedData"));
+    for (const char* field : {"displacement", "velocity", "external_force", "material", "volume_ratio"})
+      EXPECT_NE(header.find(std::string("Name=\"") + field + "\""), std::string::npos) << field << " in " << vtu;
   }
   EXPECT_TRUE(temporaries(out).empty()) << temporaries(out).front();
 }

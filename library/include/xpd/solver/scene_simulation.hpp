@@ -39,6 +39,8 @@ public:
   const Model& model() const { return model_; }
   const State& state() const { return state_; }
   const Points& positions() const { return state_.x; }
+  /// Material index (into scene().materials) of every tet.
+  const std::vector<int>& tet_material() const { return tet_material_; }
   int num_frames() const { return scene_.solver.frames; }
   /// Time to build the model, including the one factorization (ms).
   double setup_ms() const { return setup_ms_; }

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 #include <random>
-
 #include <xpd/collision/obstacles.hpp>
 #include <xpd/core/error.hpp>
 
@@ -134,7 +133,8 @@ TEST(CollisionObstacles, SphereMatchesClosedForm) {
 
 TEST(CollisionObstacles, CapsuleMatchesTernarySearchOracle) {
   std::mt19937 rng(3);
-  for (const Capsule& c : {Capsule{{-0.7, 0.1, 0.2}, {0.9, -0.4, 0.5}, 0.6}, Capsule{{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}, 0.8}}) {
+  for (const Capsule& c :
+       {Capsule{{-0.7, 0.1, 0.2}, {0.9, -0.4, 0.5}, 0.6}, Capsule{{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}, 0.8}}) {
     const Obstacle o = still(c);
     int inside = 0;
     for (int i = 0; i < kSamples; ++i) {
@@ -190,8 +190,7 @@ TEST(CollisionObstacles, BoxMatchesFaceRectangleOracle) {
 TEST(CollisionObstacles, RigidMotionInvariance) {
   std::mt19937 rng(5);
   const std::array<ObstacleShape, 4> shapes{Plane{{0.1, 0.2, 0.3}, {0.0, 1.0, 1.0}}, Sphere{{0.3, 0.0, -0.2}, 0.9},
-                                            Capsule{{-0.5, 0.0, 0.0}, {0.5, 0.3, 0.1}, 0.4},
-                                            Box{{0.4, 0.7, 0.5}}};
+                                            Capsule{{-0.5, 0.0, 0.0}, {0.5, 0.3, 0.1}, 0.4}, Box{{0.4, 0.7, 0.5}}};
   for (const ObstacleShape& shape : shapes) {
     for (int trial = 0; trial < 5; ++trial) {
       Keyframe key;
@@ -246,11 +245,11 @@ TEST(CollisionObstacles, FindContactsPicksDeepestAndRespectsMargin) {
   const std::vector<Obstacle> obstacles{still(Sphere{Vec3(0, 0, 0), 1.0}), still(Sphere{Vec3(1, 0, 0), 1.0}),
                                         still(Plane{Vec3(0, 0, -2), Vec3(0, 0, 1)})};
   Points proxies(5, 3);
-  proxies << 0.2, 0, 0,   // in both spheres: sd −0.8 (sphere 0), −0.2 (sphere 1) → sphere 0
-      0.9, 0, 0,          // sd −0.1 vs −0.9 → sphere 1
-      0, 0, -2.3,         // below the plane only: depth 0.3
-      0, 3, 0,            // free
-      0, 0, 1.05;         // 0.05 above sphere 0: only within a margin
+  proxies << 0.2, 0, 0,  // in both spheres: sd −0.8 (sphere 0), −0.2 (sphere 1) → sphere 0
+      0.9, 0, 0,         // sd −0.1 vs −0.9 → sphere 1
+      0, 0, -2.3,        // below the plane only: depth 0.3
+      0, 3, 0,           // free
+      0, 0, 1.05;        // 0.05 above sphere 0: only within a margin
   const std::vector<Contact> c = find_contacts(obstacles, 0, proxies);
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c[0].proxy, 0);

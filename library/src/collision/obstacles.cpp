@@ -1,11 +1,9 @@
-#include <xpd/collision/obstacles.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
-
+#include <xpd/collision/obstacles.hpp>
 #include <xpd/core/error.hpp>
 
 namespace xpd {
@@ -22,8 +20,7 @@ void validate_shape(const ObstacleShape& shape) {
       [](const auto& s) {
         using S = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<S, Plane>) {
-          if (!finite(s.point) || !finite(s.normal))
-            throw Error("obstacle plane: point and normal must be finite");
+          if (!finite(s.point) || !finite(s.normal)) throw Error("obstacle plane: point and normal must be finite");
           if (!(s.normal.norm() > 0)) throw Error("obstacle plane: normal must be non-zero, got " + vec_str(s.normal));
         } else if constexpr (std::is_same_v<S, Sphere>) {
           if (!finite(s.center)) throw Error("obstacle sphere: center must be finite");
@@ -118,10 +115,12 @@ void validate(const Obstacle& obstacle) {
     if (!std::isfinite(key.frame) || !finite(key.translation) || !finite(key.pivot) ||
         !key.rotation.coeffs().allFinite())
       throw Error("obstacle keyframe " + std::to_string(k) + ": values must be finite");
-    if (!(key.rotation.norm() > 0)) throw Error("obstacle keyframe " + std::to_string(k) + ": zero rotation quaternion");
+    if (!(key.rotation.norm() > 0))
+      throw Error("obstacle keyframe " + std::to_string(k) + ": zero rotation quaternion");
     if (k > 0 && !(key.frame > obstacle.keyframes[k - 1].frame))
       throw Error("obstacle keyframes must have strictly increasing frames (key " + std::to_string(k) + " at frame " +
-                  std::to_string(key.frame) + " follows frame " + std::to_string(obstacle.keyframes[k - 1].frame) + ")");
+                  std::to_string(key.frame) + " follows frame " + std::to_string(obstacle.keyframes[k - 1].frame) +
+                  ")");
   }
 }
 

@@ -67,18 +67,18 @@ struct Obstacle {
 
 /// World-space result of a point query.
 struct ObstacleQuery {
-  double signed_distance = 0;           ///< negative inside
+  double signed_distance = 0;                 ///< negative inside
   Vec3 closest_surface_point = Vec3::Zero();  ///< projection target t = x − sd · n
-  Vec3 normal = Vec3::UnitZ();          ///< outward unit normal
+  Vec3 normal = Vec3::UnitZ();                ///< outward unit normal
 };
 
 /// One proxy in contact with one obstacle.
 struct Contact {
-  int proxy = 0;              ///< row of `proxies`
-  int obstacle = 0;           ///< index into the obstacle list
-  Vec3 target = Vec3::Zero();  ///< closest surface point (spring target)
+  int proxy = 0;                ///< row of `proxies`
+  int obstacle = 0;             ///< index into the obstacle list
+  Vec3 target = Vec3::Zero();   ///< closest surface point (spring target)
   Vec3 normal = Vec3::UnitZ();  ///< outward normal at the target
-  double depth = 0;           ///< penetration depth −sd (> 0 inside; ≤ 0 for margin-only contacts)
+  double depth = 0;             ///< penetration depth −sd (> 0 inside; ≤ 0 for margin-only contacts)
 };
 
 /// Throws xpd::Error when the shape is invalid (non-finite values, radius ≤ 0, zero plane normal,
@@ -95,7 +95,7 @@ ObstacleQuery query(const Obstacle& obstacle, double frame, const Vec3& x);
 /// Contacts at `frame`: for each proxy row with signed distance < `margin` (≥ 0) to some obstacle,
 /// one Contact with the obstacle of smallest signed distance (the deepest; lowest index on ties).
 /// Sorted by proxy index. Throws xpd::Error for an invalid obstacle or a negative/non-finite margin.
-std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, double frame,
-                                   const Points& proxies, double margin = 0);
+std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, double frame, const Points& proxies,
+                                   double margin = 0);
 
 }  // namespace xpd

@@ -173,8 +173,9 @@ TEST(EnergyTerms, ZeroAtRestAndUnderRigidMotion) {
         FrameInputs ind = inr;
         const double e_def = term->energy(rigidly_moved(Xd, Q, t), ind);
         const double e_ref = term->energy(Xd, in);
-        if (term->name() != "attachment" && term->name() != "loads")
+        if (term->name() != "attachment" && term->name() != "loads") {
           EXPECT_NEAR(e_def, e_ref, 1e-12 * std::max(1.0, std::abs(e_ref)));
+        }
       }
     }
   }

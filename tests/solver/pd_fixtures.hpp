@@ -3,11 +3,17 @@
 // TetMesh (real meshes plug in the same way as boxes).
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/state.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace xpd::test {
 
@@ -60,6 +66,40 @@ inline ModelDesc loaded_desc(const TetMesh& mesh, double gravity = 30.0, unsigne
   d.gravity = Vec3(0.3, 0.0, -1.0) * gravity;
   attach_min_face(d, 0, 1e6);  // attach the x = min face: the body bends under gravity
   return d;
+}
+
+/// Runs `iterations` plain PD iterations from the state's positions, checking after every global
+/// and every local step that the surrogate energy Ê(x, p) = Σ_terms w/2 ||G x − p||² did not
+/// increase (relative slack 1e−10; GoogleTest expectations name the step and iteration).
+/// Returns {energy after the first local step, final energy}.
+inline std::pair<double, double> expect_monotone_pd_energy(const Model& model, State& s, int iterations) {
+  std::vector<std::vector<double>> p = s.projections;
+  const auto energy = [&] {
+    double e = 0;
+    for (size_t t = 0; t < model.terms().size(); ++t) e += model.terms()[t]->energy_given(s.x, s.inputs, p[t].data());
+    return e;
+  };
+  const auto local_step = [&] {
+    for (size_t t = 0; t < model.terms().size(); ++t) model.terms()[t]->project(s.x, s.inputs, p[t].data());
+  };
+  local_step();
+  const double e0 = energy();
+  double e = e0;
+  for (int it = 0; it < iterations; ++it) {
+    // Global: K δ = −∇Ê(x, p) minimizes Ê(·, p) exactly.
+    s.force.setZero();
+    for (size_t t = 0; t < model.terms().size(); ++t)
+      model.terms()[t]->add_force_given(s.x, s.inputs, p[t].data(), s.force);
+    solve_global(model, s);
+    s.x += Points(s.rhs);
+    const double e_global = energy();
+    EXPECT_LE(e_global, e + 1e-10 * std::abs(e)) << "global step, iteration " << it;
+    local_step();
+    const double e_local = energy();
+    EXPECT_LE(e_local, e_global + 1e-10 * std::abs(e_global)) << "local step, iteration " << it;
+    e = e_local;
+  }
+  return {e0, e};
 }
 
 }  // namespace xpd::test

@@ -19,12 +19,6 @@ namespace {
 
 double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
 
-double total_energy_given(const Model& m, const State& s, const std::vector<std::vector<double>>& p) {
-  double e = 0;
-  for (size_t t = 0; t < m.terms().size(); ++t) e += m.terms()[t]->energy_given(s.x, s.inputs, p[t].data());
-  return e;
-}
-
 SolverOptions tight(int max_iterations = 20000, bool anderson = true) {
   SolverOptions o;
   o.max_iterations = max_iterations;
@@ -43,26 +37,7 @@ TEST(SolverPd, EnergyNeverIncreasesAcrossLocalAndGlobalSteps) {
     for (int t = 0; t < d.mesh.tets.rows(); t += 5) d.shape_targets.push_back({t, {0.1, 0.02, 0, -0.05, 0, 0.03}});
     const Model model = build_model(d);
     State s = make_state(model);
-    std::vector<std::vector<double>> p = s.projections;
-    auto local_step = [&] {
-      for (size_t t = 0; t < model.terms().size(); ++t) model.terms()[t]->project(s.x, s.inputs, p[t].data());
-    };
-    local_step();
-    double e = total_energy_given(model, s, p);
-    for (int it = 0; it < 30; ++it) {
-      // Global: K δ = −∇Ê(x, p) minimizes Ê(·, p) exactly.
-      s.force.setZero();
-      for (size_t t = 0; t < model.terms().size(); ++t)
-        model.terms()[t]->add_force_given(s.x, s.inputs, p[t].data(), s.force);
-      solve_global(model, s);
-      s.x += Points(s.rhs);
-      const double e_global = total_energy_given(model, s, p);
-      EXPECT_LE(e_global, e + 1e-10 * std::abs(e)) << "global step, iteration " << it;
-      local_step();
-      const double e_local = total_energy_given(model, s, p);
-      EXPECT_LE(e_local, e_global + 1e-10 * std::abs(e_global)) << "local step, iteration " << it;
-      e = e_local;
-    }
+    test::expect_monotone_pd_energy(model, s, 30);
   }
 }
 

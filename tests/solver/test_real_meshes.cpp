@@ -53,12 +53,6 @@ ModelDesc hanging_desc(const TetMesh& mesh, double load = 0.4, unsigned seed = 5
   return d;
 }
 
-double total_energy_given(const Model& m, const State& s, const std::vector<std::vector<double>>& p) {
-  double e = 0;
-  for (size_t t = 0; t < m.terms().size(); ++t) e += m.terms()[t]->energy_given(s.x, s.inputs, p[t].data());
-  return e;
-}
-
 double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
 
 }  // namespace
@@ -73,26 +67,7 @@ TEST(ValidationRealMesh, EnergyNeverIncreasesAcrossLocalAndGlobalSteps) {
     for (int t = 0; t < d.mesh.tets.rows(); t += 3) d.strain_limits.push_back({t, 1e4, 0.95, 1.05});
     const Model model = build_model(d);
     State s = make_state(model);
-    std::vector<std::vector<double>> p = s.projections;
-    auto local_step = [&] {
-      for (size_t t = 0; t < model.terms().size(); ++t) model.terms()[t]->project(s.x, s.inputs, p[t].data());
-    };
-    local_step();
-    double e = total_energy_given(model, s, p);
-    const double e0 = e;
-    for (int it = 0; it < 20; ++it) {
-      s.force.setZero();
-      for (size_t t = 0; t < model.terms().size(); ++t)
-        model.terms()[t]->add_force_given(s.x, s.inputs, p[t].data(), s.force);
-      solve_global(model, s);
-      s.x += Points(s.rhs);
-      const double e_global = total_energy_given(model, s, p);
-      EXPECT_LE(e_global, e + 1e-10 * std::abs(e)) << "global step, iteration " << it;
-      local_step();
-      const double e_local = total_energy_given(model, s, p);
-      EXPECT_LE(e_local, e_global + 1e-10 * std::abs(e_global)) << "local step, iteration " << it;
-      e = e_local;
-    }
+    const auto [e0, e] = test::expect_monotone_pd_energy(model, s, 20);
     EXPECT_LT(e, e0);  // it did move
     EXPECT_GT(max_node_distance(s.x, model.rest_positions()), 0.01 * test::bbox_diagonal(mesh.nodes));
   }

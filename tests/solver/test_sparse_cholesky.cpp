@@ -54,8 +54,9 @@ TEST(SolverCholesky, NotPositiveDefiniteNamesTheColumn) {
       FAIL() << "expected SolverError for " << to_string(backend);
     } catch (const SolverError& e) {
       EXPECT_NE(std::string(e.what()).find("not positive definite"), std::string::npos) << e.what();
-      if (backend == CholeskyBackend::Cholmod)
+      if (backend == CholeskyBackend::Cholmod) {
         EXPECT_NE(std::string(e.what()).find("column 2"), std::string::npos) << e.what();
+      }
     }
   }
 }

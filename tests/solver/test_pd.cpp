@@ -27,6 +27,17 @@ SolverOptions tight(int max_iterations = 20000, bool anderson = true) {
   return o;
 }
 
+// An unattached jittered box integrated by implicit Euler (no loads).
+ModelDesc free_body_desc() {
+  ModelDesc d;
+  d.mesh = test::jittered_box(5);
+  d.mu = {500.0};
+  d.density = 50.0;
+  d.integrator = Integrator::ImplicitEuler;
+  d.time_step = 0.01;
+  return d;
+}
+
 }  // namespace
 
 TEST(SolverPd, EnergyNeverIncreasesAcrossLocalAndGlobalSteps) {
@@ -227,13 +238,7 @@ TEST(SolverPd, ShapeTargetScalesAnUnattachedBodyUniformly) {
 }
 
 TEST(SolverImplicitEuler, ConservesLinearMomentumOfAFreeBody) {
-  ModelDesc d;
-  d.mesh = test::jittered_box(5);
-  d.mu = {500.0};
-  d.density = 50.0;
-  d.integrator = Integrator::ImplicitEuler;
-  d.time_step = 0.01;
-  const Model model = build_model(d);
+  const Model model = build_model(free_body_desc());
   State s = make_state(model);
   std::mt19937 rng(2);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -249,13 +254,7 @@ TEST(SolverImplicitEuler, ConservesLinearMomentumOfAFreeBody) {
 }
 
 TEST(SolverImplicitEuler, EnergyDecaysWithoutExternalForces) {
-  ModelDesc d;
-  d.mesh = test::jittered_box(5);
-  d.mu = {500.0};
-  d.density = 50.0;
-  d.integrator = Integrator::ImplicitEuler;
-  d.time_step = 0.01;
-  const Model model = build_model(d);
+  const Model model = build_model(free_body_desc());
   State s = make_state(model);
   s.x = 1.2 * s.x;  // released from a stretched state
   const auto* coro = model.terms()[0].get();

@@ -56,6 +56,27 @@ double TetTerm::project_add_force(const Points& x, const FrameInputs& in, Points
                                        [&](int k, const Mat3& F) { return project_element(k, F, in); });
 }
 
+double TetTerm::project_add_force_subset(const Points& x, const FrameInputs& in, Points& f,
+                                         const std::vector<int>& elements) const {
+  const auto& e = elements_;
+  double total = 0.0;
+  for (const int k : elements) {
+    const Mat3 F = deformation_gradient(e, k, x);
+    const Mat3 D = F - project_element(k, F, in);
+    const double w = e.weight[static_cast<size_t>(k)];
+    total += 0.5 * w * D.squaredNorm();
+    const Mat3 H = (-w) * (D * e.Dm_inv[static_cast<size_t>(k)].transpose());
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    for (int d = 0; d < 3; ++d) {
+      f(n[1], d) += H(d, 0);
+      f(n[2], d) += H(d, 1);
+      f(n[3], d) += H(d, 2);
+      f(n[0], d) -= H(d, 0) + H(d, 1) + H(d, 2);
+    }
+  }
+  return total;
+}
+
 void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                           bool psd_project) const {
   const auto& e = elements_;

@@ -33,6 +33,14 @@ public:
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
 
+  /// Local step and force over an explicit element list (element-order indices, see elements()),
+  /// serial, in list order: p_k = project_element(k, F_k), f ← f − w_k (F_k − p_k) ∂F_k/∂x.
+  /// Returns Σ_k w_k/2 ||F_k − p_k||² over the list. Used by the collision solver's inner loop,
+  /// which re-projects only the few elements of the collision region (paper 000 Algorithm 1,
+  /// step 4.2); the full-mesh hot path is project_add_force().
+  double project_add_force_subset(const Points& x, const FrameInputs& in, Points& f,
+                                  const std::vector<int>& elements) const;
+
   /// Projection p(F) of element k (local step for one element).
   virtual Mat3 project_element(int k, const Mat3& F, const FrameInputs& in) const = 0;
   /// Hessian ∂²ψ/∂F² of the density ψ(F) = ||F − p(F)||² (not PSD-projected), 9×9 acting on

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 #include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
 #include <xpd/solver/schur.hpp>
 
 extern "C" {
@@ -74,6 +75,7 @@ struct SchurFactorization::Impl {
   SchurOptions options;
   SchurStats stats;
   SchurSolveMethod last_method = SchurSolveMethod::dense_refactor;
+  SchurSolveTimings last_timings;
 
   Eigen::MatrixXd sigma;      // Σ, full symmetric
   Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
@@ -301,16 +303,20 @@ struct SchurFactorization::Impl {
   }
 
   // H u2 = g with H = L22 L22ᵀ = Σ (no proxies).
-  Eigen::MatrixXd solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g) const {
+  Eigen::MatrixXd solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g) {
+    PhaseTimer pt;
     Eigen::MatrixXd u = rows_to_factor(g);
     const int r = static_cast<int>(u.cols());
     int info = 0;
     if (m > 0 && r > 0) dpotrs_("L", &m, &r, l22.data(), &m, u.data(), &m, &info);
-    return rows_to_region(u);
+    Eigen::MatrixXd out = rows_to_region(u);
+    pt.lap(last_timings.solve);
+    return out;
   }
 
   Eigen::MatrixXd solve_refactor(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g) {
     // H (lower) = Σ (lower) + Σ_j c_j w_j w_jᵀ, then dpotrf/dpotrs.
+    PhaseTimer pt;
     if (h_work.rows() != m) h_work.resize(m, m);
     for (int j = 0; j < m; ++j)
       std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j,
@@ -322,14 +328,17 @@ struct SchurFactorization::Impl {
           if (ia >= ib)
             h_work(ia, ib) += p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
         }
+    pt.lap(last_timings.update);
     int info = 0;
     dpotrf_("L", &m, h_work.data(), &m, &info);
+    pt.lap(last_timings.factor);
     if (info != 0)
       throw SolverError("Schur collision system: H = Σ + WᵀCW is not positive definite (dpotrf failed at column " +
                         std::to_string(info) + " of m = " + std::to_string(m) + ")");
     Eigen::MatrixXd u = g;
     const int r = static_cast<int>(u.cols());
     if (r > 0) dpotrs_("L", &m, &r, h_work.data(), &m, u.data(), &m, &info);
+    pt.lap(last_timings.solve);
     return u;
   }
 
@@ -340,7 +349,8 @@ struct SchurFactorization::Impl {
   // Equal to Σ⁻¹ g − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ W Σ⁻¹ g; memory traffic m q + m²/2 doubles instead of
   // m²/2 + 6 m k for the explicit Z = Σ⁻¹Wᵀ.
   Eigen::MatrixXd solve_woodbury(const std::vector<SchurProxy>& proxies,
-                                 const Eigen::Ref<const Eigen::MatrixXd>& g) const {
+                                 const Eigen::Ref<const Eigen::MatrixXd>& g) {
+    PhaseTimer pt;
     const int k = static_cast<int>(proxies.size());
     const int r = static_cast<int>(g.cols());
     const Eigen::MatrixXd gc = g;  // contiguous, leading dimension m
@@ -390,8 +400,10 @@ struct SchurFactorization::Impl {
       for (int a = 0; a < 4; ++a)
         t.row(i) += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
                     v_n.row(local[static_cast<size_t>(i)][static_cast<size_t>(a)]);
+    pt.lap(last_timings.update);
     int info = 0;
     dpotrf_("L", &k, s.data(), &k, &info);
+    pt.lap(last_timings.factor);
     if (info != 0)
       throw SolverError("Schur collision system: Woodbury capacitance C⁻¹ + WΣ⁻¹Wᵀ is not positive definite (k = " +
                         std::to_string(k) + ")");
@@ -405,6 +417,7 @@ struct SchurFactorization::Impl {
     Eigen::MatrixXd u(m, r);
     const double one = 1.0, zero = 0.0;
     dsymm_("L", "L", &m, &r, &one, sigma_inv.data(), &m, h.data(), &m, &zero, u.data(), &m);
+    pt.lap(last_timings.solve);
     return u;
   }
 };
@@ -512,6 +525,7 @@ const SchurStats& SchurFactorization::stats() const { return impl_->stats; }
 const Eigen::MatrixXd& SchurFactorization::schur_complement() const { return impl_->sigma; }
 const Eigen::MatrixXd& SchurFactorization::schur_factor() const { return impl_->l22; }
 SchurSolveMethod SchurFactorization::last_method() const { return impl_->last_method; }
+const SchurSolveTimings& SchurFactorization::last_timings() const { return impl_->last_timings; }
 
 Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd>& f) {
   Impl& d = *impl_;
@@ -615,6 +629,7 @@ Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<Sch
                                                            const Eigen::Ref<const Eigen::MatrixXd>& g,
                                                            SchurSolveMethod method) {
   Impl& d = *impl_;
+  d.last_timings = {};
   if (g.rows() != d.m)
     throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) +
                       " rows, expected m = " + std::to_string(d.m));

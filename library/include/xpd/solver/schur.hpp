@@ -75,6 +75,13 @@ struct SchurStats {
   std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
 };
 
+/// Wall time (ms) of the phases of the last solve_collision_system() call (paper 000 Figure 4 rows).
+struct SchurSolveTimings {
+  double update = 0;  ///< dense_refactor: copy Σ, scatter WᵀCW; woodbury: gather Σ⁻¹[N, N], build S
+  double factor = 0;  ///< dense_refactor: dpotrf of H (m × m); woodbury: dpotrf of S (k × k)
+  double solve = 0;   ///< triangular solves / the Σ⁻¹ product
+};
+
 /// Partial Cholesky / Schur-complement factorization of an SPD matrix with a trailing region.
 ///
 /// Phased use (one Model-like object per topology):
@@ -171,6 +178,8 @@ class SchurFactorization {
 
   /// The method actually used by the last solve_collision_system() call.
   SchurSolveMethod last_method() const;
+  /// Phase timings of the last solve_collision_system() call.
+  const SchurSolveTimings& last_timings() const;
 
  private:
   struct Impl;

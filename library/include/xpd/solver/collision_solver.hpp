@@ -1,0 +1,136 @@
+#pragma once
+// Collision-aware Projective Dynamics: penalty springs on collision proxies solved in the Schur
+// complement of the collision-safe region, with a nested inner loop (Wang et al. 2021, paper 000
+// §4.2-§4.4 and Algorithm 1; thesis §4.4 and Appendix B), plus the baselines the paper compares to.
+//
+// Partition. The region proxies (collision/contact.hpp ProxySet, indices `region`) live in tets
+// whose nodes form x2 (m nodes); x1 is the rest. Elements of the model's tet terms whose four nodes
+// all lie in x2 form E_β (their forces touch x2 only); every other term is E_α. One CHOLMOD
+// factorization of the unchanged PD matrix K, ordered x1 first and x2 last (solver/schur.hpp),
+// gives Σ = K22 − K21 K11⁻¹ K12 and the partial substitutions.
+//
+// Collision energy. Every active proxy p (a contact from the detector) adds c/2 ||W_p x − t_p||²
+// with t_p its projection onto free space (the PD projection of the non-penetration constraint),
+// so the global matrix becomes K + Wᵀ C W, which only changes the x2 block: H = Σ + C22. A proxy
+// once active keeps its spring for the rest of the frame (CollisionOptions::keep_active_in_frame),
+// with target = its own position while out of contact.
+//
+// One outer iteration (schur method), with f = f(x) the forces of all terms at x (no collision):
+//   1.  forward: y1 = L11⁻¹ f1, g2 = f2 − K21 K11⁻¹ f1                      (Algorithm 1 steps 1-3)
+//   2.  g_α = g2 − f_β(x)    (the E_β forces are recomputed in the inner loop; App. B bookkeeping)
+//   3.  for j = 1 … J:                                                         (step 4)
+//         contacts at x (j = 1: the detection of the previous evaluation)     (4.1)
+//         f_β = forces of E_β at x with fresh projections (R_β)                (4.2)
+//         g = g_α + f_β + f_col(x2),  H = Σ + C22(contacts)                    (4.3, 4.4)
+//         solve H u2 = g (dense refactor or Woodbury), x2 += u2                (4.5, 4.6)
+//         g_α −= Σ_α u2, with Σ_α u2 = Σ u2 − A22^(β) u2 = (g − C22 u2) − A22^(β) u2   (4.7)
+//   4.  backward: u1 = L11⁻ᵀ (y1 − L21ᵀ Σ_j u2_j), x1 += u1                    (step 5)
+// With J = 1 this is exactly the solve of (K + WᵀCW) δ = f + f_col (baseline a). The E_β forces
+// depend on x2 only, so changing R_β never touches f1 and y1 stays valid; Σ_α u2 is the change of
+// the α residual when x2 moves by u2 and x1 follows its optimum (eq. 23).
+//
+// An iteration without any active contact takes the plain PD path (one solve with the model's own
+// factor), so a scene that never collides gives the collision-free result bit for bit.
+#include <xpd/collision/contact.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/schur.hpp>
+#include <xpd/solver/state.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xpd {
+
+/// How the global step with penalty springs is solved.
+enum class CollisionMethod {
+  schur,                ///< Algorithm 1: Schur complement of x2, nested inner loop (default)
+  full_refactor,        ///< baseline (a): WᵀCW added to the sparse K, CHOLMOD numeric refactor every iteration
+  projective_skinning,  ///< baseline (b), paper 000 §5.4: K + Σ_region c w wᵀ prefactored once; inactive
+                        ///< proxies target their current position (zero force, but stiffness in the matrix)
+  pcg,                  ///< baseline (c), paper 000 §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
+};
+
+/// "schur", "full_refactor", "projective_skinning", "pcg".
+std::string to_string(CollisionMethod method);
+/// Inverse of to_string; throws Error on an unknown name.
+CollisionMethod collision_method_from_string(const std::string& name);
+
+struct CollisionOptions {
+  double stiffness = 0;      ///< penalty stiffness c per active proxy [N/m], > 0
+  int inner_iterations = 1;  ///< J ≥ 1: inner iterations per outer iteration (schur method)
+  CollisionMethod method = CollisionMethod::schur;
+  SchurSolveMethod schur_solve = SchurSolveMethod::automatic;  ///< H u2 = g: dense refactor or Woodbury
+  SchurOptions schur;         ///< dense memory budget etc. (precompute_inverse is set as needed)
+  int pcg_iterations = 100;   ///< baseline (c): fixed number of PCG iterations per global step
+  /// true: a proxy found in contact keeps its spring in the matrix for the rest of the frame; while
+  /// it is out of contact its target is its current position (zero force, so nothing sticks). This
+  /// keeps the matrix from switching back and forth at proxies on the contact boundary, where a
+  /// per-detection active set can cycle forever. false: springs = the contacts of the last detection.
+  bool keep_active_in_frame = true;
+  /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
+  /// factor (bitwise the collision-free step). false (tests): always the method's own path.
+  bool plain_path_without_contacts = true;
+};
+
+/// Per-frame timings of the collision phases [ms] (paper 000 Figure 4 rows).
+struct CollisionTimings {
+  double detect = 0;        ///< collision detection (every outer and inner iteration)
+  double local_beta = 0;    ///< E_β local step + forces in the inner loop
+  double schur_update = 0;  ///< contact constraints into H (dense scatter) or the Woodbury gathers
+  double schur_factor = 0;  ///< dense Cholesky of H (or of the k × k Woodbury capacitance)
+  double schur_solve = 0;   ///< triangular solves / Σ⁻¹ product of the reduced system
+  double forward = 0;       ///< partial forward substitution
+  double backward = 0;      ///< partial backward substitution
+  double refactor = 0;      ///< baseline (a): sparse numeric refactorization
+  double pcg = 0;           ///< baseline (c): PCG iterations
+};
+
+struct CollisionFrameStats {
+  FrameStats pd;              ///< energy and residual include the penalty springs; iterations = outer
+  int inner_iterations = 0;   ///< inner iterations done in the frame (all outer iterations)
+  int plain_iterations = 0;   ///< outer iterations that took the plain path (no contact)
+  int active_proxies = 0;     ///< contacts found at the end of the frame
+  double max_penetration = 0; ///< deepest contact depth at the end of the frame [length]
+  CollisionTimings timings_ms;
+};
+
+/// Collision-aware PD solver for one Model. Holds its own x2-last factorization of model.matrix()
+/// (schur) or the baseline's factor; the detector is borrowed and must outlive the solver.
+class CollisionSolver {
+public:
+  /// `proxies`: all proxies of the body; `region`: indices of the proxies of the collision-prone
+  /// region (may be empty: every iteration is plain). The detector must report contacts for region
+  /// proxies only. Throws SolverError on bad indices, a non-positive stiffness or J < 1, and (schur)
+  /// when the region's dense matrices exceed options.schur.dense_memory_budget_bytes.
+  CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region,
+                  ContactDetector& detector, CollisionOptions options);
+  ~CollisionSolver();
+  CollisionSolver(CollisionSolver&&) noexcept;
+  CollisionSolver& operator=(CollisionSolver&&) noexcept;
+
+  const CollisionOptions& options() const;
+  /// The collision-prone nodes x2 (global node indices, region-local order).
+  const std::vector<int>& region_nodes() const;
+  /// Number of E_β elements (over all tet terms).
+  int num_beta_elements() const;
+  /// The Schur factorization (schur method with a non-empty region), else nullptr.
+  const SchurFactorization* schur() const;
+  /// Setup time: factorizations of the method [ms].
+  double setup_ms() const;
+
+  /// Solves one frame (quasistatic equilibrium or one implicit Euler step) with the current inputs,
+  /// starting from state.x; obstacle keyframes are evaluated at `frame`. Convergence as
+  /// pd_solver's step() on the total force f(x) + f_col(x). Anderson options are ignored.
+  CollisionFrameStats step(State& state, const SolverOptions& options, double frame);
+
+  /// Contacts found at the end of the last step (at the final positions).
+  const std::vector<ProxyContact>& contacts() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd

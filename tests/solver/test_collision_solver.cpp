@@ -1,0 +1,305 @@
+// Collision-aware PD (solver/collision_solver.hpp): Algorithm 1 against its oracles — the full
+// sparse refactorization with the springs (baseline a), the plain PD iteration when nothing
+// collides, and the equilibrium reached by the other baselines.
+#include <xpd/collision/contact.hpp>
+#include <xpd/collision/obstacles.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/collision_solver.hpp>
+
+#include "pd_fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace xpd {
+namespace {
+
+// Node proxies: each node bound to its first incident tet with weight 1 in its slot.
+ProxySet node_proxies(const TetMesh& mesh, const std::vector<int>& nodes) {
+  ProxySet p;
+  p.tet.resize(nodes.size());
+  p.weights = BarycentricWeights::Zero(static_cast<Eigen::Index>(nodes.size()), 4);
+  p.rest.resize(static_cast<Eigen::Index>(nodes.size()), 3);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    bool found = false;
+    for (Eigen::Index t = 0; t < mesh.tets.rows() && !found; ++t)
+      for (int a = 0; a < 4 && !found; ++a)
+        if (mesh.tets(t, a) == nodes[i]) {
+          p.tet[i] = static_cast<int>(t);
+          p.weights(static_cast<Eigen::Index>(i), a) = 1.0;
+          found = true;
+        }
+    p.rest.row(static_cast<Eigen::Index>(i)) = mesh.nodes.row(nodes[i]);
+  }
+  return p;
+}
+
+// Obstacle contacts of the region proxies (an independent, minimal detector for these tests).
+class ObstacleDetector final : public ContactDetector {
+public:
+  ObstacleDetector(std::vector<Obstacle> obstacles, const ProxySet& proxies, const Tets& tets, std::vector<int> region)
+      : obstacles_(std::move(obstacles)), proxies_(proxies), tets_(tets), region_(std::move(region)) {}
+  void detect(const Points& x, double frame, std::vector<ProxyContact>& out) override {
+    ++calls;
+    out.clear();
+    const Points pos = proxy_positions(proxies_, tets_, x, region_);
+    for (const Contact& c : find_contacts(obstacles_, frame, pos, 0.0)) {
+      ProxyContact pc;
+      pc.proxy = region_[static_cast<size_t>(c.proxy)];
+      pc.target = c.target;
+      pc.normal = c.normal;
+      pc.depth = std::max(0.0, c.depth);
+      pc.other = c.obstacle;
+      out.push_back(pc);
+    }
+    std::sort(out.begin(), out.end(), [](const ProxyContact& a, const ProxyContact& b) { return a.proxy < b.proxy; });
+  }
+  std::vector<Obstacle> obstacles_;
+  int calls = 0;
+
+private:
+  const ProxySet& proxies_;
+  const Tets& tets_;
+  std::vector<int> region_;
+};
+
+// A slab [0,1]×[0,1]×[0,0.5] (nodes n×n×(n/2+1)), bottom attached, top-face nodes as proxies,
+// pressed by a sphere from above.
+struct SlabCase {
+  TetMesh mesh;
+  ModelDesc desc;
+  Model model;
+  ProxySet proxies;
+  std::vector<int> region;
+  std::unique_ptr<ObstacleDetector> detector;
+
+  explicit SlabCase(int n = 9, double sphere_z = 0.85, Integrator integ = Integrator::Quasistatic) {
+    mesh = make_box(n, n, n / 2 + 1, Vec3::Zero(), Vec3(1.0, 1.0, 0.5));
+    desc.mesh = mesh;
+    desc.mu = {1e4};
+    desc.integrator = integ;
+    desc.time_step = 0.01;
+    test::attach_min_face(desc, 2, 1e7);
+    model = build_model(desc);
+    std::vector<int> top;
+    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)
+      if (mesh.nodes(i, 2) > 0.5 - 1e-9) top.push_back(static_cast<int>(i));
+    proxies = node_proxies(mesh, top);
+    for (int i = 0; i < proxies.size(); ++i) region.push_back(i);
+    detector = std::make_unique<ObstacleDetector>(
+        std::vector<Obstacle>{Obstacle{Sphere{Vec3(0.5, 0.5, sphere_z), 0.4}, {}}}, proxies, model.tets(), region);
+  }
+  CollisionSolver solver(CollisionOptions o) { return CollisionSolver(model, proxies, region, *detector, o); }
+};
+
+double max_row_diff(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
+
+CollisionOptions options(CollisionMethod m, SchurSolveMethod s = SchurSolveMethod::automatic, int inner = 1) {
+  CollisionOptions o;
+  o.stiffness = 1e5;
+  o.method = m;
+  o.schur_solve = s;
+  o.inner_iterations = inner;
+  return o;
+}
+
+SolverOptions iterations(int k, double tol = 0.0) {
+  SolverOptions so;
+  so.max_iterations = k;
+  so.rel_tolerance = tol;
+  return so;
+}
+
+TEST(CollisionSolver, RegionIsTheNodesOfTheProxyTetsAndBetaElementsLieInIt) {
+  SlabCase c;
+  CollisionSolver s = c.solver(options(CollisionMethod::schur));
+  const auto& x2 = s.region_nodes();
+  std::vector<int> expected;
+  for (int p = 0; p < c.proxies.size(); ++p)
+    for (int a = 0; a < 4; ++a) expected.push_back(c.mesh.tets(c.proxies.tet[static_cast<size_t>(p)], a));
+  std::sort(expected.begin(), expected.end());
+  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+  EXPECT_EQ(x2, expected);
+  EXPECT_GT(s.num_beta_elements(), 0);
+  ASSERT_NE(s.schur(), nullptr);
+  EXPECT_EQ(s.schur()->m(), static_cast<int>(x2.size()));
+}
+
+// One outer iteration with J = 1 solves (K + WᵀCW) δ = f + f_col exactly: dense refactor, Woodbury
+// and the full sparse refactorization (baseline a) agree.
+TEST(CollisionSolver, OneInnerIterationEqualsFullRefactorizationStep) {
+  SlabCase c;
+  Points results[3];
+  const CollisionOptions opts[3] = {options(CollisionMethod::schur, SchurSolveMethod::dense_refactor),
+                                    options(CollisionMethod::schur, SchurSolveMethod::woodbury),
+                                    options(CollisionMethod::full_refactor)};
+  int active = 0;
+  for (int i = 0; i < 3; ++i) {
+    CollisionSolver s = c.solver(opts[i]);
+    State st = make_state(c.model);
+    const CollisionFrameStats fs = s.step(st, iterations(1), 1.0);
+    EXPECT_EQ(fs.pd.iterations, 1);
+    EXPECT_EQ(fs.plain_iterations, 0);
+    active = fs.active_proxies;
+    results[i] = st.x;
+  }
+  EXPECT_GT(active, 0);
+  const double scale = (results[2] - c.mesh.nodes).cwiseAbs().maxCoeff();
+  ASSERT_GT(scale, 1e-3);
+  for (int i = 0; i < 2; ++i) {
+    const double err = max_row_diff(results[i], results[2]) / scale;
+    test::report(i == 0 ? "dense refactor vs baseline (a)" : "woodbury vs baseline (a)", err, 1e-8);
+    EXPECT_LT(err, 1e-8) << i;
+  }
+}
+
+// Without contacts, the Schur path (forced) is the plain PD iteration up to round-off, and the
+// default plain path is the collision-free step bit for bit.
+TEST(CollisionSolver, WithoutContactsEqualsPlainPd) {
+  SlabCase c(9, 5.0);  // sphere far above: no contact
+  ModelDesc loaded = c.desc;
+  loaded.gravity = Vec3(0, 0, -30.0);
+  Model model = build_model(loaded);
+  // Forced Schur path, one iteration.
+  CollisionOptions forced = options(CollisionMethod::schur);
+  forced.plain_path_without_contacts = false;
+  CollisionSolver s(model, c.proxies, c.region, *c.detector, forced);
+  State a = make_state(model), b = make_state(model);
+  s.step(a, iterations(1), 1.0);
+  step(model, b, iterations(1));
+  const double scale = (b.x - model.rest_positions()).cwiseAbs().maxCoeff();
+  ASSERT_GT(scale, 1e-6);
+  const double err = max_row_diff(a.x, b.x) / scale;
+  test::report("forced Schur iteration vs plain PD", err, 1e-10);
+  EXPECT_LT(err, 1e-10);
+  // Default: plain path, whole frame, bitwise.
+  CollisionSolver p(model, c.proxies, c.region, *c.detector, options(CollisionMethod::schur));
+  State x = make_state(model), y = make_state(model);
+  SolverOptions so;
+  so.max_iterations = 30;
+  const CollisionFrameStats cs = p.step(x, so, 1.0);
+  const FrameStats fs = step(model, y, so);
+  EXPECT_EQ(cs.pd.iterations, fs.iterations);
+  EXPECT_EQ(cs.plain_iterations, cs.pd.iterations);
+  EXPECT_EQ(cs.active_proxies, 0);
+  EXPECT_TRUE((x.x.array() == y.x.array()).all()) << "plain path must be bitwise the collision-free step";
+}
+
+// An empty region: every iteration is plain, bitwise the collision-free step.
+TEST(CollisionSolver, EmptyRegionIsBitwisePlain) {
+  SlabCase c;
+  ModelDesc loaded = c.desc;
+  loaded.gravity = Vec3(0, 0, -30.0);
+  Model model = build_model(loaded);
+  ObstacleDetector none({}, c.proxies, model.tets(), {});
+  CollisionSolver s(model, c.proxies, {}, none, options(CollisionMethod::schur));
+  EXPECT_EQ(s.schur(), nullptr);
+  State x = make_state(model), y = make_state(model);
+  s.step(x, iterations(10), 1.0);
+  step(model, y, iterations(10));
+  EXPECT_TRUE((x.x.array() == y.x.array()).all());
+}
+
+// All methods converge to the same penalty equilibrium (a moderate penalty, so that the slowly
+// converging projective-skinning baseline gets there in a test's time).
+TEST(CollisionSolver, MethodsReachTheSameEquilibrium) {
+  SlabCase c;
+  auto opts = [](CollisionMethod m, int inner = 1) {
+    CollisionOptions o = options(m, SchurSolveMethod::automatic, inner);
+    o.stiffness = 1e4;
+    return o;
+  };
+  const SolverOptions so = iterations(3000, 1e-8);
+  CollisionSolver ref = c.solver(opts(CollisionMethod::schur, 3));
+  State r = make_state(c.model);
+  const CollisionFrameStats rs = ref.step(r, so, 1.0);
+  ASSERT_TRUE(rs.pd.converged) << rs.pd.residual;
+  EXPECT_GT(rs.active_proxies, 0);
+  const double scale = (r.x - c.mesh.nodes).cwiseAbs().maxCoeff();
+  for (CollisionMethod m : {CollisionMethod::full_refactor, CollisionMethod::projective_skinning, CollisionMethod::pcg}) {
+    CollisionSolver s = c.solver(opts(m));
+    State st = make_state(c.model);
+    const CollisionFrameStats fs = s.step(st, so, 1.0);
+    EXPECT_TRUE(fs.pd.converged) << to_string(m) << " residual " << fs.pd.residual;
+    const double err = max_row_diff(st.x, r.x) / scale;
+    test::report(("equilibrium " + to_string(m)).c_str(), err, 1e-6);
+    if (test::verbose()) std::printf("  %s: %d iterations\n", to_string(m).c_str(), fs.pd.iterations);
+    EXPECT_LT(err, 1e-6) << to_string(m);
+    EXPECT_EQ(fs.active_proxies, rs.active_proxies) << to_string(m);
+  }
+}
+
+// Inner iterations reduce the residual of the outer iteration.
+TEST(CollisionSolver, InnerIterationsReduceTheResidual) {
+  SlabCase c(9, 0.8);
+  double residual[2];
+  const int inner[2] = {1, 5};
+  for (int i = 0; i < 2; ++i) {
+    CollisionSolver s = c.solver(options(CollisionMethod::schur, SchurSolveMethod::automatic, inner[i]));
+    State st = make_state(c.model);
+    const CollisionFrameStats fs = s.step(st, iterations(2), 1.0);
+    residual[i] = fs.pd.residual;
+    EXPECT_EQ(fs.inner_iterations, 2 * inner[i]);
+  }
+  EXPECT_LT(residual[1], residual[0]);
+}
+
+// Penalty springs release: once the obstacle moves away the body returns to its rest shape.
+TEST(CollisionSolver, ContactsReleaseWhenTheObstacleLeaves) {
+  SlabCase c;
+  c.detector->obstacles_[0].keyframes = {Keyframe{1.0, Vec3::Zero(), Eigen::Quaterniond::Identity()},
+                                         Keyframe{2.0, Vec3(0, 0, 2.0), Eigen::Quaterniond::Identity()}};
+  CollisionSolver s = c.solver(options(CollisionMethod::schur));
+  State st = make_state(c.model);
+  const CollisionFrameStats pressed = s.step(st, iterations(300, 1e-8), 1.0);
+  EXPECT_GT(pressed.active_proxies, 0);
+  EXPECT_GT((st.x - c.mesh.nodes).cwiseAbs().maxCoeff(), 0.02);
+  const CollisionFrameStats released = s.step(st, iterations(300, 1e-8), 2.0);
+  EXPECT_EQ(released.active_proxies, 0);
+  EXPECT_LT((st.x - c.mesh.nodes).cwiseAbs().maxCoeff(), 1e-6);
+}
+
+TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
+  SlabCase c;
+  double depth[2];
+  const double stiffness[2] = {1e4, 1e6};
+  for (int i = 0; i < 2; ++i) {
+    CollisionOptions o = options(CollisionMethod::schur, SchurSolveMethod::automatic, 2);
+    o.stiffness = stiffness[i];
+    CollisionSolver s = c.solver(o);
+    State st = make_state(c.model);
+    const CollisionFrameStats fs = s.step(st, iterations(3000, 1e-6), 1.0);
+    EXPECT_TRUE(fs.pd.converged) << fs.pd.residual << " after " << fs.pd.iterations << " of " << fs.pd.initial_residual << " depth " << fs.max_penetration;
+    depth[i] = fs.max_penetration;
+  }
+  EXPECT_GT(depth[0], 0.0);
+  EXPECT_LT(depth[1], 0.05 * depth[0]);
+}
+
+TEST(CollisionSolver, GuardsAndBudget) {
+  SlabCase c;
+  CollisionOptions bad = options(CollisionMethod::schur);
+  bad.stiffness = 0;
+  EXPECT_THROW(c.solver(bad), SolverError);
+  bad = options(CollisionMethod::schur);
+  bad.inner_iterations = 0;
+  EXPECT_THROW(c.solver(bad), SolverError);
+  CollisionOptions tiny = options(CollisionMethod::schur);
+  tiny.schur.dense_memory_budget_bytes = 1000;
+  try {
+    c.solver(tiny);
+    FAIL() << "over-budget region accepted";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CollisionSolver(c.model, c.proxies, {static_cast<int>(c.proxies.size())}, *c.detector,
+                               options(CollisionMethod::schur)),
+               SolverError);
+  EXPECT_EQ(collision_method_from_string("pcg"), CollisionMethod::pcg);
+  EXPECT_THROW(collision_method_from_string("magic"), Error);
+}
+
+}  // namespace
+}  // namespace xpd

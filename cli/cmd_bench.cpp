@@ -24,6 +24,7 @@ void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* bench = app.add_subcommand("bench", "Scenario benchmarks");
   bench->require_subcommand(1);
+  add_bench_collisions_command(*bench);
   CLI::App* core = bench->add_subcommand("core", "One plain PD iteration vs. CHOLMOD's 3-RHS solve on box:N");
   core->add_option("--box", o->box, "Nodes per side of the box mesh (box:48 = 110,592 nodes)")
       ->check(CLI::Range(3, 200));

@@ -8,6 +8,8 @@ void add_info_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+/// `bench collisions`, registered on the `bench` subcommand.
+void add_bench_collisions_command(CLI::App& bench);
 void add_view_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 

@@ -363,6 +363,10 @@ CollisionSolver::CollisionSolver(CollisionSolver&&) noexcept = default;
 CollisionSolver& CollisionSolver::operator=(CollisionSolver&&) noexcept = default;
 
 const CollisionOptions& CollisionSolver::options() const { return impl_->opt; }
+void CollisionSolver::set_inner_iterations(int j) {
+  if (j < 1) throw SolverError(fmt::format("collision: inner_iterations must be >= 1 (got {})", j));
+  impl_->opt.inner_iterations = j;
+}
 const std::vector<int>& CollisionSolver::region_nodes() const { return impl_->nodes2; }
 int CollisionSolver::num_beta_elements() const { return impl_->num_beta; }
 const SchurFactorization* CollisionSolver::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }

@@ -111,6 +111,8 @@ public:
   CollisionSolver& operator=(CollisionSolver&&) noexcept;
 
   const CollisionOptions& options() const;
+  /// Changes J (≥ 1) for the next steps; no refactorization.
+  void set_inner_iterations(int inner_iterations);
   /// The collision-prone nodes x2 (global node indices, region-local order).
   const std::vector<int>& region_nodes() const;
   /// Number of E_β elements (over all tet terms).

@@ -1,0 +1,219 @@
+#include <xpd/solver/bench_collisions.hpp>
+
+#include <xpd/collision/obstacles.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <memory>
+#include <tbb/global_control.h>
+
+namespace xpd {
+
+namespace {
+
+// Obstacle contacts of the region proxies.
+class SphereDetector final : public ContactDetector {
+public:
+  SphereDetector(Obstacle obstacle, const ProxySet& proxies, const Tets& tets, std::vector<int> region)
+      : obstacles_{std::move(obstacle)}, proxies_(proxies), tets_(tets), region_(std::move(region)) {}
+  void detect(const Points& x, double frame, std::vector<ProxyContact>& out) override {
+    out.clear();
+    const Points pos = proxy_positions(proxies_, tets_, x, region_);
+    for (const Contact& c : find_contacts(obstacles_, frame, pos, 0.0)) {
+      ProxyContact pc;
+      pc.proxy = region_[static_cast<size_t>(c.proxy)];
+      pc.target = c.target;
+      pc.normal = c.normal;
+      pc.depth = std::max(0.0, c.depth);
+      pc.other = c.obstacle;
+      out.push_back(pc);
+    }
+    std::sort(out.begin(), out.end(), [](const ProxyContact& a, const ProxyContact& b) { return a.proxy < b.proxy; });
+  }
+
+private:
+  std::vector<Obstacle> obstacles_;
+  const ProxySet& proxies_;
+  const Tets& tets_;
+  std::vector<int> region_;
+};
+
+void add_scaled(CollisionTimings& a, const CollisionTimings& b, double s) {
+  a.detect += s * b.detect;
+  a.local_beta += s * b.local_beta;
+  a.schur_update += s * b.schur_update;
+  a.schur_factor += s * b.schur_factor;
+  a.schur_solve += s * b.schur_solve;
+  a.forward += s * b.forward;
+  a.backward += s * b.backward;
+  a.refactor += s * b.refactor;
+  a.pcg += s * b.pcg;
+}
+
+std::string timings_json(const CollisionTimings& t) {
+  return fmt::format(
+      "{{\"detect\": {:.3f}, \"local_beta\": {:.3f}, \"schur_update\": {:.3f}, \"schur_factor\": {:.3f}, "
+      "\"schur_solve\": {:.3f}, \"forward\": {:.3f}, \"backward\": {:.3f}}}",
+      t.detect, t.local_beta, t.schur_update, t.schur_factor, t.schur_solve, t.forward, t.backward);
+}
+
+}  // namespace
+
+std::string CollisionBenchResult::to_json() const {
+  return fmt::format(
+      "{{\"box\": {}, \"nodes\": {}, \"tets\": {}, \"threads\": {}, \"proxies\": {}, \"collision_nodes\": {}, "
+      "\"active_proxies\": {}, \"active_fraction\": {:.4f}, \"beta_elements\": {}, \"schur_solve\": \"{}\", "
+      "\"nnz_L\": {:.0f}, \"nnz_L_unconstrained\": {:.0f}, \"factor_ms\": {:.1f}, \"schur_setup_ms\": {:.1f}, "
+      "\"plain_iteration_ms\": {:.3f}, \"outer_1inner_ms\": {:.3f}, \"extra_inner_ms\": {:.3f}, "
+      "\"refactor_iteration_ms\": {:.3f}, \"pcg_iteration_ms\": {:.3f}, "
+      "\"outer_1inner_ratio\": {:.3f}, \"extra_inner_ratio\": {:.3f}, \"refactor_ratio\": {:.3f}, "
+      "\"phases_1inner_ms\": {}, \"pd_phases_1inner_ms\": {{\"local\": {:.3f}, \"rhs\": {:.3f}, \"solve\": {:.3f}, "
+      "\"other\": {:.3f}}}}}",
+      box_n, nodes, tets, threads, proxies, collision_nodes, active_proxies, active_fraction, beta_elements,
+      schur_solve, nnz_L, nnz_L_unconstrained, factor_ms, schur_setup_ms, plain_iteration_ms, outer_1inner_ms,
+      extra_inner_ms, refactor_iteration_ms, pcg_iteration_ms,
+      plain_iteration_ms > 0 ? outer_1inner_ms / plain_iteration_ms : 0.0,
+      plain_iteration_ms > 0 ? extra_inner_ms / plain_iteration_ms : 0.0,
+      outer_1inner_ms > 0 ? refactor_iteration_ms / outer_1inner_ms : 0.0, timings_json(phases_1inner),
+      pd_phases_1inner.local, pd_phases_1inner.rhs, pd_phases_1inner.solve, pd_phases_1inner.other);
+}
+
+CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
+  if (o.box_n < 4 || o.box_n > 1024) throw Error(fmt::format("bench collisions: box size {} outside [4, 1024]", o.box_n));
+  if (o.iterations < 1 || o.refactor_iterations < 0 || o.extra_inner < 1)
+    throw Error("bench collisions: iterations and extra_inner must be >= 1, refactor_iterations >= 0");
+  if (!(o.patch > 0 && o.patch <= 1) || !(o.indent > 0) || !(o.sphere_radius > 0))
+    throw Error("bench collisions: patch must be in (0, 1], indent and sphere_radius > 0");
+  std::unique_ptr<tbb::global_control> control;
+  if (o.threads > 0)
+    control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                    static_cast<size_t>(o.threads));
+  CollisionBenchResult r;
+  const int N = o.box_n;
+  r.box_n = N;
+  r.threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  ModelDesc d;
+  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  d.density = 1000.0;
+  for (int i = 0; i < N * N; ++i)  // bottom layer z = 0
+    d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  r.nodes = d.mesh.nodes.rows();
+  r.tets = d.mesh.tets.rows();
+  const Model model = build_model(d);
+  r.factor_ms = model.factor().info().factorize_ms;
+  r.nnz_L_unconstrained = model.factor().info().nnz_L;
+
+  // Proxies: top-face nodes (z = 1) in the central patch, each bound to one incident tet.
+  const double half = 0.5 * o.patch + 1e-9;
+  std::vector<int> tet_of(static_cast<size_t>(r.nodes), -1), slot_of(static_cast<size_t>(r.nodes), -1);
+  for (Eigen::Index t = model.num_tets() - 1; t >= 0; --t)  // lowest incident tet wins
+    for (int a = 0; a < 4; ++a) {
+      tet_of[static_cast<size_t>(model.tets()(t, a))] = static_cast<int>(t);
+      slot_of[static_cast<size_t>(model.tets()(t, a))] = a;
+    }
+  ProxySet proxies;
+  std::vector<int> top;
+  for (Eigen::Index i = 0; i < r.nodes; ++i) {
+    const Vec3 p = d.mesh.nodes.row(i).transpose();
+    if (p.z() > 1.0 - 1e-9 && std::abs(p.x() - 0.5) <= half && std::abs(p.y() - 0.5) <= half)
+      top.push_back(static_cast<int>(i));
+  }
+  proxies.tet.resize(top.size());
+  proxies.weights = BarycentricWeights::Zero(static_cast<Eigen::Index>(top.size()), 4);
+  proxies.rest.resize(static_cast<Eigen::Index>(top.size()), 3);
+  for (size_t k = 0; k < top.size(); ++k) {
+    proxies.tet[k] = tet_of[static_cast<size_t>(top[k])];
+    proxies.weights(static_cast<Eigen::Index>(k), slot_of[static_cast<size_t>(top[k])]) = 1.0;
+    proxies.rest.row(static_cast<Eigen::Index>(k)) = d.mesh.nodes.row(top[k]);
+  }
+  std::vector<int> region(top.size());
+  for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);
+  r.proxies = static_cast<int>(top.size());
+  SphereDetector detector(Obstacle{Sphere{Vec3(0.5, 0.5, 1.0 + o.sphere_radius - o.indent), o.sphere_radius}, {}},
+                          proxies, model.tets(), region);
+
+  CollisionOptions co;
+  co.stiffness = 1e4 * 100.0 / (N - 1);  // 100 μ h: stiff against the elements it pushes
+  co.schur_solve = o.schur_solve;
+  Timer ts;
+  CollisionSolver schur(model, proxies, region, detector, co);
+  r.schur_setup_ms = ts.elapsed_ms();
+  r.collision_nodes = static_cast<int>(schur.region_nodes().size());
+  r.beta_elements = schur.num_beta_elements();
+  r.nnz_L = schur.schur() ? schur.schur()->stats().nnz_L : 0.0;
+
+  // A pressed state: a few outer iterations with J = 2 from rest.
+  State pressed = make_state(model);
+  SolverOptions warm;
+  warm.max_iterations = 6;
+  warm.rel_tolerance = 0.0;
+  schur.set_inner_iterations(2);
+  schur.step(pressed, warm, 1.0);
+  r.active_proxies = static_cast<int>(schur.contacts().size());
+  r.active_fraction = r.proxies > 0 ? static_cast<double>(r.active_proxies) / r.proxies : 0.0;
+
+  SolverOptions measure;
+  measure.max_iterations = o.iterations;
+  measure.rel_tolerance = 0.0;
+  // Plain PD iterations (no collision handling) from the same state.
+  {
+    State s = pressed;
+    const FrameStats fs = step(model, s, measure);
+    r.plain_iteration_ms = fs.wall_ms / fs.iterations;
+  }
+  // Algorithm 1 with J = 1 and J = 1 + extra_inner.
+  double wall_1 = 0, wall_j = 0;
+  {
+    State s = pressed;
+    schur.set_inner_iterations(1);
+    const CollisionFrameStats cs = schur.step(s, measure, 1.0);
+    wall_1 = cs.pd.wall_ms / cs.pd.iterations;
+    r.outer_1inner_ms = wall_1;
+    add_scaled(r.phases_1inner, cs.timings_ms, 1.0 / cs.pd.iterations);
+    r.pd_phases_1inner.local = cs.pd.timings_ms.local / cs.pd.iterations;
+    r.pd_phases_1inner.rhs = cs.pd.timings_ms.rhs / cs.pd.iterations;
+    r.pd_phases_1inner.solve = cs.pd.timings_ms.solve / cs.pd.iterations;
+    r.pd_phases_1inner.other = cs.pd.timings_ms.other / cs.pd.iterations;
+    if (schur.schur()) {
+      const SchurSolveMethod m = schur.schur()->last_method();
+      r.schur_solve = m == SchurSolveMethod::woodbury ? "woodbury" : "dense_refactor";
+    }
+  }
+  {
+    State s = pressed;
+    schur.set_inner_iterations(1 + o.extra_inner);
+    const CollisionFrameStats cs = schur.step(s, measure, 1.0);
+    wall_j = cs.pd.wall_ms / cs.pd.iterations;
+    r.extra_inner_ms = (wall_j - wall_1) / o.extra_inner;
+  }
+  // Baseline (a): springs in the sparse matrix, numeric refactorization per iteration.
+  if (o.refactor_iterations > 0) {
+    CollisionOptions ca = co;
+    ca.method = CollisionMethod::full_refactor;
+    CollisionSolver refactor(model, proxies, region, detector, ca);
+    State s = pressed;
+    SolverOptions so = measure;
+    so.max_iterations = o.refactor_iterations;
+    const CollisionFrameStats cs = refactor.step(s, so, 1.0);
+    r.refactor_iteration_ms = cs.pd.wall_ms / cs.pd.iterations;
+  }
+  // Baseline (c): PCG with a Jacobi preconditioner, 100 iterations per global step.
+  {
+    CollisionOptions cc = co;
+    cc.method = CollisionMethod::pcg;
+    CollisionSolver pcg(model, proxies, region, detector, cc);
+    State s = pressed;
+    SolverOptions so = measure;
+    so.max_iterations = std::min(2, o.iterations);
+    const CollisionFrameStats cs = pcg.step(s, so, 1.0);
+    r.pcg_iteration_ms = cs.pd.wall_ms / cs.pd.iterations;
+  }
+  return r;
+}
+
+}  // namespace xpd

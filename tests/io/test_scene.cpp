@@ -139,7 +139,31 @@ TEST(SceneParse, FullExampleRoundTrips) {
   EXPECT_FALSE(s.outputs.vtu);
   EXPECT_EQ(s.outputs.surface, OutputSettings::Surface::Ply);
   EXPECT_EQ(s.outputs.fields, (std::vector<std::string>{"displacement", "velocity", "material"}));
-  EXPECT_EQ(s.collision, json::parse(R"({"anything": ["is", "kept"], "verbatim": true})"));
+  ASSERT_TRUE(s.collision.has_value());
+  const CollisionSettings& c = *s.collision;
+  EXPECT_EQ(c.proxies, CollisionSettings::Proxies::EmbeddedSurface);
+  EXPECT_EQ(c.region, "top");
+  EXPECT_DOUBLE_EQ(c.stiffness, 5e4);
+  EXPECT_EQ(c.inner_iterations, 3);
+  EXPECT_EQ(c.method, "schur");
+  EXPECT_EQ(c.schur_solve, "woodbury");
+  EXPECT_DOUBLE_EQ(c.memory_budget_mb, 512);
+  EXPECT_DOUBLE_EQ(c.margin, 0.001);
+  EXPECT_TRUE(c.self_collision);
+  EXPECT_DOUBLE_EQ(c.exclusion_radius, 0.05);
+  EXPECT_DOUBLE_EQ(c.sdf_cell_size, 0.01);
+  ASSERT_EQ(c.obstacles.size(), 5u);
+  EXPECT_EQ(c.obstacles[0].type, ObstacleSpec::Type::Plane);
+  EXPECT_TRUE(c.obstacles[0].normal.isApprox(Vec3::UnitZ()));
+  EXPECT_EQ(c.obstacles[1].type, ObstacleSpec::Type::Sphere);
+  ASSERT_EQ(c.obstacles[1].keyframes.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.obstacles[1].keyframes[1].translation.z(), -0.2);
+  EXPECT_EQ(c.obstacles[2].type, ObstacleSpec::Type::Capsule);
+  EXPECT_DOUBLE_EQ(c.obstacles[2].radius, 0.05);
+  EXPECT_EQ(c.obstacles[3].type, ObstacleSpec::Type::Box);
+  EXPECT_DOUBLE_EQ(c.obstacles[3].half_extents.z(), 0.3);
+  EXPECT_EQ(c.obstacles[4].type, ObstacleSpec::Type::Mesh);
+  EXPECT_NE(c.obstacles[4].file.find("tiny_surface.obj"), std::string::npos);
 }
 
 TEST(SceneParse, FullExampleAgainstItsMesh) {
@@ -208,7 +232,7 @@ TEST(SceneParse, MinimalSceneGetsDefaults) {
   EXPECT_TRUE(s.outputs.vtu);
   EXPECT_EQ(s.outputs.surface, OutputSettings::Surface::None);
   EXPECT_EQ(s.outputs.fields, (std::vector<std::string>{"displacement"}));
-  EXPECT_TRUE(s.collision.is_null());
+  EXPECT_FALSE(s.collision.has_value());
 }
 
 TEST(SceneParse, BoxGeneratorForms) {
@@ -541,6 +565,28 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        },
        "/outputs/vtu", "expected a boolean"},
       {"collision not an object", [](json& j) { j["collision"] = 3; }, "/collision", "expected an object"},
+      {"collision unknown key", [](json& j) { j["collision"] = {{"stifness", 1}}; }, "/collision/stifness",
+       "did you mean 'stiffness'"},
+      {"collision stiffness", [](json& j) { j["collision"] = {{"stiffness", -1}}; }, "/collision/stiffness", "> 0"},
+      {"collision inner", [](json& j) { j["collision"] = {{"inner_iterations", 0}}; }, "/collision/inner_iterations",
+       ">= 1"},
+      {"collision method", [](json& j) { j["collision"] = {{"method", "fast"}}; }, "/collision/method", "schur"},
+      {"collision region", [](json& j) { j["collision"] = {{"region", "nowhere"}}; }, "/collision/region",
+       "unknown selection 'nowhere'"},
+      {"collision embedded without surface", [](json& j) { j["collision"] = {{"proxies", "embedded_surface"}}; },
+       "/collision/proxies", "mesh.embedded_surface"},
+      {"obstacle type", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "cone"}}}}}; },
+       "/collision/obstacles/0/type", "sphere"},
+      {"obstacle radius", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 0}}}}}; },
+       "/collision/obstacles/0/radius", "> 0"},
+      {"obstacle plane normal", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "plane"}, {"point", {0, 0, 0}}, {"normal", {0, 0, 0}}}}}}; },
+       "/collision/obstacles/0/normal", "nonzero"},
+      {"obstacle box extents", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "box"}, {"half_extents", {1, 0, 1}}}}}}; },
+       "/collision/obstacles/0/half_extents", "> 0"},
+      {"obstacle mesh file", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "mesh"}, {"file", "missing.obj"}}}}}; },
+       "/collision/obstacles/0/file", "missing.obj"},
+      {"obstacle keyframes order", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 1}, {"keyframes", {{{"frame", 2}}, {{"frame", 1}}}}}}}}; },
+       "/collision/obstacles/0/keyframes/1/frame", "strictly increasing"},
       {"version", [](json& j) { j["version"] = 2; }, "/version", "unsupported scene version 2"},
       {"root not an object", [](json& j) { j = json::array(); }, "", "expected an object"},
   };

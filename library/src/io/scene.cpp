@@ -632,6 +632,92 @@ double Load::scale_at(int frame) const {
   return ramp->scale[k - 1];
 }
 
+// ---- collision ----------------------------------------------------------------------------------
+
+std::vector<Keyframe> parse_keyframes(const JsonReader& keys, const Context& ctx) {
+  std::vector<Keyframe> out;
+  if (!keys.is_array() || keys.size() == 0) keys.fail_type("a non-empty array of keyframes");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const JsonReader key = keys.element(i);
+    out.push_back(parse_keyframe(key, ctx));
+    if (i > 0 && !(out[i].frame > out[i - 1].frame))
+      key.fail_at(key.has("frame") ? "frame" : "time", "keyframes must be in strictly increasing order (frame " +
+                                                           fmt_num(out[i].frame) + " follows frame " +
+                                                           fmt_num(out[i - 1].frame) + ")");
+  }
+  return out;
+}
+
+ObstacleSpec parse_obstacle(const JsonReader& r, const Context& ctx) {
+  r.expect_object();
+  const std::string type = r.child("type").one_of({"plane", "sphere", "capsule", "box", "mesh"});
+  const std::string note = " (for an obstacle of type '" + type + "')";
+  ObstacleSpec o;
+  if (type == "plane") {
+    r.allow_keys({"type", "point", "normal", "keyframes"}, note);
+    o.type = ObstacleSpec::Type::Plane;
+    o.point = r.required<Vec3>("point");
+    o.normal = nonzero_direction(r.child("normal"));
+  } else if (type == "sphere") {
+    r.allow_keys({"type", "center", "radius", "keyframes"}, note);
+    o.type = ObstacleSpec::Type::Sphere;
+    o.center = r.required<Vec3>("center");
+    o.radius = positive(r.child("radius"));
+  } else if (type == "capsule") {
+    r.allow_keys({"type", "a", "b", "radius", "keyframes"}, note);
+    o.type = ObstacleSpec::Type::Capsule;
+    o.a = r.required<Vec3>("a");
+    o.b = r.required<Vec3>("b");
+    o.radius = positive(r.child("radius"));
+  } else if (type == "box") {
+    r.allow_keys({"type", "center", "half_extents", "keyframes"}, note);
+    o.type = ObstacleSpec::Type::Box;
+    o.center = r.optional<Vec3>("center", Vec3::Zero());
+    const JsonReader h = r.child("half_extents");
+    o.half_extents = h.as<Vec3>();
+    if (!(o.half_extents.array() > 0).all()) h.fail("every half extent must be > 0");
+  } else {
+    r.allow_keys({"type", "file", "cell_size", "keyframes"}, note);
+    o.type = ObstacleSpec::Type::Mesh;
+    o.file = ctx.existing_file(r.child("file"));
+    if (const auto c = r.optional_child("cell_size")) o.cell_size = positive(*c);
+  }
+  if (const auto k = r.optional_child("keyframes")) o.keyframes = parse_keyframes(*k, ctx);
+  return o;
+}
+
+CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const MeshSource& mesh) {
+  r.allow_keys({"proxies", "region", "stiffness", "inner_iterations", "method", "schur_solve", "memory_budget_mb",
+                "margin", "self_collision", "obstacles"});
+  CollisionSettings c;
+  if (const auto p = r.optional_child("proxies")) {
+    const std::string v = p->one_of({"surface", "embedded_surface"});
+    c.proxies = v == "surface" ? CollisionSettings::Proxies::Surface : CollisionSettings::Proxies::EmbeddedSurface;
+    if (c.proxies == CollisionSettings::Proxies::EmbeddedSurface && mesh.embedded_surface.empty())
+      p->fail("'embedded_surface' proxies need mesh.embedded_surface");
+  }
+  if (const auto v = r.optional_child("region")) c.region = ctx.selection_ref(*v);
+  if (const auto v = r.optional_child("stiffness")) c.stiffness = positive(*v);
+  if (const auto v = r.optional_child("inner_iterations")) c.inner_iterations = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("method")) c.method = v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"});
+  if (const auto v = r.optional_child("schur_solve")) c.schur_solve = v->one_of({"automatic", "dense_refactor", "woodbury"});
+  if (const auto v = r.optional_child("memory_budget_mb")) c.memory_budget_mb = positive(*v);
+  if (const auto v = r.optional_child("margin")) c.margin = non_negative(*v);
+  if (const auto v = r.optional_child("self_collision")) {
+    if (v->value().is_boolean()) {
+      c.self_collision = v->as<bool>();
+    } else {
+      v->allow_keys({"exclusion_radius", "sdf_cell_size"}, " (self_collision is true, false or an object)");
+      c.self_collision = true;
+      if (const auto e = v->optional_child("exclusion_radius")) c.exclusion_radius = positive(*e);
+      if (const auto e = v->optional_child("sdf_cell_size")) c.sdf_cell_size = positive(*e);
+    }
+  }
+  if (const auto o = r.optional_child("obstacles"))
+    c.obstacles = parse_list<ObstacleSpec>(*o, [&](const JsonReader& e) { return parse_obstacle(e, ctx); });
+  return c;
+}
+
 Scene parse_scene(const nlohmann::json& document, const std::string& name, const std::string& base_dir) {
   Context ctx;
   ctx.file = name;
@@ -659,10 +745,7 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
   if (const auto l = root.optional_child("loads"))
     scene.loads = parse_list<Load>(*l, [&](const JsonReader& r) { return parse_load(r, ctx); });
   if (const auto o = root.optional_child("outputs")) scene.outputs = parse_outputs(*o);
-  if (const auto c = root.optional_child("collision")) {
-    c->expect_object();  // reserved: kept verbatim, not interpreted yet
-    scene.collision = c->value();
-  }
+  if (const auto c = root.optional_child("collision")) scene.collision = parse_collision(*c, ctx, scene.mesh);
   return scene;
 }
 

@@ -106,6 +106,39 @@ struct OutputSettings {
   std::vector<std::string> fields{"displacement"};  ///< per-node/per-tet arrays in the .vtu (see docs)
 };
 
+/// A kinematic obstacle (collision/obstacles.hpp shapes, placed by rigid keyframes; "mesh" is a
+/// closed triangle surface turned into a signed-distance grid).
+struct ObstacleSpec {
+  enum class Type { Plane, Sphere, Capsule, Box, Mesh };
+  Type type = Type::Sphere;
+  Vec3 point = Vec3::Zero();         ///< Plane: a point on it
+  Vec3 normal = Vec3::UnitZ();       ///< Plane: outward normal (unit; the half-space below is solid)
+  Vec3 center = Vec3::Zero();        ///< Sphere: center; Box: center
+  double radius = 0;                 ///< Sphere, Capsule: > 0
+  Vec3 a = Vec3::Zero(), b = Vec3::Zero();  ///< Capsule: segment end points
+  Vec3 half_extents = Vec3::Ones();  ///< Box: half side lengths (> 0), axis-aligned before keyframes
+  std::string file;                  ///< Mesh: closed surface file (resolved)
+  double cell_size = 0;              ///< Mesh: SDF grid cell [length]; 0 = bounding-box diagonal / 64
+  std::vector<Keyframe> keyframes;   ///< rigid motion (empty: fixed)
+};
+
+/// Collision handling (paper 000): proxies, the collision-prone region, penalty springs, detection.
+struct CollisionSettings {
+  enum class Proxies { Surface, EmbeddedSurface };
+  Proxies proxies = Proxies::Surface;  ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface
+  std::string region = "all";          ///< node selection: proxies whose nearest node (largest weight) is in it
+  double stiffness = 0;                ///< penalty per proxy [N/m], > 0; 0 = 100 · max μ · mean edge length
+  int inner_iterations = 1;            ///< J ≥ 1
+  std::string method = "schur";        ///< schur | full_refactor | projective_skinning | pcg
+  std::string schur_solve = "automatic";  ///< automatic | dense_refactor | woodbury
+  double memory_budget_mb = 2048;      ///< dense Schur matrices budget [MiB]
+  double margin = 0;                   ///< obstacle contact margin [length], ≥ 0
+  bool self_collision = false;         ///< rest-pose level-set self-collision of the region
+  double exclusion_radius = 0;         ///< self-collision neighbourhood [length]; 0 = default of the detector
+  double sdf_cell_size = 0;            ///< rest-pose SDF cell [length]; 0 = half the mean edge length
+  std::vector<ObstacleSpec> obstacles;
+};
+
 /// A parsed, validated scene.
 struct Scene {
   std::string file;      ///< the scene's file name (or the name given to parse_scene)
@@ -118,7 +151,7 @@ struct Scene {
   std::vector<Load> loads;
   SolverSettings solver;
   OutputSettings outputs;
-  nlohmann::json collision;  ///< reserved: kept verbatim (an object, or null when absent)
+  std::optional<CollisionSettings> collision;  ///< absent: no collision handling
 };
 
 /// Reads and validates a scene file. Relative paths inside are resolved against the file's

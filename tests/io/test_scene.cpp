@@ -255,6 +255,43 @@ TEST(SceneParse, BoxGeneratorForms) {
   EXPECT_EQ(c.mesh.max, Vec3(2, 3, 4));
 }
 
+// Carving removes the tets whose centroid lies in a carve box and drops unused nodes: a C shape.
+TEST(SceneParse, CarvedBoxGenerator) {
+  json j = {{"mesh", {{"generator", "box"}, {"nodes", {5, 7, 3}}, {"max", {0.4, 0.6, 0.2}},
+                      {"carve", {{{"min", {0.2, 0.2, -1}}, {"max", {1, 0.4, 1}}}}}}},
+            {"materials", {{{"mu", 1}}}}};
+  const Scene s = parse_scene(j, "carve.json", ".");
+  ASSERT_EQ(s.mesh.carve.size(), 1u);
+  const TetMesh full = make_box(5, 7, 3, Vec3::Zero(), Vec3(0.4, 0.6, 0.2));
+  const TetMesh m = build_scene_mesh(s.mesh);
+  // Brute force: tets whose centroid is outside the slot.
+  int kept = 0;
+  for (Eigen::Index t = 0; t < full.tets.rows(); ++t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += full.nodes.row(full.tets(t, a)).transpose() / 4.0;
+    kept += (c.x() >= 0.2 && c.y() >= 0.2 && c.y() <= 0.4) ? 0 : 1;
+  }
+  EXPECT_EQ(m.tets.rows(), kept);
+  EXPECT_LT(m.tets.rows(), full.tets.rows());
+  std::vector<char> used(static_cast<std::size_t>(m.nodes.rows()), 0);
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a) used[static_cast<std::size_t>(m.tets(t, a))] = 1;
+  EXPECT_TRUE(std::all_of(used.begin(), used.end(), [](char u) { return u != 0; }));
+  double volume = 0;
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t) {
+    const Vec3 a = m.nodes.row(m.tets(t, 0)), b = m.nodes.row(m.tets(t, 1)), c = m.nodes.row(m.tets(t, 2)),
+               d = m.nodes.row(m.tets(t, 3));
+    volume += (b - a).cross(c - a).dot(d - a) / 6.0;
+  }
+  // The slot x ∈ [0.2, 0.4], y ∈ [0.2, 0.4]: the carve box's faces lie on cell faces, so whole cells go.
+  EXPECT_NEAR(volume, 0.4 * 0.6 * 0.2 - 0.2 * 0.2 * 0.2, 1e-12);
+  json bad = j;
+  bad["mesh"]["carve"] = {{{"min", {0, 0, 0}}, {"max", {0, 1, 1}}}};
+  EXPECT_THROW(parse_scene(bad, "carve.json", "."), SceneError);
+  bad["mesh"]["carve"] = {{{"min", {-1, -1, -1}}, {"max", {2, 2, 2}}}};
+  EXPECT_THROW(build_scene_mesh(parse_scene(bad, "carve.json", ".").mesh), Error);
+}
+
 TEST(SceneParse, MeshFileIsResolvedAgainstTheSceneDirectory) {
   const Scene s = parse_scene(json::parse(R"({"mesh": {"file": "tiny_surface.obj"}, "materials": [{"mu": 1}]})"),
                               "x.json", scenes_dir());

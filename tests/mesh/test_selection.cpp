@@ -54,6 +54,22 @@ TEST(SceneSelection, BoxSphereHalfSpaceMatchBruteForce) {
   EXPECT_EQ(select_nodes(SphereSelection{Vec3(1, 2, 1), 0}, none, mesh), (std::vector<int>{1 + NX * (2 + NY * 1)}));
 }
 
+TEST(SceneSelection, CapsuleMatchesBruteForce) {
+  const TetMesh mesh = grid();
+  const SelectionMap none;
+  // Segment from (0.5, 1, 1) to (2.5, 1, 1), radius 1: |j − 1|² + |k − 1|² ≤ 1 within the span,
+  // spherical caps beyond it.
+  const CapsuleSelection cap{Vec3(0.5, 1, 1), Vec3(2.5, 1, 1), 1.0};
+  EXPECT_EQ(select_nodes(cap, none, mesh), grid_nodes([](int i, int j, int k) {
+              const double s = std::clamp(i - 0.5, 0.0, 2.0);
+              const double dx = i - (0.5 + s);
+              return dx * dx + (j - 1.0) * (j - 1.0) + (k - 1.0) * (k - 1.0) <= 1.0;
+            }));
+  // a = b is a ball.
+  EXPECT_EQ(select_nodes(CapsuleSelection{Vec3(2, 1.5, 1), Vec3(2, 1.5, 1), 1.2}, none, mesh),
+            select_nodes(SphereSelection{Vec3(2, 1.5, 1), 1.2}, none, mesh));
+}
+
 TEST(SceneSelection, SurfacePatches) {
   const TetMesh mesh = grid();
   SelectionMap named;

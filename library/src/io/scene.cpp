@@ -148,10 +148,20 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     r.allow_keys({"file", "embedded_surface", "fix_orientation"}, " (for a mesh file)");
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
+  } else if (r.child("generator").one_of({"box", "lattice"}) == "lattice") {
+    r.allow_keys({"generator", "surface", "resolution", "cell_size", "embedded_surface"}, " (for the lattice generator)");
+    m.kind = MeshSource::Kind::Lattice;
+    m.surface = ctx.existing_file(r.child("surface"));
+    if (r.has("resolution") && r.has("cell_size")) r.fail("give at most one of 'resolution' and 'cell_size'");
+    if (const auto v = r.optional_child("resolution")) {
+      m.resolution = int_at_least(*v, 2);
+      if (m.resolution > 1024) v->fail("must be <= 1024, got " + std::to_string(m.resolution));
+    }
+    if (const auto v = r.optional_child("cell_size")) m.cell_size = positive(*v);
+    m.embedded_surface = m.surface;  // the surface rides in its lattice unless another one is given
   } else {
-    r.allow_keys({"generator", "nodes", "min", "max", "embedded_surface", "fix_orientation"},
+    r.allow_keys({"generator", "nodes", "min", "max", "carve", "embedded_surface", "fix_orientation"},
                  " (for the box generator)");
-    r.child("generator").one_of({"box"});
     m.kind = MeshSource::Kind::Box;
     const JsonReader nodes = r.child("nodes");
     if (nodes.is_array()) {
@@ -169,6 +179,16 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.max = r.optional<Vec3>("max", m.min + default_box_extent(m.nodes));
     if (!(m.min.array() < m.max.array()).all())
       r.fail_at(r.has("max") ? "max" : "min", "box max must exceed min in every component");
+    if (const auto c = r.optional_child("carve")) {
+      if (!c->is_array() || c->size() == 0) c->fail_type("a non-empty array of boxes {min, max}");
+      for (std::size_t i = 0; i < c->size(); ++i) {
+        const JsonReader b = c->element(i);
+        b.allow_keys({"min", "max"});
+        const Vec3 lo = b.required<Vec3>("min"), hi = b.required<Vec3>("max");
+        if (!(lo.array() < hi.array()).all()) b.fail_at("max", "carve box max must exceed min in every component");
+        m.carve.push_back({lo, hi});
+      }
+    }
   }
   if (const auto s = r.optional_child("embedded_surface")) m.embedded_surface = ctx.existing_file(*s);
   m.fix_orientation = r.optional<bool>("fix_orientation", false);
@@ -198,7 +218,7 @@ std::vector<int> read_index_file(const JsonReader& r, const std::string& path) {
 Selection parse_selection(const JsonReader& r, const Context& ctx) {
   r.expect_object();
   const std::string type = r.child("type").one_of(
-      {"box", "sphere", "half_space", "surface", "indices", "union", "intersection", "difference"});
+      {"box", "sphere", "capsule", "half_space", "surface", "indices", "union", "intersection", "difference"});
   const std::string note = " (for a selection of type '" + type + "')";
   if (type == "box") {
     r.allow_keys({"type", "min", "max"}, note);
@@ -214,6 +234,16 @@ Selection parse_selection(const JsonReader& r, const Context& ctx) {
     s.radius = radius.as<double>();
     if (s.radius < 0) radius.fail("negative radius " + fmt_num(s.radius));
     return s;
+  }
+  if (type == "capsule") {
+    r.allow_keys({"type", "a", "b", "radius"}, note);
+    CapsuleSelection c;
+    c.a = r.required<Vec3>("a");
+    c.b = r.required<Vec3>("b");
+    const JsonReader radius = r.child("radius");
+    c.radius = radius.as<double>();
+    if (c.radius < 0) radius.fail("negative radius " + fmt_num(c.radius));
+    return c;
   }
   if (type == "half_space") {
     r.allow_keys({"type", "normal", "offset", "point"}, note);
@@ -771,12 +801,6 @@ Scene load_scene(const std::string& path) {
     throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
   }
   return parse_scene(document, path, fs::path(path).parent_path().string());
-}
-
-TetMesh make_generated_mesh(const MeshSource& source) {
-  if (source.kind != MeshSource::Kind::Box)
-    throw Error("make_generated_mesh: the mesh source is a file, not a generator");
-  return make_box(source.nodes[0], source.nodes[1], source.nodes[2], source.min, source.max);
 }
 
 std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh) {

@@ -25,6 +25,12 @@ bool inside(const BoxSelection& b, const Vec3& x) {
 }
 bool inside(const SphereSelection& s, const Vec3& x) { return (x - s.center).squaredNorm() <= s.radius * s.radius; }
 bool inside(const HalfSpaceSelection& h, const Vec3& x) { return h.normal.dot(x) <= h.offset; }
+bool inside(const CapsuleSelection& c, const Vec3& x) {
+  const Vec3 d = c.b - c.a;
+  const double len2 = d.squaredNorm();
+  const double s = len2 > 0 ? std::clamp((x - c.a).dot(d) / len2, 0.0, 1.0) : 0.0;
+  return (x - (c.a + s * d)).squaredNorm() <= c.radius * c.radius;
+}
 
 // Evaluation context: the named map plus the chain of names being evaluated (cycle detection).
 struct Evaluator {

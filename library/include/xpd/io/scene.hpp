@@ -16,15 +16,22 @@
 
 namespace xpd {
 
-/// Where the simulation mesh comes from: a tet-mesh file or the structured box generator.
+/// Where the simulation mesh comes from: a tet-mesh file, the structured box generator, or a BCC
+/// lattice around a closed surface (mesh/embedding.hpp make_bcc_embedding).
 struct MeshSource {
-  enum class Kind { File, Box };
+  enum class Kind { File, Box, Lattice };
   Kind kind = Kind::Box;
   std::string file;                   ///< Kind::File: path resolved against the scene's directory
   std::array<int, 3> nodes{2, 2, 2};  ///< Kind::Box: nodes per axis (each in [2, 1024])
   Vec3 min = Vec3::Zero();            ///< Kind::Box: lower corner [m]
   Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
-  std::string embedded_surface;       ///< optional surface file embedded in the tets (resolved; "" = none)
+  /// Kind::Box: boxes [min, max] whose tets (by centroid) are removed, unused nodes dropped.
+  std::vector<std::pair<Vec3, Vec3>> carve;
+  std::string surface;                ///< Kind::Lattice: closed surface file (resolved)
+  int resolution = 32;                ///< Kind::Lattice: cells along the surface's longest side
+  double cell_size = 0;               ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
+  std::string embedded_surface;       ///< optional surface file embedded in the tets (resolved; "" = none;
+                                      ///< Kind::Lattice: the lattice's surface unless given)
   bool fix_orientation = false;       ///< reorient inverted tets instead of rejecting the mesh
 };
 
@@ -163,7 +170,8 @@ Scene load_scene(const std::string& path);
 /// files must exist. Throws SceneError.
 Scene parse_scene(const nlohmann::json& json, const std::string& name, const std::string& base_dir);
 
-/// Builds the mesh of a box generator source (Kind::Box). Throws Error for Kind::File.
+/// Builds the mesh of a generator source (Kind::Box with its carving, Kind::Lattice). Throws Error
+/// for Kind::File.
 TetMesh make_generated_mesh(const MeshSource& source);
 
 /// Builds the simulation mesh: the generator, or io::read_tet_mesh with fix_orientation.

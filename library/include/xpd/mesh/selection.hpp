@@ -28,6 +28,14 @@ struct SphereSelection {
   double radius = 0;
 };
 
+/// Closed capsule: points within `radius` (>= 0) of the segment [a, b] (a = b: a ball). Handy for
+/// the flesh around a bone.
+struct CapsuleSelection {
+  Vec3 a = Vec3::Zero();
+  Vec3 b = Vec3::Zero();
+  double radius = 0;
+};
+
 /// Closed half-space normal · x <= offset. `normal` is unit length (the scene parser normalises
 /// it), so `offset` is a signed distance from the origin in length units. {1,0,0}, c selects x <= c.
 struct HalfSpaceSelection {
@@ -62,8 +70,8 @@ struct SetSelection {
   std::vector<std::string> operands;
 };
 
-using Selection = std::variant<AllSelection, BoxSelection, SphereSelection, HalfSpaceSelection, SurfaceSelection,
-                               IndexSelection, SetSelection>;
+using Selection = std::variant<AllSelection, BoxSelection, SphereSelection, CapsuleSelection, HalfSpaceSelection,
+                               SurfaceSelection, IndexSelection, SetSelection>;
 /// Named selections of a scene. References (SurfaceSelection::within, SetSelection::operands) are
 /// names in this map or "all"; they must not form a cycle (the scene parser rejects cycles).
 using SelectionMap = std::map<std::string, Selection>;

@@ -85,12 +85,27 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   if ((X - proxies_.rest.row(p).transpose()).norm() < exclusion_radius_) return;
   Vec3 g;
   const double phi = sdf_->value_and_gradient(X, g);
-  if (!(phi < 0)) return;
+  // Numerically on the rest surface (|φ| at projection tolerance) is not a penetration: such a
+  // contact would have zero depth and only pin the proxy where it is.
+  if (!(phi < -projection_tolerance_)) return;
   if (phi > best_phi || (phi == best_phi && T > best.other)) return;  // keep the deepest, lowest tet
   // Project X onto the rest surface. A true SDF needs one step X − φ ∇φ (|∇φ| = 1); the trilinear
   // field does not have unit gradient, so Newton steps along ∇φ (step φ/|∇φ|, the gradient length
-  // bounded below by 1/2 so that near the medial axis, where ∇φ shrinks, steps are not blown up).
-  Vec3 Y = X, gy = g;
+  // bounded below by 1/2 so that steps are not blown up where ∇φ shrinks). On the medial axis the
+  // piecewise-trilinear gradient can vanish exactly (e.g. at a node where two faces are equally
+  // near: the one-sided differences of the cell cancel), so a short gradient is replaced by central
+  // differences over one cell, which see both faces and point to one of them (or between them).
+  const double hc = sdf_->cell_size();
+  const auto direction = [&](const Vec3& at, const Vec3& grad) -> Vec3 {
+    if (grad.norm() >= 0.5) return grad;
+    Vec3 cd;
+    for (int d = 0; d < 3; ++d) {
+      const Vec3 e = hc * Vec3::Unit(d);
+      cd[d] = (sdf_->value(at + e) - sdf_->value(at - e)) / (2 * hc);
+    }
+    return cd.norm() > grad.norm() ? cd : grad;
+  };
+  Vec3 Y = X, gy = direction(X, g);
   double fy = phi;
   for (int k = 0; k < iterations_; ++k) {
     const double len = gy.norm();
@@ -98,7 +113,10 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
     Y -= (fy / std::max(len, 0.5)) * (gy / len);
     fy = sdf_->value_and_gradient(Y, gy);
     if (std::abs(fy) <= projection_tolerance_) break;
+    gy = direction(Y, gy);
   }
+  // A perfectly symmetric point (no direction at all) cannot be projected: no contact this pass.
+  if (Y == X) return;
   // The target is the rest-surface point carried by T's affine map (extended outside T).
   const Vec4 bp = barycentric(Y, X0, X1, X2, X3);
   const Vec3 t = bp[0] * x0 + bp[1] * x1 + bp[2] * x2 + bp[3] * x3;

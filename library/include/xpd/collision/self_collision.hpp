@@ -8,9 +8,11 @@
 // image of x_p through T is inside the rest surface:
 //   b   = barycentric weights of x_p in the DEFORMED tet T (Σ b = 1, all b ≥ −tolerance),
 //   X   = Σ_a b_a X_a          (rest-space image of x_p through T's affine map),
-//   if φ(X) < 0 (material of the other side):
-//     X'  = Newton projection of X onto φ = 0: X ← X − φ(X) ∇φ / |∇φ|² (≤ projection_iterations
-//           steps, stopping when |φ| ≤ projection_tolerance),
+//   if φ(X) < −projection_tolerance (material of the other side, not merely on its surface):
+//     X'  = Newton projection of X onto φ = 0: X ← X − φ(X) ∇φ / max(|∇φ|, ½)|∇φ| (at most
+//           projection_iterations steps, stopping when |φ| ≤ projection_tolerance; where the
+//           trilinear gradient is shorter than ½ — medial axis — central differences over one
+//           grid cell replace it; a point with no direction at all gives no contact),
 //     b'  = barycentric weights of X' in the REST tet T (the affine map of T extended outside it),
 //     t   = Σ_a b'_a x_a       (target in deformed space), depth = |t − x_p|,
 //     n   = (t − x_p)/depth    (or F_T^{−T} ∇φ normalized when depth = 0).

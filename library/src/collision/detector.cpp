@@ -10,7 +10,7 @@ namespace xpd {
 CollisionDetector::CollisionDetector(const TetMesh& mesh, ProxySet proxies, std::vector<int> region_proxies,
                                      std::vector<Obstacle> obstacles, std::shared_ptr<const SdfGrid> rest_sdf,
                                      const CollisionDetectorOptions& options)
-    : tets_(mesh.tets), proxies_(std::move(proxies)), which_(std::move(region_proxies)),
+    : num_nodes_(mesh.nodes.rows()), tets_(mesh.tets), proxies_(std::move(proxies)), which_(std::move(region_proxies)),
       obstacles_(std::move(obstacles)), margin_(options.margin) {
   if (!(margin_ >= 0) || !std::isfinite(margin_))
     throw Error(fmt::format("CollisionDetector: margin must be finite and >= 0, got {}", margin_));
@@ -31,12 +31,15 @@ CollisionDetector::CollisionDetector(const TetMesh& mesh, ProxySet proxies, std:
   // Range checks of proxies and their tets (throws Error with the offending index).
   const std::vector<int> region = proxy_region_tets(tets_, proxies_, which_);
   if (rest_sdf)
-    self_ = std::make_unique<SelfCollision>(mesh.nodes, mesh.tets, std::move(rest_sdf), region, proxies_, which_,
-                                            options.self);
+    self_ = std::make_unique<SelfCollision>(mesh.nodes, mesh.tets, std::move(rest_sdf),
+                                            options.self_region.empty() ? region : options.self_region, proxies_,
+                                            which_, options.self);
 }
 
 void CollisionDetector::detect(const Points& x, double frame, std::vector<ProxyContact>& contacts) {
   contacts.clear();
+  if (x.rows() != num_nodes_)
+    throw Error(fmt::format("CollisionDetector::detect: {} node positions for a mesh of {} nodes", x.rows(), num_nodes_));
   if (which_.empty()) return;
   // Obstacles: evaluated on the region proxies' positions; keyframes at `frame`.
   const Points xp = proxy_positions(proxies_, tets_, x, which_);

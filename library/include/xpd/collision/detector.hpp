@@ -24,6 +24,11 @@ namespace xpd {
 struct CollisionDetectorOptions {
   double margin = 0;                ///< obstacle contact margin (≥ 0): contacts for sd < margin
   SelfCollisionOptions self;        ///< used when a rest SDF is given
+  /// Tets searched for self-collision; empty: proxy_region_tets(tets, proxies, region_proxies)
+  /// (E_β of paper 000). With node proxies that is one tet per proxy, so penetrations deeper than
+  /// that layer go unseen: pass a thicker layer here. Every node of these tets is read by detect()
+  /// and so must belong to the collision-prone set x2 when used inside the Schur inner loop.
+  std::vector<int> self_region;
 };
 
 /// Obstacles + optional self-collision over a set of region proxies.
@@ -32,7 +37,7 @@ public:
   /// mesh: the simulation mesh at rest (nodes, tets); proxies and the region proxies to test (all
   /// when empty); obstacles (validated here and at every detect()); rest_sdf: the rest-pose signed
   /// distance grid of the body for self-collision, or null for none. The self-collision search
-  /// region is proxy_region_tets(mesh.tets, proxies, region_proxies). Throws Error on bad input
+  /// region is options.self_region, or proxy_region_tets(mesh.tets, proxies, region_proxies). Throws Error on bad input
   /// (invalid obstacle, negative/non-finite margin, index out of range).
   CollisionDetector(const TetMesh& mesh, ProxySet proxies, std::vector<int> region_proxies,
                     std::vector<Obstacle> obstacles, std::shared_ptr<const SdfGrid> rest_sdf = nullptr,
@@ -46,6 +51,7 @@ public:
   const std::vector<Obstacle>& obstacles() const { return obstacles_; }
 
 private:
+  Eigen::Index num_nodes_ = 0;
   Tets tets_;
   ProxySet proxies_;
   std::vector<int> which_;

@@ -15,13 +15,12 @@ namespace xpd::test {
 /// Icosahedron subdivided `levels` times, vertices on the sphere (center, radius), outward CCW.
 inline SurfaceMesh icosphere(int levels, const Vec3& center = Vec3::Zero(), double radius = 1) {
   const double t = (1 + std::sqrt(5.0)) / 2;
-  std::vector<Vec3> v{{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0}, {0, -1, t}, {0, 1, t},
-                      {0, -1, -t}, {0, 1, -t}, {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
+  std::vector<Vec3> v{{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
+                      {0, -1, -t}, {0, 1, -t}, {t, 0, -1},  {t, 0, 1},  {-t, 0, -1}, {-t, 0, 1}};
   for (Vec3& p : v) p.normalize();
-  std::vector<std::array<int, 3>> f{{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11},
-                                    {1, 5, 9},  {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
-                                    {3, 9, 4},  {3, 4, 2},  {3, 2, 6},   {3, 6, 8},  {3, 8, 9},
-                                    {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
+  std::vector<std::array<int, 3>> f{{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
+                                    {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
+                                    {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
   for (int l = 0; l < levels; ++l) {
     std::map<std::pair<int, int>, int> mid;
     const auto midpoint = [&](int a, int b) {
@@ -61,9 +60,11 @@ inline double segment_distance_oracle(const Vec3& p, const Vec3& a, const Vec3& 
 inline double triangle_distance_oracle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
   const Vec3 n = (b - a).cross(c - a).normalized();
   const Vec3 q = p - n.dot(p - a) * n;
-  const bool inside = n.dot((b - a).cross(q - a)) >= 0 && n.dot((c - b).cross(q - b)) >= 0 && n.dot((a - c).cross(q - c)) >= 0;
+  const bool inside =
+      n.dot((b - a).cross(q - a)) >= 0 && n.dot((c - b).cross(q - b)) >= 0 && n.dot((a - c).cross(q - c)) >= 0;
   if (inside) return std::abs(n.dot(p - a));
-  return std::min({segment_distance_oracle(p, a, b), segment_distance_oracle(p, b, c), segment_distance_oracle(p, c, a)});
+  return std::min(
+      {segment_distance_oracle(p, a, b), segment_distance_oracle(p, b, c), segment_distance_oracle(p, c, a)});
 }
 
 /// Unsigned distance from p to a triangle surface by checking every triangle.

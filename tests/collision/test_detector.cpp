@@ -37,7 +37,8 @@ TEST(CollisionDetector, ObstaclesMatchFindContactsOnRegionProxies) {
   for (double frame : {0.0, 5.0, 10.0}) {
     std::vector<ProxyContact> got;
     det.detect(m.nodes, frame, got);
-    const std::vector<Contact> want = find_contacts(obstacles, frame, proxy_positions(proxies, m.tets, m.nodes, which), o.margin);
+    const std::vector<Contact> want =
+        find_contacts(obstacles, frame, proxy_positions(proxies, m.tets, m.nodes, which), o.margin);
     ASSERT_EQ(got.size(), want.size()) << "frame " << frame;
     for (std::size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(got[i].proxy, which[std::size_t(want[i].proxy)]);
@@ -109,8 +110,8 @@ TEST(CollisionDetector, MergesSelfAndObstacleKeepingTheDeeper) {
       EXPECT_EQ(got[i].depth, b->depth);
     }
   }
-  EXPECT_GT(both, 0u);          // the fixture does exercise the merge
-  EXPECT_GT(both, self_won);    // and both outcomes
+  EXPECT_GT(both, 0u);        // the fixture does exercise the merge
+  EXPECT_GT(both, self_won);  // and both outcomes
   EXPECT_GT(self_won, 0u);
   EXPECT_EQ(max_penetration({}), 0.0);
 }
@@ -174,12 +175,38 @@ TEST(CollisionDetector, TimingBox48) {
   const auto t3 = std::chrono::steady_clock::now();
   const double ms_sdf = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const double ms = std::chrono::duration<double, std::milli>(t3 - t2).count() / reps;
-  std::printf("[ timing ] box:48 rest SDF (res 64) %.1f ms; detect (1764 proxies, %d region tets, sphere + self): "
-              "%.3f ms, %zu contacts, max depth %.4f\n",
-              ms_sdf, int(det.self_collision()->region().size()), ms, contacts.size(), max_penetration(contacts));
+  std::printf(
+      "[ timing ] box:48 rest SDF (res 64) %.1f ms; detect (1764 proxies, %d region tets, sphere + self): "
+      "%.3f ms, %zu contacts, max depth %.4f\n",
+      ms_sdf, int(det.self_collision()->region().size()), ms, contacts.size(), max_penetration(contacts));
   RecordProperty("detect_ms", std::to_string(ms));
   EXPECT_GT(contacts.size(), 100u);
   for (const ProxyContact& ct : contacts) EXPECT_EQ(ct.source, ProxyContact::Source::Obstacle);
+
+  // A thicker self-collision region: every tet within the top two cell layers under the patch
+  // (margin of one cell around it), the kind of layer a solver would search.
+  CollisionDetectorOptions thick;
+  const double h = 1.0 / (n - 1);
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t) {
+    bool in = true;
+    for (int a = 0; a < 4; ++a) {
+      const Vec3 X = m.nodes.row(m.tets(t, a)).transpose();
+      in = in && X.z() >= 1 - 2 * h - 1e-9 && X.x() >= 2 * h - 1e-9 && X.x() <= 1 - 2 * h + 1e-9 &&
+           X.y() >= 2 * h - 1e-9 && X.y() <= 1 - 2 * h + 1e-9;
+    }
+    if (in) thick.self_region.push_back(int(t));
+  }
+  CollisionDetector det2(m, proxies, {}, {Obstacle{Sphere{c, r}, {}}}, sdf, thick);
+  std::vector<ProxyContact> contacts2;
+  det2.detect(x, 0, contacts2);
+  const auto t4 = std::chrono::steady_clock::now();
+  for (int k = 0; k < reps; ++k) det2.detect(x, 0, contacts2);
+  const auto t5 = std::chrono::steady_clock::now();
+  const double ms2 = std::chrono::duration<double, std::milli>(t5 - t4).count() / reps;
+  std::printf("[ timing ] box:48 detect with a %zu-tet self region: %.3f ms, %zu contacts\n", thick.self_region.size(),
+              ms2, contacts2.size());
+  RecordProperty("detect_thick_ms", std::to_string(ms2));
+  EXPECT_EQ(contacts2.size(), contacts.size());
 }
 
 }  // namespace

@@ -111,8 +111,8 @@ TEST(CollisionSdfGrid, MatchesBruteForceDistanceOnRealSurface) {
       ASSERT_NEAR(v, d, 1e-12) << "band node " << i << " " << j << " " << k;  // exact in the band
       ++in_band;
     } else {
-      ASSERT_GE(v, d - 1e-12);       // propagated: the distance to some triangle, an upper bound
-      ASSERT_LE(v, d + 0.05 * h);    // and in practice (near) exact
+      ASSERT_GE(v, d - 1e-12);     // propagated: the distance to some triangle, an upper bound
+      ASSERT_LE(v, d + 0.05 * h);  // and in practice (near) exact
     }
     if (d > 1e-9) {
       ASSERT_EQ(g.node_value(i, j, k) < 0, inside_closed_surface(s, p));

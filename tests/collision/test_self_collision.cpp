@@ -88,7 +88,8 @@ TEST(CollisionSelf, ClosedUBlockFindsProxiesInsideTheOtherLobe) {
     if (!((X.x() == 2 || X.x() == 4) && X.y() >= 1 && X.y() <= 2 && X.z() >= 2 && X.z() <= 4)) continue;
     ++strict;
     ASSERT_TRUE(found.count(int(i))) << "missed proxy at rest " << X.transpose();
-    const auto it = std::find_if(contacts.begin(), contacts.end(), [&](const ProxyContact& c) { return c.proxy == int(i); });
+    const auto it =
+        std::find_if(contacts.begin(), contacts.end(), [&](const ProxyContact& c) { return c.proxy == int(i); });
     const double side = X.x() == 2 ? -1 : 1;
     EXPECT_LT((it->target - Vec3(X.x() == 2 ? 2.7 : 3.3, X.y(), X.z())).norm(), 1e-9) << X.transpose();
     EXPECT_NEAR(it->depth, 0.6, 1e-9);
@@ -118,7 +119,8 @@ TEST(CollisionSelf, NoContactsAtRestUnderRigidMotionOrBeforeTouching) {
   EXPECT_TRUE(contacts.empty());
   const Eigen::Matrix3d R = Eigen::AngleAxisd(2.1, Vec3(0.3, -1, 0.5).normalized()).toRotationMatrix();
   Points x = b.mesh.nodes;
-  for (Eigen::Index v = 0; v < x.rows(); ++v) x.row(v) = (R * b.mesh.nodes.row(v).transpose() + Vec3(5, -3, 2)).transpose();
+  for (Eigen::Index v = 0; v < x.rows(); ++v)
+    x.row(v) = (R * b.mesh.nodes.row(v).transpose() + Vec3(5, -3, 2)).transpose();
   sc.detect(x, contacts);
   EXPECT_TRUE(contacts.empty());
   sc.detect(test::close_u(b.mesh.nodes, 0.6), contacts);  // gap 2 − 1.2 = 0.8: not touching
@@ -135,7 +137,8 @@ TEST(CollisionSelf, NoContactsFromOwnNeighbourhoodUnderSmoothDeformation) {
       Points x = b.mesh.nodes;
       for (Eigen::Index v = 0; v < x.rows(); ++v) {
         const Vec3 X = b.mesh.nodes.row(v).transpose();
-        x.row(v) += amp * Eigen::RowVector3d(std::sin(1.1 * X.y() + 0.3), std::sin(0.9 * X.z() - 0.2), std::sin(1.3 * X.x()));
+        x.row(v) +=
+            amp * Eigen::RowVector3d(std::sin(1.1 * X.y() + 0.3), std::sin(0.9 * X.z() - 0.2), std::sin(1.3 * X.x()));
       }
       std::vector<ProxyContact> contacts;
       sc.detect(x, contacts);

@@ -1,6 +1,7 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <xpd/collision/detector.hpp>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
@@ -10,8 +11,12 @@ namespace xpd {
 CollisionDetector::CollisionDetector(const TetMesh& mesh, ProxySet proxies, std::vector<int> region_proxies,
                                      std::vector<Obstacle> obstacles, std::shared_ptr<const SdfGrid> rest_sdf,
                                      const CollisionDetectorOptions& options)
-    : num_nodes_(mesh.nodes.rows()), tets_(mesh.tets), proxies_(std::move(proxies)), which_(std::move(region_proxies)),
-      obstacles_(std::move(obstacles)), margin_(options.margin) {
+    : num_nodes_(mesh.nodes.rows()),
+      tets_(mesh.tets),
+      proxies_(std::move(proxies)),
+      which_(std::move(region_proxies)),
+      obstacles_(std::move(obstacles)),
+      margin_(options.margin) {
   if (!(margin_ >= 0) || !std::isfinite(margin_))
     throw Error(fmt::format("CollisionDetector: margin must be finite and >= 0, got {}", margin_));
   for (std::size_t o = 0; o < obstacles_.size(); ++o) {
@@ -39,11 +44,13 @@ CollisionDetector::CollisionDetector(const TetMesh& mesh, ProxySet proxies, std:
 void CollisionDetector::detect(const Points& x, double frame, std::vector<ProxyContact>& contacts) {
   contacts.clear();
   if (x.rows() != num_nodes_)
-    throw Error(fmt::format("CollisionDetector::detect: {} node positions for a mesh of {} nodes", x.rows(), num_nodes_));
+    throw Error(
+        fmt::format("CollisionDetector::detect: {} node positions for a mesh of {} nodes", x.rows(), num_nodes_));
   if (which_.empty()) return;
   // Obstacles: evaluated on the region proxies' positions; keyframes at `frame`.
   const Points xp = proxy_positions(proxies_, tets_, x, which_);
-  const std::vector<Contact> hits = obstacles_.empty() ? std::vector<Contact>{} : find_contacts(obstacles_, frame, xp, margin_);
+  const std::vector<Contact> hits =
+      obstacles_.empty() ? std::vector<Contact>{} : find_contacts(obstacles_, frame, xp, margin_);
   if (self_) {
     self_->detect(x, frame, self_contacts_);
   } else {

@@ -1,6 +1,7 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 

@@ -1,9 +1,10 @@
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <fmt/format.h>
 #include <limits>
-#include <tbb/parallel_for.h>
 #include <utility>
 #include <xpd/collision/sdf_grid.hpp>
 #include <xpd/core/error.hpp>
@@ -111,7 +112,9 @@ SdfGrid::SdfGrid(const SurfaceMesh& s, const SdfGridOptions& options) {
   std::vector<int> nearest(count, -1);  // triangle realizing |phi| (closest-feature propagation)
 
   const auto tri = [&](int f, int a) -> Vec3 { return s.nodes.row(s.triangles(f, a)).transpose(); };
-  const auto dist_to = [&](int f, const Vec3& p) { return (p - closest_point_on_triangle(p, tri(f, 0), tri(f, 1), tri(f, 2))).norm(); };
+  const auto dist_to = [&](int f, const Vec3& p) {
+    return (p - closest_point_on_triangle(p, tri(f, 0), tri(f, 1), tri(f, 2))).norm();
+  };
   const int nx = dims_[0], ny = dims_[1], nz = dims_[2];
 
   // ---- 1. Exact distances in the band. Triangles are bucketed by the z-slices their enlarged
@@ -261,8 +264,7 @@ double SdfGrid::interior(const Vec3& x, Vec3* gradient) const {
     dy[dk] = vx[dk][1] - vx[dk][0];
   }
   const double value = (1 - fz) * vy[0] + fz * vy[1];
-  if (gradient)
-    *gradient = Vec3((1 - fz) * dxy[0] + fz * dxy[1], (1 - fz) * dy[0] + fz * dy[1], vy[1] - vy[0]) / h_;
+  if (gradient) *gradient = Vec3((1 - fz) * dxy[0] + fz * dxy[1], (1 - fz) * dy[0] + fz * dy[1], vy[1] - vy[0]) / h_;
   return value;
 }
 

@@ -1,8 +1,9 @@
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <limits>
-#include <tbb/parallel_for.h>
 #include <xpd/collision/self_collision.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/barycentric.hpp>
@@ -18,8 +19,12 @@ std::shared_ptr<const SdfGrid> rest_surface_sdf(const TetMesh& mesh, const SdfGr
 SelfCollision::SelfCollision(const Points& rest_nodes, const Tets& tets, std::shared_ptr<const SdfGrid> rest_sdf,
                              std::vector<int> region, ProxySet proxies, std::vector<int> region_proxies,
                              const SelfCollisionOptions& options)
-    : rest_(rest_nodes), tets_(tets), sdf_(std::move(rest_sdf)), region_(std::move(region)),
-      proxies_(std::move(proxies)), which_(std::move(region_proxies)) {
+    : rest_(rest_nodes),
+      tets_(tets),
+      sdf_(std::move(rest_sdf)),
+      region_(std::move(region)),
+      proxies_(std::move(proxies)),
+      which_(std::move(region_proxies)) {
   if (!sdf_) throw Error("SelfCollision: the rest signed distance grid is missing (null)");
   if (!rest_.allFinite()) throw Error("SelfCollision: rest nodes must be finite");
   const Eigen::Index nv = rest_.rows(), nt = tets_.rows();
@@ -35,7 +40,8 @@ SelfCollision::SelfCollision(const Points& rest_nodes, const Tets& tets, std::sh
     throw Error("SelfCollision: proxy set has inconsistent sizes");
   for (int p = 0; p < proxies_.size(); ++p)
     if (proxies_.tet[std::size_t(p)] < 0 || proxies_.tet[std::size_t(p)] >= nt)
-      throw Error(fmt::format("SelfCollision: proxy {} has tet {} out of range [0, {})", p, proxies_.tet[std::size_t(p)], nt));
+      throw Error(
+          fmt::format("SelfCollision: proxy {} has tet {} out of range [0, {})", p, proxies_.tet[std::size_t(p)], nt));
   if (which_.empty()) {
     which_.resize(std::size_t(proxies_.size()));
     for (int p = 0; p < proxies_.size(); ++p) which_[std::size_t(p)] = p;
@@ -66,7 +72,8 @@ void SelfCollision::check_positions(const Points& x) const {
     throw Error(fmt::format("SelfCollision::detect: {} node positions for a mesh of {} nodes", x.rows(), rest_.rows()));
 }
 
-void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, ProxyContact& best, double& best_phi) const {
+void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, ProxyContact& best,
+                             double& best_phi) const {
   const int p = which_[std::size_t(i)];
   const int own = proxies_.tet[std::size_t(p)];
   if (T == own) return;
@@ -181,7 +188,9 @@ void SelfCollision::detect(const Points& x, double /*frame*/, std::vector<ProxyC
     return std::clamp(static_cast<int>(std::floor((p[d] - lo[d]) / cell)), 0, dims[d] - 1);
   };
   const std::size_t ncells = std::size_t(dims[0]) * std::size_t(dims[1]) * std::size_t(dims[2]);
-  const auto cell_id = [&](int i, int j, int k) { return std::size_t(i) + std::size_t(dims[0]) * (std::size_t(j) + std::size_t(dims[1]) * std::size_t(k)); };
+  const auto cell_id = [&](int i, int j, int k) {
+    return std::size_t(i) + std::size_t(dims[0]) * (std::size_t(j) + std::size_t(dims[1]) * std::size_t(k));
+  };
   cell_start_.assign(ncells + 1, 0);
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) {
@@ -215,7 +224,8 @@ void SelfCollision::detect(const Points& x, double /*frame*/, std::vector<ProxyC
     for (int d = 0; d < 3; ++d) outside = outside || !(xp[d] >= lo[d] && xp[d] <= hi[d]);
     if (outside) return;
     const std::size_t c = cell_id(cell_coord(xp, 0), cell_coord(xp, 1), cell_coord(xp, 2));
-    for (int e = cell_start_[c]; e < cell_start_[c + 1]; ++e) consider(x, int(i), xp, cell_tets_[std::size_t(e)], slot_[i], slot_phi_[i]);
+    for (int e = cell_start_[c]; e < cell_start_[c + 1]; ++e)
+      consider(x, int(i), xp, cell_tets_[std::size_t(e)], slot_[i], slot_phi_[i]);
   });
   for (std::size_t i = 0; i < np; ++i)
     if (slot_[i].proxy >= 0) contacts.push_back(slot_[i]);

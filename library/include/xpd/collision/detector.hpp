@@ -22,8 +22,8 @@ namespace xpd {
 
 /// Options of CollisionDetector.
 struct CollisionDetectorOptions {
-  double margin = 0;                ///< obstacle contact margin (≥ 0): contacts for sd < margin
-  SelfCollisionOptions self;        ///< used when a rest SDF is given
+  double margin = 0;          ///< obstacle contact margin (≥ 0): contacts for sd < margin
+  SelfCollisionOptions self;  ///< used when a rest SDF is given
   /// Tets searched for self-collision; empty: proxy_region_tets(tets, proxies, region_proxies)
   /// (E_β of paper 000). With node proxies that is one tet per proxy, so penetrations deeper than
   /// that layer go unseen: pass a thicker layer here. Every node of these tets is read by detect()
@@ -33,7 +33,7 @@ struct CollisionDetectorOptions {
 
 /// Obstacles + optional self-collision over a set of region proxies.
 class CollisionDetector final : public ContactDetector {
-public:
+ public:
   /// mesh: the simulation mesh at rest (nodes, tets); proxies and the region proxies to test (all
   /// when empty); obstacles (validated here and at every detect()); rest_sdf: the rest-pose signed
   /// distance grid of the body for self-collision, or null for none. The self-collision search
@@ -50,7 +50,7 @@ public:
   const std::vector<int>& region_proxies() const { return which_; }
   const std::vector<Obstacle>& obstacles() const { return obstacles_; }
 
-private:
+ private:
   Eigen::Index num_nodes_ = 0;
   Tets tets_;
   ProxySet proxies_;

@@ -41,13 +41,14 @@ struct SdfGridOptions {
 
 /// Signed distance grid of a closed, watertight triangle surface (negative inside).
 class SdfGrid {
-public:
+ public:
   /// Builds the grid (parallel with TBB). `closed` must be watertight (geometrically: seams with
   /// duplicated coincident vertices are fine); its orientation does not matter. Throws MeshError
   /// on an empty surface, an index out of range, a non-finite coordinate, a degenerate bounding box,
   /// options out of range, more than 2^27 grid nodes, or a grid line whose net winding is not
   /// zero (the surface is not closed).
-  /// Cost: O(#nodes + #F · (triangle extent / h + band)³) plus the sequential sweeps (16 passes).
+  /// Cost: O(#nodes + #F · (triangle extent / h + 2 band)³) for the band, plus 12 plane sweeps over
+  /// the far nodes (≤ 9 point–triangle distances each per sweep), all parallel within a plane.
   explicit SdfGrid(const SurfaceMesh& closed, const SdfGridOptions& options = {});
 
   /// Trilinearly interpolated signed distance at x (see header comment for outside the box).
@@ -72,7 +73,7 @@ public:
   /// All node values, x fastest: index i + dims[0] (j + dims[1] k).
   const std::vector<double>& values() const { return phi_; }
 
-private:
+ private:
   std::size_t index(int i, int j, int k) const {
     return std::size_t(i) + std::size_t(dims_[0]) * (std::size_t(j) + std::size_t(dims_[1]) * std::size_t(k));
   }

@@ -53,7 +53,7 @@ struct SelfCollisionOptions {
 
 /// Rest-pose level-set self-collision of one body (see the header comment).
 class SelfCollision final : public ContactDetector {
-public:
+ public:
   /// rest_nodes #V × 3 and tets #T × 4 of the simulation mesh; rest_sdf: signed distance grid of the
   /// body's rest surface (e.g. rest_surface_sdf(), or an embedded high-resolution surface); region:
   /// the tets to search (duplicates removed); proxies and the proxies to test (`region_proxies`,
@@ -76,7 +76,7 @@ public:
   const std::vector<int>& region_proxies() const { return which_; }
   const ProxySet& proxies() const { return proxies_; }
 
-private:
+ private:
   // Evaluates region tet T for proxy slot i at deformed position xp; updates `best` when T gives a
   // deeper candidate (φ smaller, or equal φ and lower tet index).
   void consider(const Points& x, int i, const Vec3& xp, int T, ProxyContact& best, double& best_phi) const;

@@ -30,6 +30,8 @@ void validate_shape(const ObstacleShape& shape) {
           if (!finite(s.a) || !finite(s.b)) throw Error("obstacle capsule: end points must be finite");
           if (!(s.radius > 0) || !std::isfinite(s.radius))
             throw Error("obstacle capsule: radius must be finite and > 0, got " + std::to_string(s.radius));
+        } else if constexpr (std::is_same_v<S, MeshSdf>) {
+          if (!s.grid) throw Error("obstacle mesh_sdf: the signed distance grid is missing (null)");
         } else {
           static_assert(std::is_same_v<S, Box>);
           if (!finite(s.half_extents) || !(s.half_extents.minCoeff() > 0))
@@ -103,6 +105,19 @@ ObstacleQuery local(const Box& s, const Vec3& x) {
     r.closest_surface_point = x;
     r.closest_surface_point[i] = sign * h[i];
   }
+  return r;
+}
+
+ObstacleQuery local(const MeshSdf& s, const Vec3& x) {
+  Vec3 g;
+  ObstacleQuery r;
+  r.signed_distance = s.grid->value_and_gradient(x, g);
+  // The trilinear gradient is the direction of steepest ascent of the sampled distance; its length
+  // is ~1 away from the medial axis. Where it vanishes (medial axis, symmetric cells) any direction
+  // is as good as another: use +z as the analytic shapes do at their centers.
+  const double len = g.norm();
+  r.normal = len > 1e-12 ? Vec3(g / len) : Vec3::UnitZ();
+  r.closest_surface_point = x - r.signed_distance * r.normal;
   return r;
 }
 

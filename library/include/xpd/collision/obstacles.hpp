@@ -21,12 +21,18 @@
 //                       Outside (max q > 0): t = clamp(x, −h, h), sd = |x − t|, n = (x − t)/sd.
 //                       Inside or on it (max q ≤ 0): i = argmax q (lowest i on ties),
 //                       sd = q_i, n = sign(x_i) e_i (sign(0) = +1), t = x with t_i = sign(x_i) h_i.
+//   MeshSdf {grid}:     sd = grid->value(x) (trilinear signed distance of a closed triangle mesh,
+//                       collision/sdf_grid.hpp), g = grid->gradient(x), n = g/|g| (+z when g = 0),
+//                       t = x − sd · n (exact for the sampled function only to O(h); one step, no
+//                       iteration). Accurate within the grid's exact band; see SdfGrid for outside.
 // sd is 1-Lipschitz everywhere and C¹ except on the medial axes (sphere center, capsule axis,
 // box inside diagonals/planes where two faces are equally near, box edges/corners at sd = 0).
 #include <cstddef>
+#include <memory>
 #include <variant>
 #include <vector>
 
+#include "xpd/collision/sdf_grid.hpp"
 #include "xpd/core/keyframes.hpp"
 #include "xpd/mesh/tet_mesh.hpp"
 
@@ -56,7 +62,13 @@ struct Box {
   Vec3 half_extents = Vec3::Ones();
 };
 
-using ObstacleShape = std::variant<Plane, Sphere, Capsule, Box>;
+/// Signed distance grid of a closed triangle mesh (in the obstacle's local frame). Shared, immutable:
+/// one grid may serve several obstacles. Must be non-null.
+struct MeshSdf {
+  std::shared_ptr<const SdfGrid> grid;
+};
+
+using ObstacleShape = std::variant<Plane, Sphere, Capsule, Box, MeshSdf>;
 
 /// An analytic shape in its local frame moved rigidly over frames. Empty `keyframes`: the shape
 /// stays put (identity transform). Keys must have strictly increasing frames (see evaluate()).
@@ -82,7 +94,7 @@ struct Contact {
 };
 
 /// Throws xpd::Error when the shape is invalid (non-finite values, radius ≤ 0, zero plane normal,
-/// half extent ≤ 0) or the keyframes are not strictly increasing in frame / have a zero rotation.
+/// half extent ≤ 0, null MeshSdf grid) or the keyframes are not strictly increasing in frame / have a zero rotation.
 void validate(const Obstacle& obstacle);
 
 /// Query in the shape's local frame (no motion). Validates the shape.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <fmt/format.h>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -25,8 +26,8 @@ struct RunOptions {
   int max_frames = 0;  // 0 = all frames of the scene
 };
 
-nlohmann::ordered_json frame_json(int frame, const FrameStats& s) {
-  return {{"frame", frame},
+nlohmann::ordered_json frame_json(int frame, const FrameStats& s, const std::optional<CollisionFrameStats>& c) {
+  nlohmann::ordered_json j = {{"frame", frame},
           {"energy", s.energy},
           {"residual", s.residual},
           {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
@@ -36,6 +37,24 @@ nlohmann::ordered_json frame_json(int frame, const FrameStats& s) {
           {"timings_ms",
            {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
             {"other", s.timings_ms.other}}}};
+  if (c) {
+    j["inner_iterations"] = c->inner_iterations;
+    j["plain_iterations"] = c->plain_iterations;
+    j["active_proxies"] = c->active_proxies;
+    j["max_penetration"] = c->max_penetration;
+    const CollisionTimings& t = c->timings_ms;
+    auto& tm = j["timings_ms"];
+    tm["detect"] = t.detect;
+    tm["local_beta"] = t.local_beta;
+    tm["schur_update"] = t.schur_update;
+    tm["schur_factor"] = t.schur_factor;
+    tm["schur_solve"] = t.schur_solve;
+    tm["forward"] = t.forward;
+    tm["backward"] = t.backward;
+    if (t.refactor > 0) tm["refactor"] = t.refactor;
+    if (t.pcg > 0) tm["pcg"] = t.pcg;
+  }
+  return j;
 }
 
 // Node lists longer than this are cut in scene.json (the viewer only draws them as points).
@@ -121,15 +140,39 @@ void write_outputs(io::RunOutput& out, const SceneSimulation& sim, int frame, in
 }
 
 // Per-iteration phase table, laid out like the paper's Figure 4 (averages over all iterations).
-void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, int iterations, double wall_ms) {
+// With collisions the rows follow the figure's three blocks: outer preamble, inner loop, conclusion.
+void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, int iterations, double wall_ms,
+                        const CollisionFrameStats* col) {
   const double it = std::max(1, iterations);
-  const double iter_ms = (total.local + total.rhs + total.solve + total.other) / it;
+  double iter_ms = (total.local + total.rhs + total.solve + total.other) / it;
   fmt::print("\n{:<58} {:>12}\n", "Phase (mean per PD iteration)", "time");
   fmt::print("{:-<71}\n", "");
-  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (rotations, elastic forces)", total.local / it);
-  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, inertia, residual)", total.rhs / it);
-  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Global solve (CHOLMOD, 3 right-hand sides)", total.solve / it);
-  fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, acceleration, checks)", total.other / it);
+  if (col) {
+    const CollisionTimings& t = col->timings_ms;
+    const double inner = t.detect + t.local_beta + t.schur_update + t.schur_factor + t.schur_solve;
+    iter_ms += (inner + t.forward + t.backward + t.refactor + t.pcg) / it;
+    fmt::print("Outer loop - preamble\n");
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (collision-safe region), forces", total.local / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, contacts, residual)", total.rhs / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Forward substitution (partial, x1 then Schur rhs)", t.forward / it);
+    fmt::print("Inner loop (collision-prone region, {} inner iterations in all)\n", col->inner_iterations);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Collision detection", t.detect / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Local step of the region (R_beta), its forces", t.local_beta / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Update of contact constraints in H / Woodbury", t.schur_update / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Dense Cholesky (H, or the Woodbury capacitance)", t.schur_factor / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Solve Schur system, update of its right-hand side", t.schur_solve / it);
+    fmt::print("Outer loop - conclusion\n");
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Backward substitution (partial)", t.backward / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Plain global solves (iterations without contact)", total.solve / it);
+    if (t.refactor > 0) fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Sparse refactorization (baseline)", t.refactor / it);
+    if (t.pcg > 0) fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PCG (baseline)", t.pcg / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, checks)", total.other / it);
+  } else {
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (rotations, elastic forces)", total.local / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, inertia, residual)", total.rhs / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Global solve (CHOLMOD, 3 right-hand sides)", total.solve / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, acceleration, checks)", total.other / it);
+  }
   fmt::print("{:-<71}\n", "");
   fmt::print("{:<58} {:>10.3f}ms\n", "PD iteration total", iter_ms);
   fmt::print("{:<58} {:>10.1f}ms\n", "Setup (model build + one factorization)", sim.setup_ms());
@@ -137,6 +180,11 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
   fmt::print("{:<58} {:>10.1f}ms\n", "Wall time of all frames", wall_ms);
   fmt::print("{:<58} {:>12}\n", "Total tetrahedra in mesh", sim.mesh().tets.rows());
   fmt::print("{:<58} {:>12}\n", "Total simulation nodes", sim.mesh().nodes.rows());
+  if (const SceneCollision* c = sim.collision()) {
+    fmt::print("{:<58} {:>12}\n", "Nodes in collision-prone region", c->solver->region_nodes().size());
+    fmt::print("{:<58} {:>12}\n", "Collision proxies (region / all)",
+               fmt::format("{} / {}", c->region.size(), c->proxies.size()));
+  }
 }
 
 void run_scene(const RunOptions& o) {
@@ -155,13 +203,25 @@ void run_scene(const RunOptions& o) {
   output.set_metadata("frames_computed", frames);
   Progress progress("frames", frames);
   PhaseTimings total;
+  std::optional<CollisionFrameStats> col_total;
+  double max_penetration = 0;
   int iterations = 0;
   double wall_ms = 0;
   int unconverged = 0;
   for (int f = 1; f <= frames; ++f) {
     const FrameStats s = sim.advance(f);
     write_outputs(output, sim, f, frames);
-    output.append_stats(frame_json(f, s));
+    output.append_stats(frame_json(f, s, sim.collision_stats()));
+    if (const auto& c = sim.collision_stats()) {
+      if (!col_total) col_total.emplace();
+      CollisionTimings& a = col_total->timings_ms;
+      const CollisionTimings& b = c->timings_ms;
+      a.detect += b.detect, a.local_beta += b.local_beta, a.schur_update += b.schur_update;
+      a.schur_factor += b.schur_factor, a.schur_solve += b.schur_solve, a.forward += b.forward;
+      a.backward += b.backward, a.refactor += b.refactor, a.pcg += b.pcg;
+      col_total->inner_iterations += c->inner_iterations;
+      max_penetration = std::max(max_penetration, c->max_penetration);
+    }
     total.local += s.timings_ms.local;
     total.rhs += s.timings_ms.rhs;
     total.solve += s.timings_ms.solve;
@@ -169,10 +229,20 @@ void run_scene(const RunOptions& o) {
     iterations += s.iterations;
     wall_ms += s.wall_ms;
     unconverged += s.converged ? 0 : 1;
-    if (!o.quiet) progress.update(f, fmt::format("{} it, residual {:.2e}", s.iterations, s.residual));
+    if (!o.quiet) {
+      if (const auto& c = sim.collision_stats())
+        progress.update(f, fmt::format("{} it, residual {:.2e}, {} contacts, depth {:.1e}", s.iterations, s.residual,
+                                       c->active_proxies, c->max_penetration));
+      else
+        progress.update(f, fmt::format("{} it, residual {:.2e}", s.iterations, s.residual));
+    }
   }
   if (!o.quiet) progress.finish();
-  print_timing_table(sim, total, iterations, wall_ms);
+  print_timing_table(sim, total, iterations, wall_ms, col_total ? &*col_total : nullptr);
+  if (col_total) {
+    output.set_metadata("max_penetration", max_penetration);
+    fmt::print("{:<58} {:>12.3e}\n", "Deepest penetration after a frame (all frames)", max_penetration);
+  }
   output.set_metadata("unconverged_frames", unconverged);
   if (unconverged > 0)
     fmt::print("\nWARNING: {} of {} frames did not reach the tolerance {} within {} iterations "

@@ -89,6 +89,11 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
   }
   state_ = make_state(model_);
+  if (scene_.collision) {
+    double max_mu = 0;
+    for (const Material& m : scene_.materials) max_mu = std::max(max_mu, m.mu);
+    collision_ = make_scene_collision(scene_, mesh_, model_, surface_, embedding_, max_mu);
+  }
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
   options_.anderson = scene_.solver.accelerator == SolverSettings::Accelerator::Anderson;
@@ -141,10 +146,18 @@ FrameStats SceneSimulation::advance(int frame) {
     else
       state_.x = current;
   }
-  FrameStats st = step(model_, state_, options_);
+  FrameStats st;
+  if (collision_) {
+    collision_stats_ = collision_->solver->step(state_, options_, frame);
+    st = collision_stats_->pd;
+  } else {
+    st = step(model_, state_, options_);
+  }
   previous_x_ = current;
   return st;
 }
+
+SceneSimulation::~SceneSimulation() = default;
 
 std::optional<SurfaceMesh> SceneSimulation::embedded_surface() const {
   if (!surface_) return std::nullopt;

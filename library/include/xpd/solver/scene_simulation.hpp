@@ -16,11 +16,15 @@
 // if its objective at the new inputs is lower than that of x_{k−1}; otherwise the frame starts from
 // x_{k−1}. PD then decreases the energy monotonically from there. Implicit Euler frames start from
 // the inertial position y = x_n + h v_n as before (pd_solver).
+// With a "collision" key, frames are solved by the collision-aware solver (solver/scene_collision.hpp,
+// solver/collision_solver.hpp): same convergence test, plus penalty springs on the active proxies of
+// the collision-prone region; collision_stats() holds the last frame's collision figures.
 #include <xpd/io/scene.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/scene_collision.hpp>
 #include <xpd/solver/state.hpp>
 
 #include <optional>
@@ -33,6 +37,10 @@ public:
   /// Builds the mesh, materials, attachments and loads, and the model (one factorization).
   /// Throws SceneError / MeshError / SolverError / IoError with messages naming the cause.
   explicit SceneSimulation(Scene scene);
+  ~SceneSimulation();
+  // The collision solver keeps a pointer to the model: not movable.
+  SceneSimulation(const SceneSimulation&) = delete;
+  SceneSimulation& operator=(const SceneSimulation&) = delete;
 
   const Scene& scene() const { return scene_; }
   const TetMesh& mesh() const { return mesh_; }
@@ -57,6 +65,11 @@ public:
   /// The embedded surface at the current positions (W x), if the scene has one.
   std::optional<SurfaceMesh> embedded_surface() const;
 
+  /// Collision handling of the scene (null without a "collision" key).
+  const SceneCollision* collision() const { return collision_.get(); }
+  /// Collision figures of the last advance() (empty without collision handling or before frame 1).
+  const std::optional<CollisionFrameStats>& collision_stats() const { return collision_stats_; }
+
 private:
   void set_frame_inputs(int frame);
 
@@ -71,6 +84,8 @@ private:
   std::optional<PointEmbedding> embedding_;
   Model model_;
   State state_;
+  std::unique_ptr<SceneCollision> collision_;
+  std::optional<CollisionFrameStats> collision_stats_;
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;

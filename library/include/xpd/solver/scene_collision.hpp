@@ -1,0 +1,42 @@
+#pragma once
+// The scene's "collision" key turned into running parts (docs/scene-format.md, "collision"):
+// proxies (boundary nodes of the simulation mesh, or the vertices of the embedded surface), the
+// collision-prone region (a node selection), obstacles (keyframed analytic shapes and SDF grids of
+// surface files), optional rest-pose level-set self-collision, the detector and the
+// collision-aware solver (solver/collision_solver.hpp) with its Schur factorization.
+#include <xpd/collision/detector.hpp>
+#include <xpd/io/scene.hpp>
+#include <xpd/mesh/embedding.hpp>
+#include <xpd/solver/collision_solver.hpp>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace xpd {
+
+/// World-space obstacles of a scene: each ObstacleSpec as an Obstacle whose keyframes also carry
+/// the spec's placement (box center). Mesh obstacles read their surface file and build its SDF grid.
+/// Throws IoError / MeshError (with the file) or Error.
+std::vector<Obstacle> make_obstacles(const CollisionSettings& settings);
+
+struct SceneCollision {
+  ProxySet proxies;
+  std::vector<int> region;          ///< proxy indices of the collision-prone region
+  std::vector<Obstacle> obstacles;
+  double stiffness = 0;             ///< penalty stiffness used [N/m]
+  double mean_edge_length = 0;      ///< of the simulation mesh at rest
+  std::unique_ptr<CollisionDetector> detector;
+  std::unique_ptr<CollisionSolver> solver;
+};
+
+/// Builds proxies, region, obstacles, the detector and the solver for `model` (built from `mesh`).
+/// `surface` / `embedding`: the scene's embedded surface and its embedding (for
+/// "proxies": "embedded_surface"). `max_mu`: the largest shear modulus of the scene's materials
+/// (default stiffness = 100 · max_mu · mean edge length). Throws SceneError naming /collision/...
+/// for an empty region and SolverError when the region exceeds the memory budget.
+std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
+                                                     const std::optional<SurfaceMesh>& surface,
+                                                     const std::optional<PointEmbedding>& embedding, double max_mu);
+
+}  // namespace xpd

@@ -1,0 +1,140 @@
+#include <xpd/solver/scene_collision.hpp>
+
+#include <xpd/collision/proxies.hpp>
+#include <xpd/collision/sdf_grid.hpp>
+#include <xpd/collision/self_collision.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace xpd {
+
+namespace {
+
+// Keys that place a shape defined about `center` (its local frame's origin): K'(y) = K(center + y),
+// with K(x) = R (x − p) + p + t, gives pivot' = p − center, translation' = t + center (exact under the
+// linear interpolation of pivot and translation in evaluate()).
+std::vector<Keyframe> placed(const std::vector<Keyframe>& keys, const Vec3& center) {
+  if (keys.empty()) return {Keyframe{0.0, center, Eigen::Quaterniond::Identity(), Vec3::Zero()}};
+  std::vector<Keyframe> out = keys;
+  for (Keyframe& k : out) {
+    k.pivot -= center;
+    k.translation += center;
+  }
+  return out;
+}
+
+double mean_edge_length(const TetMesh& mesh) {
+  double sum = 0;
+  long count = 0;
+  static constexpr int kEdges[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+  for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
+    for (const auto& e : kEdges) {
+      sum += (mesh.nodes.row(mesh.tets(t, e[0])) - mesh.nodes.row(mesh.tets(t, e[1]))).norm();
+      ++count;
+    }
+  return count ? sum / static_cast<double>(count) : 0.0;
+}
+
+}  // namespace
+
+std::vector<Obstacle> make_obstacles(const CollisionSettings& settings) {
+  std::vector<Obstacle> out;
+  for (const ObstacleSpec& s : settings.obstacles) {
+    Obstacle o;
+    o.keyframes = s.keyframes;
+    switch (s.type) {
+      case ObstacleSpec::Type::Plane: o.shape = Plane{s.point, s.normal}; break;
+      case ObstacleSpec::Type::Sphere: o.shape = Sphere{s.center, s.radius}; break;
+      case ObstacleSpec::Type::Capsule: o.shape = Capsule{s.a, s.b, s.radius}; break;
+      case ObstacleSpec::Type::Box:
+        o.shape = Box{s.half_extents};
+        o.keyframes = placed(s.keyframes, s.center);
+        break;
+      case ObstacleSpec::Type::Mesh: {
+        const SurfaceMesh surface = io::read_surface(s.file);
+        SdfGridOptions go;
+        if (s.cell_size > 0) go.cell_size = s.cell_size;
+        o.shape = MeshSdf{std::make_shared<const SdfGrid>(surface, go)};
+        break;
+      }
+    }
+    validate(o);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
+                                                     const std::optional<SurfaceMesh>& surface,
+                                                     const std::optional<PointEmbedding>& embedding, double max_mu) {
+  if (!scene.collision) return nullptr;
+  const CollisionSettings& cs = *scene.collision;
+  auto sc = std::make_unique<SceneCollision>();
+  sc->mean_edge_length = mean_edge_length(mesh);
+  // Proxies.
+  if (cs.proxies == CollisionSettings::Proxies::Surface) {
+    std::vector<int> nodes;
+    const Triangles faces = boundary_faces(mesh.tets);
+    for (Eigen::Index f = 0; f < faces.rows(); ++f)
+      for (int a = 0; a < 3; ++a) nodes.push_back(faces(f, a));
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    sc->proxies = proxies_from_nodes(mesh, nodes);
+  } else {
+    if (!surface || !embedding)
+      throw SceneError(scene.file, "/collision/proxies", "'embedded_surface' proxies need mesh.embedded_surface");
+    sc->proxies = proxies_from_embedding(mesh, embedding->tet_of_point, embedding->weights);
+  }
+  // Region: proxies whose largest-weight node is selected.
+  const std::vector<int> selected = select_nodes(cs.region, scene.selections, mesh);
+  std::vector<char> in(static_cast<std::size_t>(mesh.nodes.rows()), 0);
+  for (const int v : selected) in[static_cast<std::size_t>(v)] = 1;
+  for (int p = 0; p < sc->proxies.size(); ++p) {
+    Eigen::Index a = 0;
+    sc->proxies.weights.row(p).maxCoeff(&a);
+    const int node = mesh.tets(sc->proxies.tet[static_cast<std::size_t>(p)], a);
+    if (in[static_cast<std::size_t>(node)]) sc->region.push_back(p);
+  }
+  if (sc->region.empty())
+    throw SceneError(scene.file, "/collision/region",
+                     fmt::format("the collision region '{}' holds no proxy ({} proxies in all)", cs.region,
+                                 sc->proxies.size()));
+  // Detection.
+  sc->obstacles = make_obstacles(cs);
+  std::shared_ptr<const SdfGrid> rest_sdf;
+  CollisionDetectorOptions dop;
+  dop.margin = cs.margin;
+  if (cs.self_collision) {
+    SdfGridOptions go;
+    go.cell_size = cs.sdf_cell_size > 0 ? cs.sdf_cell_size : 0.5 * sc->mean_edge_length;
+    // Embedded proxies lie on the embedded surface: its level set is the rest shape they see.
+    rest_sdf = cs.proxies == CollisionSettings::Proxies::EmbeddedSurface
+                   ? std::make_shared<const SdfGrid>(*surface, go)
+                   : rest_surface_sdf(mesh, go);
+    dop.self.exclusion_radius = cs.exclusion_radius;
+  }
+  sc->detector = std::make_unique<CollisionDetector>(mesh, sc->proxies, sc->region, sc->obstacles, rest_sdf, dop);
+  // Solver.
+  CollisionOptions co;
+  sc->stiffness = cs.stiffness > 0 ? cs.stiffness : 100.0 * max_mu * sc->mean_edge_length;
+  co.stiffness = sc->stiffness;
+  co.inner_iterations = cs.inner_iterations;
+  co.method = collision_method_from_string(cs.method);
+  co.schur_solve = cs.schur_solve == "woodbury"         ? SchurSolveMethod::woodbury
+                   : cs.schur_solve == "dense_refactor" ? SchurSolveMethod::dense_refactor
+                                                        : SchurSolveMethod::automatic;
+  co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
+  try {
+    sc->solver = std::make_unique<CollisionSolver>(model, sc->proxies, sc->region, *sc->detector, co);
+  } catch (const SolverError& e) {
+    throw SolverError(fmt::format("{}: /collision: {}", scene.file, e.what()));
+  }
+  return sc;
+}
+
+}  // namespace xpd

@@ -92,6 +92,27 @@ TEST(CollisionSdfGrid, BoxNodesExactAndInterpolationFirstOrderAtEdges) {
   }
 }
 
+TEST(CollisionSdfGrid, SignIsExactWhenGridLinesPassThroughEdgesAndVertices) {
+  // Grid lines at multiples of the cell run exactly along the triangulated faces' edges and
+  // through their vertices: the tie-breaking must count every crossing exactly once.
+  const TetMesh m = make_box(3, 5, 3, Vec3(0, 0, 0), Vec3(1, 1, 1));
+  const SurfaceMesh s{m.nodes, boundary_faces(m.tets)};
+  for (double cell : {0.25, 0.125, 0.5}) {
+    SdfGridOptions o;
+    o.cell_size = cell;
+    const SdfGrid g(s, o);
+    int inside = 0;
+    for (int k = 0; k < g.dims()[2]; ++k)
+      for (int j = 0; j < g.dims()[1]; ++j)
+        for (int i = 0; i < g.dims()[0]; ++i) {
+          const double exact = box_sdf(g.node(i, j, k), Vec3::Zero(), Vec3::Ones());
+          ASSERT_NEAR(g.node_value(i, j, k), exact, 1e-12) << i << " " << j << " " << k << " cell " << cell;
+          inside += exact < 0;
+        }
+    EXPECT_GT(inside, 0);
+  }
+}
+
 TEST(CollisionSdfGrid, MatchesBruteForceDistanceOnRealSurface) {
   const SurfaceMesh s = test::read_test_surface(test::data_path("libigl-tutorial-data/decimated-knight.off"));
   SdfGridOptions o;

@@ -12,6 +12,7 @@
 #include <xpd/collision/self_collision.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/mesh/embedding.hpp>
 #include <xpd/mesh/surface.hpp>
 
 #include "collision/collision_fixtures.hpp"
@@ -109,6 +110,37 @@ TEST(CollisionSelf, ClosedUBlockFindsProxiesInsideTheOtherLobe) {
     EXPECT_FALSE((X.x() == 2 || X.x() == 4) && X.y() >= 1 && X.y() <= 2 && X.z() >= 2 && X.z() <= 4);
   }
   EXPECT_LT(few.size(), contacts.size());
+}
+
+TEST(CollisionSelf, EmbeddedProxiesOnTheInnerFaceGetTargetsAcross) {
+  // Proxies embedded (not at nodes) on the left lobe's inner face x = 2, away from its edges.
+  const TetMesh mesh = test::u_block();
+  SdfGridOptions so;
+  so.cell_size = 0.1;
+  const auto sdf = rest_surface_sdf(mesh, so);
+  std::mt19937 rng(37);
+  std::uniform_real_distribution<double> uy(1.05, 1.95), uz(2.05, 3.95);
+  Points pts(40, 3);
+  for (Eigen::Index i = 0; i < pts.rows(); ++i) pts.row(i) << 2.0, uy(rng), uz(rng);
+  const PointEmbedding e = embed_points(mesh, pts);
+  ASSERT_TRUE(e.all_inside());
+  const ProxySet proxies = proxies_from_embedding(mesh, e.tet_of_point, e.weights);
+  std::vector<int> all(std::size_t(mesh.tets.rows()));
+  std::iota(all.begin(), all.end(), 0);
+  SelfCollision sc(mesh.nodes, mesh.tets, sdf, all, proxies);
+  std::vector<ProxyContact> contacts, oracle;
+  const Points x = test::close_u(mesh.nodes, 1.3);
+  sc.detect(x, contacts);
+  sc.detect_brute_force(x, oracle);
+  expect_same(contacts, oracle);
+  ASSERT_EQ(contacts.size(), std::size_t(pts.rows()));
+  for (const ProxyContact& c : contacts) {
+    const Vec3 P = pts.row(c.proxy).transpose();
+    EXPECT_LT((c.target - Vec3(2.7, P.y(), P.z())).norm(), 1e-9);
+    EXPECT_NEAR(c.depth, 0.6, 1e-9);
+  }
+  sc.detect(mesh.nodes, contacts);
+  EXPECT_TRUE(contacts.empty());
 }
 
 TEST(CollisionSelf, NoContactsAtRestUnderRigidMotionOrBeforeTouching) {

@@ -21,11 +21,13 @@
 //
 // Neighbourhood exclusion (a proxy must not collide with the material it is part of): T is skipped
 // when it is the proxy's own tet, when it shares a node with the proxy's own tet, or when
-// |X − X_p| < exclusion_radius (X_p the proxy's rest position). The last rule is the robust one: a
-// moderate smooth deformation maps x_p into tets whose rest image of x_p stays close to X_p (the
-// deformation is locally near-affine), so the rest-space distance measures "same material" whatever
-// the deformed tet layout; genuinely colliding material comes from far away in rest space. Contacts
-// between parts closer than the radius in rest space are therefore not detected (choose the radius
+// |X − X_p| < exclusion_radius (X_p the proxy's rest position). While the deformation inverts no
+// tet, the piecewise-affine map is injective and x_p lies only in tets around its own (node
+// sharing already excludes them; the tests confirm no contacts under smooth deformations). Where
+// the map folds — inverted or crushed tets at a tight crease, e.g. inside a bent elbow — x_p enters
+// tets a few rings away; the rest-space radius is the robust rule there, since such tets map x_p
+// back close to X_p, whereas genuinely colliding material comes from far away in rest space.
+// Contacts between parts closer than the radius in rest space are not detected (choose the radius
 // below the rest distance of surfaces that may touch: e.g. the gap of a U-shaped body).
 //
 // Only the `region` tets are searched (they get a spatial hash of their deformed bounding boxes,

@@ -66,6 +66,7 @@ struct CollisionSolver::Impl {
   // (keep_active_in_frame) or of the last detection; target = contact target, or the proxy's
   // current position when it is not in contact now (zero force, stiffness kept in the matrix).
   std::vector<char> in_springs;   // per proxy
+  std::vector<int> out_count;     // per proxy: detections in a row out of contact while in springs
   std::vector<int> spring_proxy;  // sorted
   std::vector<Vec3> spring_target;
   // Scratch.
@@ -84,27 +85,40 @@ struct CollisionSolver::Impl {
   }
 
   void reset_springs() {
-    for (const int p : spring_proxy) in_springs[static_cast<size_t>(p)] = 0;
+    for (const int p : spring_proxy) in_springs[static_cast<size_t>(p)] = 0, out_count[static_cast<size_t>(p)] = 0;
     spring_proxy.clear();
     spring_target.clear();
   }
 
-  // Springs after a detection at x (contacts sorted by proxy).
+  // Springs after a detection at x (contacts sorted by proxy). A spring out of contact keeps its
+  // stiffness (target = its current position) until it has been out for release_after detections
+  // in a row: proxies that flicker in and out on the contact boundary keep one matrix, proxies that
+  // really separate are freed after a few detections instead of being dragged by their springs.
   void update_springs(const Points& x) {
     if (!opt.keep_active_in_frame) reset_springs();
-    for (const ProxyContact& ct : contacts)
+    for (const ProxyContact& ct : contacts) {
+      out_count[static_cast<size_t>(ct.proxy)] = 0;
       if (!in_springs[static_cast<size_t>(ct.proxy)]) {
         in_springs[static_cast<size_t>(ct.proxy)] = 1;
         spring_proxy.push_back(ct.proxy);
       }
+    }
     std::sort(spring_proxy.begin(), spring_proxy.end());
-    spring_target.resize(spring_proxy.size());
-    size_t c = 0;
+    spring_target.clear();
+    size_t c = 0, kept = 0;
     for (size_t i = 0; i < spring_proxy.size(); ++i) {
       const int p = spring_proxy[i];
       while (c < contacts.size() && contacts[c].proxy < p) ++c;
-      spring_target[i] = (c < contacts.size() && contacts[c].proxy == p) ? contacts[c].target : proxy_position(x, p);
+      const bool touching = c < contacts.size() && contacts[c].proxy == p;
+      if (!touching && ++out_count[static_cast<size_t>(p)] >= opt.release_after) {
+        in_springs[static_cast<size_t>(p)] = 0;
+        out_count[static_cast<size_t>(p)] = 0;
+        continue;
+      }
+      spring_proxy[kept++] = p;
+      spring_target.push_back(touching ? contacts[c].target : proxy_position(x, p));
     }
+    spring_proxy.resize(kept);
   }
 
   // Collision energy Σ c/2 ||x_p − t||² of the springs at x; adds −c (x_p − t) w_a to f rows.
@@ -282,6 +296,8 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
     throw SolverError(fmt::format("collision: penalty stiffness must be > 0 (got {})", options.stiffness));
   if (options.inner_iterations < 1)
     throw SolverError(fmt::format("collision: inner_iterations must be >= 1 (got {})", options.inner_iterations));
+  if (options.release_after < 1)
+    throw SolverError(fmt::format("collision: release_after must be >= 1 (got {})", options.release_after));
   if (options.pcg_iterations < 1)
     throw SolverError(fmt::format("collision: pcg_iterations must be >= 1 (got {})", options.pcg_iterations));
   const int n = model.num_nodes();
@@ -292,6 +308,7 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
   region.erase(std::unique(region.begin(), region.end()), region.end());
   d.region_mask.assign(static_cast<size_t>(proxies.size()), 0);
   d.in_springs.assign(static_cast<size_t>(proxies.size()), 0);
+  d.out_count.assign(static_cast<size_t>(proxies.size()), 0);
   d.local_of.assign(static_cast<size_t>(n), -1);
   for (const int p : region) {
     if (p < 0 || p >= proxies.size())
@@ -432,7 +449,12 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   check_finite(energy, residual);
   st.initial_residual = residual;
   const double scale = std::max(residual, st.load_scale);
-  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance; };
+  // Round-off floor: a frame that starts at equilibrium (nothing moves, no loads) has a residual of
+  // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.
+  const double floor = 1e-13 * model.matrix().diagonal().cwiseAbs().maxCoeff() * s.x.norm();
+  auto converged = [&](double r) {
+    return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor;
+  };
   while (!converged(residual) && st.iterations < opt.max_iterations) {
     pt.skip();
     const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&

@@ -12,8 +12,8 @@
 // Collision energy. Every active proxy p (a contact from the detector) adds c/2 ||W_p x − t_p||²
 // with t_p its projection onto free space (the PD projection of the non-penetration constraint),
 // so the global matrix becomes K + Wᵀ C W, which only changes the x2 block: H = Σ + C22. A proxy
-// once active keeps its spring for the rest of the frame (CollisionOptions::keep_active_in_frame),
-// with target = its own position while out of contact.
+// once active keeps its spring for a few detections after it leaves contact
+// (CollisionOptions::keep_active_in_frame, release_after), with target = its own position.
 //
 // One outer iteration (schur method), with f = f(x) the forces of all terms at x (no collision):
 //   1.  forward: y1 = L11⁻¹ f1, g2 = f2 − K21 K11⁻¹ f1                      (Algorithm 1 steps 1-3)
@@ -64,11 +64,14 @@ struct CollisionOptions {
   SchurSolveMethod schur_solve = SchurSolveMethod::automatic;  ///< H u2 = g: dense refactor or Woodbury
   SchurOptions schur;         ///< dense memory budget etc. (precompute_inverse is set as needed)
   int pcg_iterations = 100;   ///< baseline (c): fixed number of PCG iterations per global step
-  /// true: a proxy found in contact keeps its spring in the matrix for the rest of the frame; while
-  /// it is out of contact its target is its current position (zero force, so nothing sticks). This
-  /// keeps the matrix from switching back and forth at proxies on the contact boundary, where a
-  /// per-detection active set can cycle forever. false: springs = the contacts of the last detection.
+  /// true: a proxy found in contact keeps its spring in the matrix while it is out of contact for
+  /// fewer than `release_after` detections in a row; meanwhile its target is its current position
+  /// (zero force, so nothing sticks). This keeps the matrix from switching back and forth at proxies
+  /// on the contact boundary, where a per-detection active set can cycle forever, and frees proxies
+  /// that really separate. The set is reset at the start of every frame. false: springs = the
+  /// contacts of the last detection.
   bool keep_active_in_frame = true;
+  int release_after = 3;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;

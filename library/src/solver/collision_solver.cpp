@@ -116,7 +116,17 @@ struct CollisionSolver::Impl {
         continue;
       }
       spring_proxy[kept++] = p;
-      spring_target.push_back(touching ? contacts[c].target : proxy_position(x, p));
+      if (!touching) {
+        spring_target.push_back(proxy_position(x, p));
+      } else if (contacts[c].source == ProxyContact::Source::Self) {
+        // Both sides of a self-contact are proxies, each pulled towards the other side's surface:
+        // with full targets the two surfaces would swap places every iteration (a 2-cycle for a
+        // stiff penalty). Half-way targets make the pair meet in the middle.
+        const Vec3 xp = proxy_position(x, p);
+        spring_target.push_back(xp + 0.5 * (contacts[c].target - xp));
+      } else {
+        spring_target.push_back(contacts[c].target);
+      }
     }
     spring_proxy.resize(kept);
   }
@@ -318,6 +328,11 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
       throw SolverError(fmt::format("collision: proxy {} is bound to tet {}, outside the mesh", p, t));
     d.region_mask[static_cast<size_t>(p)] = 1;
     for (int a = 0; a < 4; ++a) d.local_of[static_cast<size_t>(tets(t, a))] = 0;  // mark
+  }
+  for (const int t : options.region_tets) {
+    if (t < 0 || t >= model.num_tets())
+      throw SolverError(fmt::format("collision: region tet {} out of range [0, {})", t, model.num_tets()));
+    for (int a = 0; a < 4; ++a) d.local_of[static_cast<size_t>(tets(t, a))] = 0;
   }
   d.region = std::move(region);
   for (int i = 0; i < n; ++i)

@@ -117,6 +117,20 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
                    ? std::make_shared<const SdfGrid>(*surface, go)
                    : rest_surface_sdf(mesh, go);
     dop.self.exclusion_radius = cs.exclusion_radius;
+    // Search the tets around every node a region proxy hangs on: the proxies' own tets alone are a
+    // one-tet-per-proxy sieve (surface nodes bind to one incident tet each) through which a
+    // penetrating proxy of the other side can slip unseen.
+    std::vector<char> hang(static_cast<std::size_t>(mesh.nodes.rows()), 0);
+    for (const int p : sc->region)
+      for (int a = 0; a < 4; ++a)
+        if (sc->proxies.weights(p, a) != 0.0)
+          hang[static_cast<std::size_t>(mesh.tets(sc->proxies.tet[static_cast<std::size_t>(p)], a))] = 1;
+    for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
+      for (int a = 0; a < 4; ++a)
+        if (hang[static_cast<std::size_t>(mesh.tets(t, a))]) {
+          dop.self_region.push_back(static_cast<int>(t));
+          break;
+        }
   }
   sc->detector = std::make_unique<CollisionDetector>(mesh, sc->proxies, sc->region, sc->obstacles, rest_sdf, dop);
   // Solver.
@@ -129,6 +143,7 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
                    : cs.schur_solve == "dense_refactor" ? SchurSolveMethod::dense_refactor
                                                         : SchurSolveMethod::automatic;
   co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
+  co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   try {
     sc->solver = std::make_unique<CollisionSolver>(model, sc->proxies, sc->region, *sc->detector, co);
   } catch (const SolverError& e) {

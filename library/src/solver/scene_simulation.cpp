@@ -135,7 +135,10 @@ FrameStats SceneSimulation::advance(int frame) {
   set_frame_inputs(frame);
   last_extrapolated_ = false;
   const Points current = state_.x;  // x_{k−1}
-  if (extrapolate_ && model_.integrator() == Integrator::Quasistatic && previous_x_.rows() == current.rows()) {
+  // No extrapolation with collisions: the guess is judged by the elastic energy alone, which happily
+  // drives contacting parts through each other, deeper than detection can see.
+  if (extrapolate_ && !collision_ && model_.integrator() == Integrator::Quasistatic &&
+      previous_x_.rows() == current.rows()) {
     // Warm start: linear extrapolation of the displacement, kept only when it lowers the objective
     // at this frame's inputs (two local steps, cheap next to the solve).
     const double e_current = evaluate(model_, state_);

@@ -14,6 +14,8 @@
 // so the global matrix becomes K + Wᵀ C W, which only changes the x2 block: H = Σ + C22. A proxy
 // once active keeps its spring for a few detections after it leaves contact
 // (CollisionOptions::keep_active_in_frame, release_after), with target = its own position.
+// Self-contacts pull each proxy half-way to its projection: both sides of the contact are proxies
+// and move towards each other, so full targets would make the two surfaces swap places.
 //
 // One outer iteration (schur method), with f = f(x) the forces of all terms at x (no collision):
 //   1.  forward: y1 = L11⁻¹ f1, g2 = f2 − K21 K11⁻¹ f1                      (Algorithm 1 steps 1-3)
@@ -64,6 +66,9 @@ struct CollisionOptions {
   SchurSolveMethod schur_solve = SchurSolveMethod::automatic;  ///< H u2 = g: dense refactor or Woodbury
   SchurOptions schur;         ///< dense memory budget etc. (precompute_inverse is set as needed)
   int pcg_iterations = 100;   ///< baseline (c): fixed number of PCG iterations per global step
+  /// Extra tets whose nodes join x2 (e.g. the tets a self-collision detector searches, which it
+  /// reads inside the inner loop and must therefore move with x2).
+  std::vector<int> region_tets;
   /// true: a proxy found in contact keeps its spring in the matrix while it is out of contact for
   /// fewer than `release_after` detections in a row; meanwhile its target is its current position
   /// (zero force, so nothing sticks). This keeps the matrix from switching back and forth at proxies

@@ -17,7 +17,7 @@ struct CollisionBenchOptions {
   int refactor_iterations = 2;  ///< measured iterations of baseline (a)
   int extra_inner = 4;      ///< inner iterations beyond the first for extra_inner_ms
   double patch = 0.93;      ///< side of the central top patch holding proxies, fraction of the box side
-  double indent = 0.045;    ///< sphere indentation depth below the undeformed top face (box side = 1)
+  double indent = 0.08;     ///< sphere indentation depth below the undeformed top face (box side = 1)
   double sphere_radius = 0.3;
   int threads = 0;          ///< ≤ 0: TBB default
   SchurSolveMethod schur_solve = SchurSolveMethod::automatic;

@@ -71,7 +71,7 @@ void put_nodes(nlohmann::ordered_json& j, const std::vector<int>& nodes) {
 }
 
 // OUT/scene.json (docs/output-format.md): the attachments and named selections as node lists,
-// and "obstacles", reserved for the collision module.
+// and "obstacles" (filled by obstacle_overlay).
 nlohmann::ordered_json scene_overlay(const Scene& scene, const TetMesh& mesh) {
   nlohmann::ordered_json attachments = nlohmann::ordered_json::array();
   for (const Attachment& a : scene.attachments) {
@@ -95,6 +95,33 @@ nlohmann::ordered_json scene_overlay(const Scene& scene, const TetMesh& mesh) {
   return {{"attachments", std::move(attachments)},
           {"selections", std::move(selections)},
           {"obstacles", nlohmann::ordered_json::array()}};
+}
+
+// The obstacles the viewer can draw (sphere, plane, box) where they stand at frame 0.
+nlohmann::ordered_json obstacle_overlay(const SceneSimulation& sim) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  const SceneCollision* c = sim.collision();
+  if (!c) return out;
+  auto vec = [](const Vec3& v) { return std::vector<double>{v.x(), v.y(), v.z()}; };
+  for (const Obstacle& o : c->obstacles) {
+    const RigidTransform T = evaluate(o.keyframes, 0.0);
+    if (const auto* sp = std::get_if<Sphere>(&o.shape)) {
+      out.push_back({{"type", "sphere"}, {"center", vec(T.apply(sp->center))}, {"radius", sp->radius}});
+    } else if (const auto* pl = std::get_if<Plane>(&o.shape)) {
+      out.push_back({{"type", "plane"}, {"point", vec(T.apply(pl->point))}, {"normal", vec(T.rotation * pl->normal)}});
+    } else if (const auto* bx = std::get_if<Box>(&o.shape)) {
+      // The viewer draws axis-aligned boxes: the bounding box of the placed one.
+      Vec3 lo = Vec3::Constant(1e300), hi = Vec3::Constant(-1e300);
+      for (int k = 0; k < 8; ++k) {
+        const Vec3 corner((k & 1 ? 1 : -1) * bx->half_extents.x(), (k & 2 ? 1 : -1) * bx->half_extents.y(),
+                          (k & 4 ? 1 : -1) * bx->half_extents.z());
+        lo = lo.cwiseMin(T.apply(corner));
+        hi = hi.cwiseMax(T.apply(corner));
+      }
+      out.push_back({{"type", "box"}, {"min", vec(lo)}, {"max", vec(hi)}});
+    }
+  }
+  return out;
 }
 
 // One entry of outputs.fields as a VTU array ("displacement" is always written by RunOutput).
@@ -194,7 +221,9 @@ void run_scene(const RunOptions& o) {
   output.set_metadata("nodes", sim.mesh().nodes.rows());
   output.set_metadata("tets", sim.mesh().tets.rows());
   output.set_metadata("setup_ms", sim.setup_ms());
-  output.write_scene_overlay(scene_overlay(sim.scene(), sim.mesh()));
+  nlohmann::ordered_json overlay = scene_overlay(sim.scene(), sim.mesh());
+  overlay["obstacles"] = obstacle_overlay(sim);
+  output.write_scene_overlay(overlay);
   write_outputs(output, sim, 0, sim.num_frames());
   output.append_stats(nlohmann::ordered_json{{"frame", 0}});
 

@@ -211,6 +211,8 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
     fmt::print("{:<58} {:>12}\n", "Nodes in collision-prone region", c->solver->region_nodes().size());
     fmt::print("{:<58} {:>12}\n", "Collision proxies (region / all)",
                fmt::format("{} / {}", c->region.size(), c->proxies.size()));
+    fmt::print("{:<58} {:>12.3e}\n", "Mean rest edge length", c->mean_edge_length);
+    fmt::print("{:<58} {:>12.3e}\n", "Penalty stiffness per proxy [N/m]", c->stiffness);
   }
 }
 
@@ -270,6 +272,7 @@ void run_scene(const RunOptions& o) {
   print_timing_table(sim, total, iterations, wall_ms, col_total ? &*col_total : nullptr);
   if (col_total) {
     output.set_metadata("max_penetration", max_penetration);
+    output.set_metadata("mean_edge_length", sim.collision()->mean_edge_length);
     fmt::print("{:<58} {:>12.3e}\n", "Deepest penetration after a frame (all frames)", max_penetration);
   }
   output.set_metadata("unconverged_frames", unconverged);

@@ -58,6 +58,11 @@ SelfCollision::SelfCollision(const Points& rest_nodes, const Tets& tets, std::sh
   tolerance_ = options.tolerance;
   iterations_ = options.projection_iterations;
   projection_tolerance_ = options.projection_tolerance > 0 ? options.projection_tolerance : 1e-6 * sdf_->cell_size();
+  if (!region_.empty()) {
+    Tets sub(static_cast<Eigen::Index>(region_.size()), 4);
+    for (std::size_t k = 0; k < region_.size(); ++k) sub.row(Eigen::Index(k)) = tets_.row(region_[k]);
+    rest_locator_ = std::make_unique<TetLocator>(rest_, sub);
+  }
   if (options.exclusion_radius > 0) {
     exclusion_radius_ = options.exclusion_radius;
   } else {
@@ -86,6 +91,9 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   if (!b.allFinite() || b.minCoeff() < -tolerance_) return;  // degenerate deformed tet, or outside
   const Vec3 X0 = rest_.row(tets_(T, 0)).transpose(), X1 = rest_.row(tets_(T, 1)).transpose(),
              X2 = rest_.row(tets_(T, 2)).transpose(), X3 = rest_.row(tets_(T, 3)).transpose();
+  // An inverted deformed tet maps nothing meaningfully back to rest space (its "inside" is a
+  // folded region): it cannot witness a penetration.
+  if ((x1 - x0).cross(x2 - x0).dot(x3 - x0) * (X1 - X0).cross(X2 - X0).dot(X3 - X0) <= 0.0) return;
   const Vec3 X = b[0] * X0 + b[1] * X1 + b[2] * X2 + b[3] * X3;
   // Same material in rest space: a smooth deformation maps x_p into tets whose rest image of x_p is
   // near X_p. Only material from farther away counts as "the other side".
@@ -124,9 +132,19 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   }
   // A perfectly symmetric point (no direction at all) cannot be projected: no contact this pass.
   if (Y == X) return;
-  // The target is the rest-surface point carried by T's affine map (extended outside T).
-  const Vec4 bp = barycentric(Y, X0, X1, X2, X3);
-  const Vec3 t = bp[0] * x0 + bp[1] * x1 + bp[2] * x2 + bp[3] * x3;
+  // The target is the rest-surface point carried to deformed space by the region tet containing it
+  // (the projection leaves T when the penetration is deeper than T; T's affine map extended that
+  // far would amplify T's distortion), or by T's map when no region tet holds it.
+  int S = T;
+  if (rest_locator_) {
+    const TetLocation loc = rest_locator_->find_tet(Y, 1e-9);
+    if (loc.found()) S = region_[std::size_t(loc.tet)];
+  }
+  const Vec3 s0 = x.row(tets_(S, 0)).transpose(), s1 = x.row(tets_(S, 1)).transpose(),
+             s2 = x.row(tets_(S, 2)).transpose(), s3 = x.row(tets_(S, 3)).transpose();
+  const Vec4 bp = barycentric(Y, rest_.row(tets_(S, 0)).transpose(), rest_.row(tets_(S, 1)).transpose(),
+                              rest_.row(tets_(S, 2)).transpose(), rest_.row(tets_(S, 3)).transpose());
+  const Vec3 t = bp[0] * s0 + bp[1] * s1 + bp[2] * s2 + bp[3] * s3;
   ProxyContact c;
   c.proxy = p;
   c.target = t;

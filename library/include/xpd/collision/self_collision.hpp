@@ -37,6 +37,7 @@
 #include <vector>
 #include <xpd/collision/contact.hpp>
 #include <xpd/collision/sdf_grid.hpp>
+#include <xpd/mesh/tet_locator.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
@@ -94,6 +95,9 @@ class SelfCollision final : public ContactDetector {
   double tolerance_ = 1e-9;
   int iterations_ = 4;
   double projection_tolerance_ = 0;
+  // Rest-space point location over the region tets: the projected rest point is carried back to
+  // deformed space by the tet that contains it (McAdams et al.), not by extrapolating T's map.
+  std::unique_ptr<TetLocator> rest_locator_;
   // Spatial hash scratch (reused between calls).
   std::vector<Vec3> box_lo_, box_hi_;
   std::vector<int> cell_start_, cell_tets_, cell_fill_;

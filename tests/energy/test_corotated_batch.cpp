@@ -6,6 +6,7 @@
 #include <xpd/energy/polar.hpp>
 #include <xpd/solver/model.hpp>
 
+#include "energy/tet_kernel.hpp"
 #include "solver/pd_fixtures.hpp"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,17 @@ void expect_matches_generic(const Model& model, const Points& x) {
   Points f2 = Points::Zero(x.rows(), 3);
   EXPECT_EQ(e_fast, term.project_add_force(x, in, f2, nullptr));
   EXPECT_EQ(0, std::memcmp(f2.data(), f_fast.data(), sizeof(double) * static_cast<size_t>(f2.size())));
+  // The baseline and AVX2 builds of the kernel round identically (no FMA).
+  if (const auto avx2 = detail::corotated_range_variant(1)) {
+    Points fb = Points::Zero(x.rows(), 3), fa = Points::Zero(x.rows(), 3);
+    std::vector<double> pb(np), pa(np);
+    const double eb = detail::corotated_project_add_force(term.elements(), x, fb, pb.data(),
+                                                          detail::corotated_range_variant(0));
+    const double ea = detail::corotated_project_add_force(term.elements(), x, fa, pa.data(), avx2);
+    EXPECT_EQ(eb, ea);
+    EXPECT_EQ(0, std::memcmp(fb.data(), fa.data(), sizeof(double) * static_cast<size_t>(fb.size())));
+    EXPECT_EQ(0, std::memcmp(pb.data(), pa.data(), sizeof(double) * np));
+  }
 }
 
 }  // namespace

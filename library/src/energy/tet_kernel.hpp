@@ -154,6 +154,10 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
 /// Signature of a compiled variant of corotated_range (see corotated.cpp: AVX2 or baseline).
 using CorotatedRangeFn = double (*)(const TetElements&, const double*, double*, double*, int, int, double);
 
+/// The compiled variants (corotated.cpp): 0 = baseline, 1 = AVX2; nullptr if the CPU lacks it.
+/// For tests; the hot path picks the best one once.
+CorotatedRangeFn corotated_range_variant(int which);
+
 /// Colour loop of the corotated hot path: the same deterministic partition as
 /// tet_project_add_force (fixed grain, colours in order), each chunk handled by `range`.
 inline double corotated_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,

@@ -22,7 +22,7 @@ namespace {
 
 double corotated_range_baseline(const TetElements& e, const double* x, double* f, double* p_out, int begin,
                                 int end, double acc) {
-  return detail::corotated_range(e, x, f, p_out, begin, end, acc);
+  return detail::corotated_range_scalar(e, x, f, p_out, begin, end, acc);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

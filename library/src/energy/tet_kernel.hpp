@@ -151,10 +151,56 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
   return acc;
 }
 
+/// corotated_range one element at a time with the scalar Newton kernel: the same operations in the
+/// same order per element (bitwise identical results), for builds without wide vectors, where
+/// the four-lane version (two SSE2 registers, iteration count = slowest lane) is slower.
+inline double corotated_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin,
+                                     int end, double acc) {
+  for (int k = begin; k < end; ++k) {
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    const double w = e.weight[static_cast<size_t>(k)];
+    const double* B = e.Dm_inv[static_cast<size_t>(k)].data();
+    const double* xs[4];
+    for (int a = 0; a < 4; ++a) xs[a] = x + 3 * static_cast<size_t>(n[static_cast<size_t>(a)]);
+    double Ds[9], F[9], R[9], D[9], H[9];
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d) Ds[3 * j + d] = xs[j + 1][d] - xs[0][d];
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d)
+        F[3 * j + d] = Ds[d] * B[3 * j] + Ds[3 + d] * B[3 * j + 1] + Ds[6 + d] * B[3 * j + 2];
+    if (!polar_rotation_newton(F, R)) {
+      const Mat3 Rl = polar_rotation(Eigen::Map<const Mat3>(F));
+      for (int i = 0; i < 9; ++i) R[i] = Rl.data()[i];
+    }
+    double sq = 0.0;
+    for (int i = 0; i < 9; ++i) {
+      D[i] = F[i] - R[i];
+      sq += D[i] * D[i];
+    }
+    const double mw = -w;
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d) H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
+    acc += 0.5 * w * sq;
+    if (p_out) std::memcpy(p_out + 9 * static_cast<size_t>(k), R, sizeof(R));
+    double* f0 = f + 3 * static_cast<size_t>(n[0]);
+    double* f1 = f + 3 * static_cast<size_t>(n[1]);
+    double* f2 = f + 3 * static_cast<size_t>(n[2]);
+    double* f3 = f + 3 * static_cast<size_t>(n[3]);
+    for (int d = 0; d < 3; ++d) {
+      f1[d] += H[d];
+      f2[d] += H[3 + d];
+      f3[d] += H[6 + d];
+      f0[d] -= H[d] + H[3 + d] + H[6 + d];
+    }
+  }
+  return acc;
+}
+
 /// Signature of a compiled variant of corotated_range (see corotated.cpp: AVX2 or baseline).
 using CorotatedRangeFn = double (*)(const TetElements&, const double*, double*, double*, int, int, double);
 
-/// The compiled variants (corotated.cpp): 0 = baseline, 1 = AVX2; nullptr if the CPU lacks it.
+/// The compiled variants (corotated.cpp): 0 = baseline (corotated_range_scalar), 1 = AVX2
+/// (corotated_range, four lanes); nullptr if the CPU lacks it. They agree bitwise.
 /// For tests; the hot path picks the best one once.
 CorotatedRangeFn corotated_range_variant(int which);
 

@@ -1,6 +1,10 @@
 // The PD local step on box:N: per-tet polar decomposition fused with the elastic force scatter
 // (colour-parallel, deterministic), and the full evaluate() (local + rhs phases).
 #include <xpd/energy/polar.hpp>
+#include <xpd/energy/tet_term.hpp>
+
+#include "energy/polar_kernel.hpp"
+#include "energy/tet_kernel.hpp"
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/bench_core.hpp>
 #include <xpd/solver/model.hpp>
@@ -58,6 +62,47 @@ static void BM_SignedSvd(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(F.size()));
 }
 
+// The four-lane Newton kernel of the corotated hot path (AVX2 build) on the same matrices as BM_Polar.
+__attribute__((target("avx2"), noinline)) static int polar4_avx2(const detail::Lanes4 (&in)[9], detail::Lanes4 (&out)[9]) {
+  return detail::polar_rotation_newton4(in, out);
+}
+static void BM_PolarNewton4(benchmark::State& state) {
+  if (!detail::corotated_range_variant(1)) {
+    state.SkipWithError("no AVX2");
+    return;
+  }
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> u(-0.2, 0.2);
+  std::vector<Eigen::Matrix3d> F(4096);
+  for (auto& f : F) f = Eigen::Matrix3d::Identity() + Eigen::Matrix3d::NullaryExpr([&] { return u(rng); });
+  for (auto _ : state)
+    for (size_t k = 0; k < F.size(); k += 4) {
+      detail::Lanes4 in[9], out[9];
+      for (int i = 0; i < 9; ++i)
+        in[i] = detail::Lanes4{F[k].data()[i], F[k + 1].data()[i], F[k + 2].data()[i], F[k + 3].data()[i]};
+      benchmark::DoNotOptimize(polar4_avx2(in, out));
+      benchmark::DoNotOptimize(out);
+    }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(F.size()));
+}
+
+// Corotated local step + force with one compiled variant of the batched kernel (0 = baseline
+// SSE2 build, 1 = AVX2 build) on box:N.
+static void BM_LocalStepVariant(benchmark::State& state) {
+  Setup& s = setup(static_cast<int>(state.range(0)));
+  const auto fn = detail::corotated_range_variant(static_cast<int>(state.range(1)));
+  if (!fn) {
+    state.SkipWithError("variant not supported by this CPU");
+    return;
+  }
+  const auto& coro = dynamic_cast<const TetTerm&>(*s.model->terms()[0]);
+  for (auto _ : state) {
+    s.state->force.setZero();
+    benchmark::DoNotOptimize(detail::corotated_project_add_force(coro.elements(), s.state->x, s.state->force, nullptr, fn));
+  }
+  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+}
+
 static void BM_LocalStep(benchmark::State& state) {
   Setup& s = setup(static_cast<int>(state.range(0)));
   const Term& coro = *s.model->terms()[0];
@@ -87,6 +132,8 @@ static void BM_CoreBox(benchmark::State& state) {
 
 BENCHMARK(BM_Polar);
 BENCHMARK(BM_SignedSvd);
+BENCHMARK(BM_PolarNewton4);
+BENCHMARK(BM_LocalStepVariant)->Args({48, 0})->Args({48, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LocalStep)->Arg(16)->Arg(32)->Arg(48)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Evaluate)->Arg(48)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CoreBox)->Arg(48)->Unit(benchmark::kMillisecond)->Iterations(1);

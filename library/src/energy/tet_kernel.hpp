@@ -1,6 +1,11 @@
 #pragma once
 // Internal: the parallel, deterministic per-element loop shared by the tet terms.
+#include <xpd/energy/polar.hpp>
 #include <xpd/energy/tet_elements.hpp>
+
+#include "polar_kernel.hpp"
+
+#include <algorithm>
 
 #include <cstring>
 #include <functional>
@@ -61,6 +66,157 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
           }
           return acc;
         },
+        std::plus<double>());
+  }
+  return total;
+}
+
+/// Corotated local step + force on the element range [begin, end) of ONE colour, four elements
+/// at a time (polar_rotation_newton4; SVD fallback per lane for inverted / ill-conditioned F).
+/// Energy is added to `acc` element by element in element order. Per element the arithmetic is
+/// that of tet_project_add_force with the scalar Newton kernel, up to the association of the sums
+/// in F = Ds B and (F − R) Bᵀ, which is fixed here: results do not depend on the build target.
+[[gnu::always_inline]] inline double corotated_range(const TetElements& e, const double* x, double* f,
+                                                     double* p_out, int begin, int end, double acc) {
+  for (int k0 = begin; k0 < end; k0 += 4) {
+    const int nl = std::min(4, end - k0);
+    const std::array<int, 4>* nodes[4];
+    const double* b[4];
+    double w[4];
+    for (int l = 0; l < 4; ++l) {
+      const size_t k = static_cast<size_t>(k0 + (l < nl ? l : 0));  // padding lanes repeat the first element
+      nodes[l] = &e.nodes[k];
+      w[l] = e.weight[k];
+      b[l] = e.Dm_inv[k].data();
+    }
+    Lanes4 F[9] = {}, B[9] = {};
+    for (int i = 0; i < 9; ++i) B[i] = Lanes4{b[0][i], b[1][i], b[2][i], b[3][i]};
+    {
+      const double* xs[4][4];  // [lane][element node]
+      for (int l = 0; l < 4; ++l)
+        for (int a = 0; a < 4; ++a) xs[l][a] = x + 3 * static_cast<size_t>((*nodes[l])[static_cast<size_t>(a)]);
+      Lanes4 Ds[9];  // column-major: Ds[3 j + d] = x_{j+1}[d] − x_0[d]
+      for (int j = 0; j < 3; ++j)
+        for (int d = 0; d < 3; ++d)
+          Ds[3 * j + d] = Lanes4{xs[0][j + 1][d], xs[1][j + 1][d], xs[2][j + 1][d], xs[3][j + 1][d]} -
+                          Lanes4{xs[0][0][d], xs[1][0][d], xs[2][0][d], xs[3][0][d]};
+      for (int j = 0; j < 3; ++j)
+        for (int d = 0; d < 3; ++d)
+          F[3 * j + d] = Ds[d] * B[3 * j] + Ds[3 + d] * B[3 * j + 1] + Ds[6 + d] * B[3 * j + 2];
+    }
+    Lanes4 R[9];
+    const int ok = polar_rotation_newton4(F, R);
+    if (ok != 0xF) {
+      for (int l = 0; l < nl; ++l) {
+        if (ok >> l & 1) continue;
+        Mat3 Fl;
+        for (int i = 0; i < 9; ++i) Fl.data()[i] = F[i][l];
+        const Mat3 Rl = polar_rotation(Fl);
+        for (int i = 0; i < 9; ++i) R[i][l] = Rl.data()[i];
+      }
+    }
+    Lanes4 D[9];
+    Lanes4 sq = Lanes4{0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < 9; ++i) {
+      D[i] = F[i] - R[i];
+      sq += D[i] * D[i];
+    }
+    // H = −w (F − R) Bᵀ: force on node j+1 is column j; node 0 gets minus their sum.
+    const Lanes4 mw = -Lanes4{w[0], w[1], w[2], w[3]};
+    Lanes4 H[9];
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d)
+        H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
+    Lanes4 H0[3];
+    for (int d = 0; d < 3; ++d) H0[d] = H[d] + H[3 + d] + H[6 + d];
+    for (int l = 0; l < nl; ++l) {
+      acc += 0.5 * w[l] * sq[l];
+      if (p_out) {
+        double* p = p_out + 9 * static_cast<size_t>(k0 + l);
+        for (int i = 0; i < 9; ++i) p[i] = R[i][l];
+      }
+      const auto& n = *nodes[l];
+      double* f0 = f + 3 * static_cast<size_t>(n[0]);
+      double* f1 = f + 3 * static_cast<size_t>(n[1]);
+      double* f2 = f + 3 * static_cast<size_t>(n[2]);
+      double* f3 = f + 3 * static_cast<size_t>(n[3]);
+      for (int d = 0; d < 3; ++d) {
+        f1[d] += H[d][l];
+        f2[d] += H[3 + d][l];
+        f3[d] += H[6 + d][l];
+        f0[d] -= H0[d][l];
+      }
+    }
+  }
+  return acc;
+}
+
+/// corotated_range one element at a time with the scalar Newton kernel: the same operations in the
+/// same order per element (bitwise identical results), for builds without wide vectors, where
+/// the four-lane version (two SSE2 registers, iteration count = slowest lane) is slower.
+inline double corotated_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin,
+                                     int end, double acc) {
+  for (int k = begin; k < end; ++k) {
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    const double w = e.weight[static_cast<size_t>(k)];
+    const double* B = e.Dm_inv[static_cast<size_t>(k)].data();
+    const double* xs[4];
+    for (int a = 0; a < 4; ++a) xs[a] = x + 3 * static_cast<size_t>(n[static_cast<size_t>(a)]);
+    double Ds[9], F[9], R[9], D[9], H[9];
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d) Ds[3 * j + d] = xs[j + 1][d] - xs[0][d];
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d)
+        F[3 * j + d] = Ds[d] * B[3 * j] + Ds[3 + d] * B[3 * j + 1] + Ds[6 + d] * B[3 * j + 2];
+    if (!polar_rotation_newton(F, R)) {
+      const Mat3 Rl = polar_rotation(Eigen::Map<const Mat3>(F));
+      for (int i = 0; i < 9; ++i) R[i] = Rl.data()[i];
+    }
+    double sq = 0.0;
+    for (int i = 0; i < 9; ++i) {
+      D[i] = F[i] - R[i];
+      sq += D[i] * D[i];
+    }
+    const double mw = -w;
+    for (int j = 0; j < 3; ++j)
+      for (int d = 0; d < 3; ++d) H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
+    acc += 0.5 * w * sq;
+    if (p_out) std::memcpy(p_out + 9 * static_cast<size_t>(k), R, sizeof(R));
+    double* f0 = f + 3 * static_cast<size_t>(n[0]);
+    double* f1 = f + 3 * static_cast<size_t>(n[1]);
+    double* f2 = f + 3 * static_cast<size_t>(n[2]);
+    double* f3 = f + 3 * static_cast<size_t>(n[3]);
+    for (int d = 0; d < 3; ++d) {
+      f1[d] += H[d];
+      f2[d] += H[3 + d];
+      f3[d] += H[6 + d];
+      f0[d] -= H[d] + H[3 + d] + H[6 + d];
+    }
+  }
+  return acc;
+}
+
+/// Signature of a compiled variant of corotated_range (see corotated.cpp: AVX2 or baseline).
+using CorotatedRangeFn = double (*)(const TetElements&, const double*, double*, double*, int, int, double);
+
+/// The compiled variants (corotated.cpp): 0 = baseline (corotated_range_scalar), 1 = AVX2
+/// (corotated_range, four lanes); nullptr if the CPU lacks it. They agree bitwise.
+/// For tests; the hot path picks the best one once.
+CorotatedRangeFn corotated_range_variant(int which);
+
+/// Colour loop of the corotated hot path: the same deterministic partition as
+/// tet_project_add_force (fixed grain, colours in order), each chunk handled by `range`.
+inline double corotated_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,
+                                          CorotatedRangeFn range) {
+  double total = 0.0;
+  const double* xd = x.data();
+  double* fd = f.data();
+  for (int c = 0; c < e.num_colors(); ++c) {
+    const int begin = e.color_offsets[static_cast<size_t>(c)];
+    const int end = e.color_offsets[static_cast<size_t>(c) + 1];
+    total += tbb::parallel_deterministic_reduce(
+        tbb::blocked_range<int>(begin, end, kTetGrain), 0.0,
+        [&](const tbb::blocked_range<int>& r, double acc) { return range(e, xd, fd, p_out, r.begin(), r.end(), acc); },
         std::plus<double>());
   }
   return total;

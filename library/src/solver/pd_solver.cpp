@@ -4,8 +4,10 @@
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/tet_term.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <tbb/global_control.h>
 
 namespace xpd {
 
@@ -117,13 +119,79 @@ void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd>
   x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
 }
 
+// Chebyshev semi-iteration (Wang 2015) of G(x) = x + δ: returns true when the new iterate in `x`
+// is accelerated (ω ≠ 1); the plain iterate is kept in c.x_pd.
+bool chebyshev_update(ChebyshevScratch& c, const SolverOptions& opt, Eigen::Map<Eigen::VectorXd> x,
+                      const Eigen::Map<const Eigen::VectorXd>& delta) {
+  if (c.x_prev.size() != x.size()) {  // first use: size the buffers once
+    c.x_prev.resize(x.size());
+    c.x_pd.resize(x.size());
+  }
+  c.x_pd = x + delta;
+  const bool estimate = !(opt.chebyshev_rho > 0.0);
+  // Automatic ρ: go back to a plain warm-up every chebyshev_reestimate accelerated iterations.
+  if (estimate && opt.chebyshev_reestimate > 0 && c.accelerated >= opt.chebyshev_reestimate) {
+    c.plain = 0;
+    c.accelerated = 0;
+    c.step_prev = 0.0;
+  }
+  if (c.plain < opt.chebyshev_warmup) {  // warm-up: plain PD, record the contraction ratio
+    const double step = delta.norm();
+    if (c.plain > 0 && c.step_prev > 0.0) c.ratio = step / c.step_prev;
+    c.step_prev = step;
+    ++c.plain;
+    c.omega = 1.0;
+    c.x_prev = x;
+    x = c.x_pd;
+    return false;
+  }
+  if (c.accelerated == 0) {  // first accelerated iteration of this ω sequence
+    // Re-estimates keep the largest ratio seen in the frame (after the fast modes are damped the
+    // plain ratio approaches ρ from below); chebyshev_restart after a rejection forgets it.
+    c.rho = estimate ? std::clamp(std::max(c.rho, c.ratio), 0.0, 0.9999) : opt.chebyshev_rho;
+    c.omega = 2.0 / (2.0 - c.rho * c.rho);
+  } else {
+    c.omega = 4.0 / (4.0 - c.rho * c.rho * c.omega);
+  }
+  ++c.accelerated;
+  // x_{k+1} = ω (G(x_k) − x_{k−1}) + x_{k−1}; x_prev ← x_k.
+  const double w = c.omega;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double xk = x[i];
+    x[i] = w * (c.x_pd[i] - c.x_prev[i]) + c.x_prev[i];
+    c.x_prev[i] = xk;
+  }
+  return true;
+}
+
+// Start of a frame, or an accelerated iterate rejected: plain warm-up, ρ estimated afresh.
+void chebyshev_restart(ChebyshevScratch& c) {
+  c.plain = 0;
+  c.accelerated = 0;
+  c.omega = 1.0;
+  c.rho = 0.0;
+  c.step_prev = 0.0;
+  c.ratio = 0.0;
+}
+
 }  // namespace
 
 FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   if (opt.max_iterations < 0) throw SolverError("step: max_iterations must be >= 0");
-  if (opt.anderson && opt.anderson_window < 1) throw SolverError("step: anderson_window must be >= 1");
+  const Accelerator accel = opt.anderson ? Accelerator::Anderson : opt.accelerator;
+  if (accel == Accelerator::Anderson && opt.anderson_window < 1)
+    throw SolverError("step: anderson_window must be >= 1");
+  if (accel == Accelerator::Chebyshev) {
+    if (!(opt.chebyshev_rho >= 0.0 && opt.chebyshev_rho < 1.0))
+      throw SolverError(fmt::format("step: chebyshev_rho must be in [0, 1), got {}", opt.chebyshev_rho));
+    if (opt.chebyshev_warmup < (opt.chebyshev_rho > 0.0 ? 1 : 2))
+      throw SolverError(fmt::format(
+          "step: chebyshev_warmup must be >= 1 (>= 2 when rho is estimated, chebyshev_rho = 0), got {}",
+          opt.chebyshev_warmup));
+  }
   Timer wall;
   FrameStats st;
+  st.threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
   PhaseTimer pt;
   const Eigen::Index n = s.x.rows();
   if (s.inputs.attachment_targets.rows() != model.initial_inputs().attachment_targets.rows() ||
@@ -148,16 +216,19 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   st.initial_residual = residual;
   const double scale = std::max(residual, st.load_scale);
   Eigen::Map<Eigen::VectorXd> xv(s.x.data(), 3 * n);
-  if (opt.anderson) {
+  bool energy_stop = false;
+  if (accel == Accelerator::Anderson) {
     s.anderson.history = s.anderson.head = 0;
     s.anderson.has_prev = false;
   }
+  if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
   auto converged = [&](double r) {
     return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance;
   };
   pt.lap(st.timings_ms.other);
 
-  while (!converged(residual) && st.iterations < opt.max_iterations) {
+  while (st.iterations < opt.max_iterations &&
+         (st.iterations < opt.min_iterations || !converged(residual))) {
     // Global step.
     solve_global(model, s);
     pt.lap(st.timings_ms.solve);
@@ -167,10 +238,13 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     if (!s.force.allFinite())
       throw SolverError(fmt::format("non-finite global-step solution at frame {}, iteration {}", s.frame, st.iterations));
     bool accelerated = false;
-    if (opt.anderson) {
-      anderson_update(s.anderson, opt.anderson_window, xv,
-                      Eigen::Map<const Eigen::VectorXd>(s.force.data(), 3 * n));
+    const Eigen::Map<const Eigen::VectorXd> delta(s.force.data(), 3 * n);
+    if (accel == Accelerator::Anderson) {
+      anderson_update(s.anderson, opt.anderson_window, xv, delta);
       accelerated = s.anderson.history > 0;
+    } else if (accel == Accelerator::Chebyshev) {
+      accelerated = chebyshev_update(s.chebyshev, opt, xv, delta);
+      if (accelerated) st.chebyshev_rho = s.chebyshev.rho;
     } else {
       s.x += s.force;
     }
@@ -179,10 +253,16 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     pt.skip();
     if (accelerated && !(e_new <= energy + 1e-12 * std::abs(energy))) {
       // Energy safeguard: reject the accelerated iterate, take the plain PD one (monotone).
-      xv = s.anderson.x_pd;
-      s.anderson.history = s.anderson.head = 0;
-      s.anderson.has_prev = false;
-      ++st.anderson_rejections;
+      if (accel == Accelerator::Anderson) {
+        xv = s.anderson.x_pd;
+        s.anderson.history = s.anderson.head = 0;
+        s.anderson.has_prev = false;
+        ++st.anderson_rejections;
+      } else {
+        xv = s.chebyshev.x_pd;
+        chebyshev_restart(s.chebyshev);
+        ++st.chebyshev_rejections;
+      }
       pt.lap(st.timings_ms.other);
       e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
       pt.skip();
@@ -192,10 +272,13 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     const double decrease = energy - e_new;
     energy = e_new;
     pt.lap(st.timings_ms.rhs);
-    if (opt.energy_tolerance > 0.0 && std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) break;
+    if (opt.energy_tolerance > 0.0 && st.iterations >= opt.min_iterations &&
+        std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) {
+      energy_stop = true;
+      break;
+    }
   }
-  st.converged = converged(residual) ||
-                 (opt.energy_tolerance > 0.0 && st.iterations < opt.max_iterations);
+  st.converged = converged(residual) || energy_stop;
   if (model.integrator() == Integrator::ImplicitEuler) s.velocity = (s.x - s.x_start) / model.time_step();
   st.energy = energy;
   st.residual = residual;

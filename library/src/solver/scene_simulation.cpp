@@ -5,6 +5,8 @@
 #include <xpd/solver/scene_simulation.hpp>
 
 #include <chrono>
+#include <optional>
+#include <tbb/global_control.h>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -25,8 +27,18 @@ int nearest_bone(const io::Skeleton& sk, const std::vector<int>& bones, const Ve
 
 }  // namespace
 
+namespace {
+// solver.threads > 0 limits TBB's parallelism while the simulation builds or advances (0 = all).
+std::optional<tbb::global_control> thread_limit(int threads) {
+  std::optional<tbb::global_control> c;
+  if (threads > 0) c.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  return c;
+}
+}  // namespace
+
 SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   const auto t0 = std::chrono::steady_clock::now();
+  const auto limit = thread_limit(scene_.solver.threads);
   mesh_ = build_scene_mesh(scene_.mesh);
   check_scene_against_mesh(scene_, mesh_);
   tet_material_ = assign_materials(scene_, mesh_);
@@ -96,7 +108,12 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   }
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
-  options_.anderson = scene_.solver.accelerator == SolverSettings::Accelerator::Anderson;
+  options_.min_iterations = scene_.solver.min_iterations;
+  switch (scene_.solver.accelerator) {
+    case SolverSettings::Accelerator::None: options_.accelerator = Accelerator::None; break;
+    case SolverSettings::Accelerator::Anderson: options_.accelerator = Accelerator::Anderson; break;
+    case SolverSettings::Accelerator::Chebyshev: options_.accelerator = Accelerator::Chebyshev; break;
+  }
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -132,6 +149,7 @@ void SceneSimulation::set_frame_inputs(int frame) {
 
 FrameStats SceneSimulation::advance(int frame) {
   if (frame < 1) throw Error("SceneSimulation::advance: frames start at 1 (frame 0 is the initial state)");
+  const auto limit = thread_limit(scene_.solver.threads);
   set_frame_inputs(frame);
   last_extrapolated_ = false;
   const Points current = state_.x;  // x_{k−1}

@@ -19,6 +19,9 @@
 // With a "collision" key, frames are solved by the collision-aware solver (solver/scene_collision.hpp,
 // solver/collision_solver.hpp): same convergence test, plus penalty springs on the active proxies of
 // the collision-prone region; collision_stats() holds the last frame's collision figures.
+// Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
+// anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
+// caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
 #include <xpd/io/scene.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>

@@ -22,6 +22,18 @@ struct AndersonScratch {
   bool has_prev = false;
 };
 
+/// Buffers of the Chebyshev semi-iteration (3n-vectors, sized on first use).
+struct ChebyshevScratch {
+  Eigen::VectorXd x_prev;  ///< x_{k−1}
+  Eigen::VectorXd x_pd;    ///< the plain PD iterate G(x_k) (fallback when rejected)
+  int plain = 0;           ///< plain iterations since the (re)start of the ω sequence
+  int accelerated = 0;     ///< accelerated iterations of the current ω sequence
+  double omega = 1.0;      ///< ω_k of the last iteration
+  double rho = 0.0;        ///< ρ of the current ω sequence
+  double step_prev = 0.0;  ///< ||δ_{k−1}||, for the ρ estimate
+  double ratio = 0.0;      ///< last ||δ_k|| / ||δ_{k−1}|| of the warm-up
+};
+
 struct State {
   Points x;               ///< #V × 3 current positions
   Points x_start;         ///< positions at the start of the current frame (x_n)
@@ -35,6 +47,7 @@ struct State {
   Points inertia_target;    ///< y = x_n + h v_n (implicit Euler)
   Eigen::MatrixXd rhs;      ///< n × 3 column-major right-hand side / solution of the global step
   AndersonScratch anderson;
+  ChebyshevScratch chebyshev;
   int frame = 0;
 };
 

@@ -470,7 +470,7 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   auto converged = [&](double r) {
     return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor;
   };
-  while (!converged(residual) && st.iterations < opt.max_iterations) {
+  while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
     pt.skip();
     const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&
                                       d.opt.method != CollisionMethod::projective_skinning);

@@ -132,6 +132,10 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   }
   // A perfectly symmetric point (no direction at all) cannot be projected: no contact this pass.
   if (Y == X) return;
+  // The surface point found must belong to the other side as well: near the apex of a fold (an
+  // elbow crease) the nearest rest surface to X can be the proxy's own neighbourhood, and a spring
+  // to it would drag the proxy along its own skin instead of out of the other side.
+  if ((Y - proxies_.rest.row(p).transpose()).norm() < exclusion_radius_) return;
   // The target is the rest-surface point carried to deformed space by the region tet containing it
   // (the projection leaves T when the penetration is deeper than T; T's affine map extended that
   // far would amplify T's distortion), or by T's map when no region tet holds it.

@@ -2,7 +2,8 @@
 // sparse refactorization with the springs (baseline a), the plain PD iteration when nothing
 // collides, and the equilibrium reached by the other baselines.
 #include <xpd/collision/contact.hpp>
-#include <xpd/collision/obstacles.hpp>
+#include <xpd/collision/detector.hpp>
+#include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/collision_solver.hpp>
@@ -16,55 +17,6 @@
 namespace xpd {
 namespace {
 
-// Node proxies: each node bound to its first incident tet with weight 1 in its slot.
-ProxySet node_proxies(const TetMesh& mesh, const std::vector<int>& nodes) {
-  ProxySet p;
-  p.tet.resize(nodes.size());
-  p.weights = BarycentricWeights::Zero(static_cast<Eigen::Index>(nodes.size()), 4);
-  p.rest.resize(static_cast<Eigen::Index>(nodes.size()), 3);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    bool found = false;
-    for (Eigen::Index t = 0; t < mesh.tets.rows() && !found; ++t)
-      for (int a = 0; a < 4 && !found; ++a)
-        if (mesh.tets(t, a) == nodes[i]) {
-          p.tet[i] = static_cast<int>(t);
-          p.weights(static_cast<Eigen::Index>(i), a) = 1.0;
-          found = true;
-        }
-    p.rest.row(static_cast<Eigen::Index>(i)) = mesh.nodes.row(nodes[i]);
-  }
-  return p;
-}
-
-// Obstacle contacts of the region proxies (an independent, minimal detector for these tests).
-class ObstacleDetector final : public ContactDetector {
-public:
-  ObstacleDetector(std::vector<Obstacle> obstacles, const ProxySet& proxies, const Tets& tets, std::vector<int> region)
-      : obstacles_(std::move(obstacles)), proxies_(proxies), tets_(tets), region_(std::move(region)) {}
-  void detect(const Points& x, double frame, std::vector<ProxyContact>& out) override {
-    ++calls;
-    out.clear();
-    const Points pos = proxy_positions(proxies_, tets_, x, region_);
-    for (const Contact& c : find_contacts(obstacles_, frame, pos, 0.0)) {
-      ProxyContact pc;
-      pc.proxy = region_[static_cast<size_t>(c.proxy)];
-      pc.target = c.target;
-      pc.normal = c.normal;
-      pc.depth = std::max(0.0, c.depth);
-      pc.other = c.obstacle;
-      out.push_back(pc);
-    }
-    std::sort(out.begin(), out.end(), [](const ProxyContact& a, const ProxyContact& b) { return a.proxy < b.proxy; });
-  }
-  std::vector<Obstacle> obstacles_;
-  int calls = 0;
-
-private:
-  const ProxySet& proxies_;
-  const Tets& tets_;
-  std::vector<int> region_;
-};
-
 // A slab [0,1]×[0,1]×[0,0.5] (nodes n×n×(n/2+1)), bottom attached, top-face nodes as proxies,
 // pressed by a sphere from above.
 struct SlabCase {
@@ -73,7 +25,8 @@ struct SlabCase {
   Model model;
   ProxySet proxies;
   std::vector<int> region;
-  std::unique_ptr<ObstacleDetector> detector;
+  std::vector<Obstacle> obstacles;
+  std::unique_ptr<CollisionDetector> detector;
 
   explicit SlabCase(int n = 9, double sphere_z = 0.85, Integrator integ = Integrator::Quasistatic) {
     mesh = make_box(n, n, n / 2 + 1, Vec3::Zero(), Vec3(1.0, 1.0, 0.5));
@@ -86,10 +39,10 @@ struct SlabCase {
     std::vector<int> top;
     for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)
       if (mesh.nodes(i, 2) > 0.5 - 1e-9) top.push_back(static_cast<int>(i));
-    proxies = node_proxies(mesh, top);
+    proxies = proxies_from_nodes(mesh, top);
     for (int i = 0; i < proxies.size(); ++i) region.push_back(i);
-    detector = std::make_unique<ObstacleDetector>(
-        std::vector<Obstacle>{Obstacle{Sphere{Vec3(0.5, 0.5, sphere_z), 0.4}, {}}}, proxies, model.tets(), region);
+    obstacles = {Obstacle{Sphere{Vec3(0.5, 0.5, sphere_z), 0.4}, {}}};
+    detector = std::make_unique<CollisionDetector>(mesh, proxies, region, obstacles);
   }
   CollisionSolver solver(CollisionOptions o) { return CollisionSolver(model, proxies, region, *detector, o); }
 };
@@ -193,7 +146,7 @@ TEST(CollisionSolver, EmptyRegionIsBitwisePlain) {
   ModelDesc loaded = c.desc;
   loaded.gravity = Vec3(0, 0, -30.0);
   Model model = build_model(loaded);
-  ObstacleDetector none({}, c.proxies, model.tets(), {});
+  CollisionDetector none(c.mesh, c.proxies, {}, {});
   CollisionSolver s(model, c.proxies, {}, none, options(CollisionMethod::schur));
   EXPECT_EQ(s.schur(), nullptr);
   State x = make_state(model), y = make_state(model);
@@ -249,8 +202,9 @@ TEST(CollisionSolver, InnerIterationsReduceTheResidual) {
 // Penalty springs release: once the obstacle moves away the body returns to its rest shape.
 TEST(CollisionSolver, ContactsReleaseWhenTheObstacleLeaves) {
   SlabCase c;
-  c.detector->obstacles_[0].keyframes = {Keyframe{1.0, Vec3::Zero(), Eigen::Quaterniond::Identity()},
-                                         Keyframe{2.0, Vec3(0, 0, 2.0), Eigen::Quaterniond::Identity()}};
+  c.obstacles[0].keyframes = {Keyframe{1.0, Vec3::Zero(), Eigen::Quaterniond::Identity()},
+                              Keyframe{2.0, Vec3(0, 0, 2.0), Eigen::Quaterniond::Identity()}};
+  c.detector = std::make_unique<CollisionDetector>(c.mesh, c.proxies, c.region, c.obstacles);
   CollisionSolver s = c.solver(options(CollisionMethod::schur));
   State st = make_state(c.model);
   const CollisionFrameStats pressed = s.step(st, iterations(300, 1e-8), 1.0);

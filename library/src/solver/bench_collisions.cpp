@@ -1,6 +1,7 @@
 #include <xpd/solver/bench_collisions.hpp>
 
-#include <xpd/collision/obstacles.hpp>
+#include <xpd/collision/detector.hpp>
+#include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
@@ -14,33 +15,6 @@
 namespace xpd {
 
 namespace {
-
-// Obstacle contacts of the region proxies.
-class SphereDetector final : public ContactDetector {
-public:
-  SphereDetector(Obstacle obstacle, const ProxySet& proxies, const Tets& tets, std::vector<int> region)
-      : obstacles_{std::move(obstacle)}, proxies_(proxies), tets_(tets), region_(std::move(region)) {}
-  void detect(const Points& x, double frame, std::vector<ProxyContact>& out) override {
-    out.clear();
-    const Points pos = proxy_positions(proxies_, tets_, x, region_);
-    for (const Contact& c : find_contacts(obstacles_, frame, pos, 0.0)) {
-      ProxyContact pc;
-      pc.proxy = region_[static_cast<size_t>(c.proxy)];
-      pc.target = c.target;
-      pc.normal = c.normal;
-      pc.depth = std::max(0.0, c.depth);
-      pc.other = c.obstacle;
-      out.push_back(pc);
-    }
-    std::sort(out.begin(), out.end(), [](const ProxyContact& a, const ProxyContact& b) { return a.proxy < b.proxy; });
-  }
-
-private:
-  std::vector<Obstacle> obstacles_;
-  const ProxySet& proxies_;
-  const Tets& tets_;
-  std::vector<int> region_;
-};
 
 void add_scaled(CollisionTimings& a, const CollisionTimings& b, double s) {
   a.detect += s * b.detect;
@@ -110,12 +84,6 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
 
   // Proxies: top-face nodes (z = 1) in the central patch, each bound to one incident tet.
   const double half = 0.5 * o.patch + 1e-9;
-  std::vector<int> tet_of(static_cast<size_t>(r.nodes), -1), slot_of(static_cast<size_t>(r.nodes), -1);
-  for (Eigen::Index t = model.num_tets() - 1; t >= 0; --t)  // lowest incident tet wins
-    for (int a = 0; a < 4; ++a) {
-      tet_of[static_cast<size_t>(model.tets()(t, a))] = static_cast<int>(t);
-      slot_of[static_cast<size_t>(model.tets()(t, a))] = a;
-    }
   ProxySet proxies;
   std::vector<int> top;
   for (Eigen::Index i = 0; i < r.nodes; ++i) {
@@ -123,19 +91,12 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
     if (p.z() > 1.0 - 1e-9 && std::abs(p.x() - 0.5) <= half && std::abs(p.y() - 0.5) <= half)
       top.push_back(static_cast<int>(i));
   }
-  proxies.tet.resize(top.size());
-  proxies.weights = BarycentricWeights::Zero(static_cast<Eigen::Index>(top.size()), 4);
-  proxies.rest.resize(static_cast<Eigen::Index>(top.size()), 3);
-  for (size_t k = 0; k < top.size(); ++k) {
-    proxies.tet[k] = tet_of[static_cast<size_t>(top[k])];
-    proxies.weights(static_cast<Eigen::Index>(k), slot_of[static_cast<size_t>(top[k])]) = 1.0;
-    proxies.rest.row(static_cast<Eigen::Index>(k)) = d.mesh.nodes.row(top[k]);
-  }
+  proxies = proxies_from_nodes(d.mesh, top);
   std::vector<int> region(top.size());
   for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);
   r.proxies = static_cast<int>(top.size());
-  SphereDetector detector(Obstacle{Sphere{Vec3(0.5, 0.5, 1.0 + o.sphere_radius - o.indent), o.sphere_radius}, {}},
-                          proxies, model.tets(), region);
+  CollisionDetector detector(d.mesh, proxies, region,
+                             {Obstacle{Sphere{Vec3(0.5, 0.5, 1.0 + o.sphere_radius - o.indent), o.sphere_radius}, {}}});
 
   CollisionOptions co;
   co.stiffness = 1e4 * 100.0 / (N - 1);  // 100 μ h: stiff against the elements it pushes

@@ -405,20 +405,6 @@ const SchurFactorization* CollisionSolver::schur() const { return impl_->schur ?
 double CollisionSolver::setup_ms() const { return impl_->setup_ms; }
 const std::vector<ProxyContact>& CollisionSolver::contacts() const { return impl_->contacts; }
 
-namespace {
-
-double load_scale(const Model& model, const State& s) {
-  double sq = 0.0;
-  const bool has_nodal = s.inputs.nodal_forces.rows() == s.x.rows();
-  for (Eigen::Index i = 0; i < s.x.rows(); ++i) {
-    Eigen::RowVector3d l = model.masses()(i) * s.inputs.gravity.transpose();
-    if (has_nodal) l += s.inputs.nodal_forces.row(i);
-    sq += l.squaredNorm();
-  }
-  return std::sqrt(sq);
-}
-
-}  // namespace
 
 CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, double frame) {
   Impl& d = *impl_;
@@ -438,7 +424,7 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
     s.inertia_target = s.x + model.time_step() * s.velocity;
     s.x = s.inertia_target;
   }
-  st.load_scale = load_scale(model, s);
+  st.load_scale = load_norm(model, s);
   pt.lap(st.timings_ms.other);
 
   // f(x) + f_col(x) into s.force, objective into the return value.
@@ -483,18 +469,12 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
     } else {
       switch (d.opt.method) {
         case CollisionMethod::schur: d.schur_iteration(s, frame, cs); break;
-        case CollisionMethod::full_refactor: {
-          const Eigen::SparseMatrix<double> A = d.matrix_with_springs(d.spring_proxy);
-          d.sparse->factorize(A);
-          pt.lap(tm.refactor);
-          d.rhs = s.force;
-          d.sparse->solve_in_place(d.rhs);
-          s.force = d.rhs;
-          s.x += s.force;
-          pt.lap(st.timings_ms.solve);
-          break;
-        }
+        case CollisionMethod::full_refactor:
         case CollisionMethod::projective_skinning:
+          if (d.opt.method == CollisionMethod::full_refactor) {
+            d.sparse->factorize(d.matrix_with_springs(d.spring_proxy));
+            pt.lap(tm.refactor);
+          }
           d.rhs = s.force;
           d.sparse->solve_in_place(d.rhs);
           s.force = d.rhs;

@@ -53,9 +53,7 @@ void solve_global(const Model& model, State& s) {
   model.factor().solve_in_place(s.rhs);
 }
 
-namespace {
-
-double load_scale(const Model& model, const State& s) {
+double load_norm(const Model& model, const State& s) {
   double sq = 0.0;
   const bool has_nodal = s.inputs.nodal_forces.rows() == s.x.rows();
   for (Eigen::Index i = 0; i < s.x.rows(); ++i) {
@@ -65,6 +63,8 @@ double load_scale(const Model& model, const State& s) {
   }
   return std::sqrt(sq);
 }
+
+namespace {
 
 void check_finite(double energy, double residual, const State& s, int iteration) {
   if (!std::isfinite(energy) || !std::isfinite(residual))
@@ -206,7 +206,7 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     s.inertia_target = s.x + model.time_step() * s.velocity;
     s.x = s.inertia_target;  // initial guess: inertial position
   }
-  st.load_scale = load_scale(model, s);
+  st.load_scale = load_norm(model, s);
   pt.lap(st.timings_ms.other);
 
   double energy = evaluate(model, s, &st.timings_ms, opt.store_projections);

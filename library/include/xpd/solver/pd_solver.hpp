@@ -75,6 +75,9 @@ struct FrameStats {
 double evaluate(const Model& model, State& state, PhaseTimings* timings = nullptr,
                 bool store_projections = false);
 
+/// ||gravity·m + nodal forces||_F at the current inputs: the load scale of the convergence test.
+double load_norm(const Model& model, const State& state);
+
 /// Global step for the forces in state.force: solves K δ = f for all 3 coordinates at once and
 /// returns δ through state.rhs (n × 3 column-major).
 void solve_global(const Model& model, State& state);

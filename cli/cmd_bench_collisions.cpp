@@ -1,12 +1,12 @@
 // `xpd bench collisions --box N [--json]`: paper 000's Figure 4 experiment on box:N, all figures
 // from one run (solver/bench_collisions.hpp).
-#include "commands.hpp"
-
-#include <xpd/solver/bench_collisions.hpp>
-
 #include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
+#include <xpd/solver/bench_collisions.hpp>
+
+#include "commands.hpp"
 
 namespace xpd::cli {
 
@@ -18,8 +18,9 @@ void add_bench_collisions_command(CLI::App& bench) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = bench.add_subcommand(
-      "collisions", "Algorithm 1 (Schur complement, inner loop) vs. a plain PD iteration and the refactorization "
-                    "baseline on box:N pressed by a sphere");
+      "collisions",
+      "Algorithm 1 (Schur complement, inner loop) vs. a plain PD iteration and the refactorization "
+      "baseline on box:N pressed by a sphere");
   c->add_option("--box", o->bench.box_n, "Nodes per side of the box mesh (box:48 = 110,592 nodes)")
       ->check(CLI::Range(4, 200));
   c->add_option("--iterations", o->bench.iterations, "Measured outer iterations per configuration (mean)")
@@ -62,7 +63,8 @@ void add_bench_collisions_command(CLI::App& bench) {
     fmt::print("pcg_iteration_ms       {:9.2f}\n", r.pcg_iteration_ms);
     const CollisionTimings& t = r.phases_1inner;
     fmt::print("\nOne outer iteration, J = 1 (ms)\n");
-    fmt::print("  outer preamble  local step + forces      {:8.2f}\n", r.pd_phases_1inner.local + r.pd_phases_1inner.rhs);
+    fmt::print("  outer preamble  local step + forces      {:8.2f}\n",
+               r.pd_phases_1inner.local + r.pd_phases_1inner.rhs);
     fmt::print("                  forward substitution     {:8.2f}\n", t.forward);
     fmt::print("  inner loop      collision detection      {:8.2f}\n", t.detect);
     fmt::print("                  E_beta local step        {:8.2f}\n", t.local_beta);

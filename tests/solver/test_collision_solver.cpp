@@ -1,6 +1,9 @@
 // Collision-aware PD (solver/collision_solver.hpp): Algorithm 1 against its oracles — the full
 // sparse refactorization with the springs (baseline a), the plain PD iteration when nothing
 // collides, and the equilibrium reached by the other baselines.
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <xpd/collision/contact.hpp>
 #include <xpd/collision/detector.hpp>
 #include <xpd/collision/proxies.hpp>
@@ -9,10 +12,6 @@
 #include <xpd/solver/collision_solver.hpp>
 
 #include "pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-
-#include <algorithm>
 
 namespace xpd {
 namespace {
@@ -171,7 +170,8 @@ TEST(CollisionSolver, MethodsReachTheSameEquilibrium) {
   ASSERT_TRUE(rs.pd.converged) << rs.pd.residual;
   EXPECT_GT(rs.active_proxies, 0);
   const double scale = (r.x - c.mesh.nodes).cwiseAbs().maxCoeff();
-  for (CollisionMethod m : {CollisionMethod::full_refactor, CollisionMethod::projective_skinning, CollisionMethod::pcg}) {
+  for (CollisionMethod m :
+       {CollisionMethod::full_refactor, CollisionMethod::projective_skinning, CollisionMethod::pcg}) {
     CollisionSolver s = c.solver(opts(m));
     State st = make_state(c.model);
     const CollisionFrameStats fs = s.step(st, so, 1.0);
@@ -225,7 +225,8 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
     CollisionSolver s = c.solver(o);
     State st = make_state(c.model);
     const CollisionFrameStats fs = s.step(st, iterations(3000, 1e-6), 1.0);
-    EXPECT_TRUE(fs.pd.converged) << fs.pd.residual << " after " << fs.pd.iterations << " of " << fs.pd.initial_residual << " depth " << fs.max_penetration;
+    EXPECT_TRUE(fs.pd.converged) << fs.pd.residual << " after " << fs.pd.iterations << " of " << fs.pd.initial_residual
+                                 << " depth " << fs.max_penetration;
     depth[i] = fs.max_penetration;
   }
   EXPECT_GT(depth[0], 0.0);

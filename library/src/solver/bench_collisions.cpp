@@ -1,16 +1,15 @@
-#include <xpd/solver/bench_collisions.hpp>
+#include <fmt/format.h>
+#include <tbb/global_control.h>
 
+#include <algorithm>
+#include <memory>
 #include <xpd/collision/detector.hpp>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/solver/bench_collisions.hpp>
 #include <xpd/solver/pd_solver.hpp>
-
-#include <algorithm>
-#include <fmt/format.h>
-#include <memory>
-#include <tbb/global_control.h>
 
 namespace xpd {
 
@@ -57,7 +56,8 @@ std::string CollisionBenchResult::to_json() const {
 }
 
 CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
-  if (o.box_n < 4 || o.box_n > 1024) throw Error(fmt::format("bench collisions: box size {} outside [4, 1024]", o.box_n));
+  if (o.box_n < 4 || o.box_n > 1024)
+    throw Error(fmt::format("bench collisions: box size {} outside [4, 1024]", o.box_n));
   if (o.iterations < 1 || o.refactor_iterations < 0 || o.extra_inner < 1)
     throw Error("bench collisions: iterations and extra_inner must be >= 1, refactor_iterations >= 0");
   if (!(o.patch > 0 && o.patch <= 1) || !(o.indent > 0) || !(o.sphere_radius > 0))

@@ -1,23 +1,26 @@
-#include <xpd/solver/collision_solver.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/core/timer.hpp>
-#include <xpd/energy/tet_term.hpp>
-#include <xpd/solver/sparse_cholesky.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <optional>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/energy/tet_term.hpp>
+#include <xpd/solver/collision_solver.hpp>
+#include <xpd/solver/sparse_cholesky.hpp>
 
 namespace xpd {
 
 std::string to_string(CollisionMethod method) {
   switch (method) {
-    case CollisionMethod::schur: return "schur";
-    case CollisionMethod::full_refactor: return "full_refactor";
-    case CollisionMethod::projective_skinning: return "projective_skinning";
-    case CollisionMethod::pcg: return "pcg";
+    case CollisionMethod::schur:
+      return "schur";
+    case CollisionMethod::full_refactor:
+      return "full_refactor";
+    case CollisionMethod::projective_skinning:
+      return "projective_skinning";
+    case CollisionMethod::pcg:
+      return "pcg";
   }
   return "?";
 }
@@ -26,8 +29,8 @@ CollisionMethod collision_method_from_string(const std::string& name) {
   for (CollisionMethod m : {CollisionMethod::schur, CollisionMethod::full_refactor,
                             CollisionMethod::projective_skinning, CollisionMethod::pcg})
     if (to_string(m) == name) return m;
-  throw Error(fmt::format("unknown collision method '{}' (expected schur, full_refactor, projective_skinning or pcg)",
-                          name));
+  throw Error(
+      fmt::format("unknown collision method '{}' (expected schur, full_refactor, projective_skinning or pcg)", name));
 }
 
 namespace {
@@ -50,11 +53,11 @@ void shape_gradients(const Mat3& B, Vec3 g[4]) {
 struct CollisionSolver::Impl {
   const Model* model = nullptr;
   ProxySet proxies;
-  std::vector<int> region;        // proxy indices
+  std::vector<int> region;  // proxy indices
   ContactDetector* detector = nullptr;
   CollisionOptions opt;
-  std::vector<int> nodes2;        // x2, region-local order
-  std::vector<int> local_of;      // node → region-local index or −1
+  std::vector<int> nodes2;    // x2, region-local order
+  std::vector<int> local_of;  // node → region-local index or −1
   std::vector<BetaList> beta;
   int num_beta = 0;
   Eigen::SparseMatrix<double> a22_beta;  // m × m, region-local: Σ_β w Gᵀ G
@@ -152,11 +155,12 @@ struct CollisionSolver::Impl {
     for (size_t i = 0; i < contacts.size(); ++i) {
       const ProxyContact& ct = contacts[i];
       if (ct.proxy < 0 || ct.proxy >= proxies.size() || !in_region_proxy(ct.proxy))
-        throw SolverError(fmt::format("collision detector reported proxy {}, which is not in the collision region",
-                                      ct.proxy));
+        throw SolverError(
+            fmt::format("collision detector reported proxy {}, which is not in the collision region", ct.proxy));
       if (i > 0 && !(contacts[i - 1].proxy < ct.proxy))
         throw SolverError("collision detector: contacts must be sorted by proxy, one per proxy");
-      if (!ct.target.allFinite()) throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
+      if (!ct.target.allFinite())
+        throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
     }
     update_springs(x);
     pt.lap(tm.detect);
@@ -194,7 +198,8 @@ struct CollisionSolver::Impl {
       sp.stiffness = opt.stiffness;
       const Vec3 d = xp - spring_target[i];
       for (int a = 0; a < 4; ++a)
-        force.row(sp.nodes[static_cast<size_t>(a)]) -= (opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
+        force.row(sp.nodes[static_cast<size_t>(a)]) -=
+            (opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
       schur_proxies.push_back(sp);
     }
   }
@@ -213,7 +218,6 @@ struct CollisionSolver::Impl {
     }
     return A;
   }
-
 
   // One outer iteration of Algorithm 1 from s.x with s.force = f(x) + f_col(x).
   void schur_iteration(State& s, double frame, CollisionFrameStats& st) {
@@ -312,8 +316,7 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
     throw SolverError(fmt::format("collision: pcg_iterations must be >= 1 (got {})", options.pcg_iterations));
   const int n = model.num_nodes();
   const Tets& tets = model.tets();
-  if (proxies.weights.rows() != proxies.size())
-    throw SolverError("collision: proxy weights and tets differ in count");
+  if (proxies.weights.rows() != proxies.size()) throw SolverError("collision: proxy weights and tets differ in count");
   std::sort(region.begin(), region.end());
   region.erase(std::unique(region.begin(), region.end()), region.end());
   d.region_mask.assign(static_cast<size_t>(proxies.size()), 0);
@@ -385,7 +388,8 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
       d.sparse.emplace(CholeskyBackend::Cholmod);
       d.sparse->compute(d.matrix_with_springs(d.region));
       break;
-    case CollisionMethod::pcg: break;
+    case CollisionMethod::pcg:
+      break;
   }
   d.setup_ms = setup.elapsed_ms();
 }
@@ -404,7 +408,6 @@ int CollisionSolver::num_beta_elements() const { return impl_->num_beta; }
 const SchurFactorization* CollisionSolver::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
 double CollisionSolver::setup_ms() const { return impl_->setup_ms; }
 const std::vector<ProxyContact>& CollisionSolver::contacts() const { return impl_->contacts; }
-
 
 CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, double frame) {
   Impl& d = *impl_;
@@ -431,8 +434,10 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   auto evaluate_all = [&]() {
     double e = evaluate(model, s, &st.timings_ms);
     pt.skip();
-    if (d.m() > 0) d.detect(s.x, frame, tm);
-    else d.contacts.clear();  // (no springs either)
+    if (d.m() > 0)
+      d.detect(s.x, frame, tm);
+    else
+      d.contacts.clear();  // (no springs either)
     pt.skip();
     e += d.add_collision_forces(s.x, s.force);
     pt.lap(st.timings_ms.rhs);
@@ -453,9 +458,7 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   // Round-off floor: a frame that starts at equilibrium (nothing moves, no loads) has a residual of
   // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.
   const double floor = 1e-13 * model.matrix().diagonal().cwiseAbs().maxCoeff() * s.x.norm();
-  auto converged = [&](double r) {
-    return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor;
-  };
+  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
   while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
     pt.skip();
     const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&
@@ -468,7 +471,9 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
       ++cs.plain_iterations;
     } else {
       switch (d.opt.method) {
-        case CollisionMethod::schur: d.schur_iteration(s, frame, cs); break;
+        case CollisionMethod::schur:
+          d.schur_iteration(s, frame, cs);
+          break;
         case CollisionMethod::full_refactor:
         case CollisionMethod::projective_skinning:
           if (d.opt.method == CollisionMethod::full_refactor) {
@@ -493,8 +498,8 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
     }
     ++st.iterations;
     if (!s.x.allFinite())
-      throw SolverError(fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame,
-                                    st.iterations));
+      throw SolverError(
+          fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame, st.iterations));
     energy = evaluate_all();
     residual = s.force.norm();
     check_finite(energy, residual);

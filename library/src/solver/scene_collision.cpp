@@ -1,5 +1,6 @@
-#include <xpd/solver/scene_collision.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/collision/sdf_grid.hpp>
 #include <xpd/collision/self_collision.hpp>
@@ -7,9 +8,7 @@
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
-
-#include <algorithm>
-#include <fmt/format.h>
+#include <xpd/solver/scene_collision.hpp>
 
 namespace xpd {
 
@@ -48,9 +47,15 @@ std::vector<Obstacle> make_obstacles(const CollisionSettings& settings) {
     Obstacle o;
     o.keyframes = s.keyframes;
     switch (s.type) {
-      case ObstacleSpec::Type::Plane: o.shape = Plane{s.point, s.normal}; break;
-      case ObstacleSpec::Type::Sphere: o.shape = Sphere{s.center, s.radius}; break;
-      case ObstacleSpec::Type::Capsule: o.shape = Capsule{s.a, s.b, s.radius}; break;
+      case ObstacleSpec::Type::Plane:
+        o.shape = Plane{s.point, s.normal};
+        break;
+      case ObstacleSpec::Type::Sphere:
+        o.shape = Sphere{s.center, s.radius};
+        break;
+      case ObstacleSpec::Type::Capsule:
+        o.shape = Capsule{s.a, s.b, s.radius};
+        break;
       case ObstacleSpec::Type::Box:
         o.shape = Box{s.half_extents};
         o.keyframes = placed(s.keyframes, s.center);
@@ -101,9 +106,9 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
     if (in[static_cast<std::size_t>(node)]) sc->region.push_back(p);
   }
   if (sc->region.empty())
-    throw SceneError(scene.file, "/collision/region",
-                     fmt::format("the collision region '{}' holds no proxy ({} proxies in all)", cs.region,
-                                 sc->proxies.size()));
+    throw SceneError(
+        scene.file, "/collision/region",
+        fmt::format("the collision region '{}' holds no proxy ({} proxies in all)", cs.region, sc->proxies.size()));
   // Detection.
   sc->obstacles = make_obstacles(cs);
   std::shared_ptr<const SdfGrid> rest_sdf;
@@ -113,9 +118,8 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
     SdfGridOptions go;
     go.cell_size = cs.sdf_cell_size > 0 ? cs.sdf_cell_size : 0.5 * sc->mean_edge_length;
     // Embedded proxies lie on the embedded surface: its level set is the rest shape they see.
-    rest_sdf = cs.proxies == CollisionSettings::Proxies::EmbeddedSurface
-                   ? std::make_shared<const SdfGrid>(*surface, go)
-                   : rest_surface_sdf(mesh, go);
+    rest_sdf = cs.proxies == CollisionSettings::Proxies::EmbeddedSurface ? std::make_shared<const SdfGrid>(*surface, go)
+                                                                         : rest_surface_sdf(mesh, go);
     dop.self.exclusion_radius = cs.exclusion_radius;
     // Search the tets around every node a region proxy hangs on: the proxies' own tets alone are a
     // one-tet-per-proxy sieve (surface nodes bind to one incident tet each) through which a

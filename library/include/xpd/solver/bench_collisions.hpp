@@ -5,21 +5,20 @@
 // that a fraction of the proxies is in contact, and one run measures, on the same model:
 // a plain PD iteration, an outer iteration of Algorithm 1 with one inner iteration, the cost of
 // each further inner iteration, and the full-refactorization baseline (a).
-#include <xpd/solver/collision_solver.hpp>
-
 #include <string>
+#include <xpd/solver/collision_solver.hpp>
 
 namespace xpd {
 
 struct CollisionBenchOptions {
-  int box_n = 48;           ///< nodes per side
-  int iterations = 5;       ///< measured outer iterations per configuration (mean reported)
+  int box_n = 48;               ///< nodes per side
+  int iterations = 5;           ///< measured outer iterations per configuration (mean reported)
   int refactor_iterations = 2;  ///< measured iterations of baseline (a)
-  int extra_inner = 4;      ///< inner iterations beyond the first for extra_inner_ms
-  double patch = 0.93;      ///< side of the central top patch holding proxies, fraction of the box side
-  double indent = 0.08;     ///< sphere indentation depth below the undeformed top face (box side = 1)
+  int extra_inner = 4;          ///< inner iterations beyond the first for extra_inner_ms
+  double patch = 0.93;          ///< side of the central top patch holding proxies, fraction of the box side
+  double indent = 0.08;         ///< sphere indentation depth below the undeformed top face (box side = 1)
   double sphere_radius = 0.3;
-  int threads = 0;          ///< ≤ 0: TBB default
+  int threads = 0;  ///< ≤ 0: TBB default
   SchurSolveMethod schur_solve = SchurSolveMethod::automatic;
 };
 
@@ -27,22 +26,22 @@ struct CollisionBenchResult {
   int box_n = 0;
   long nodes = 0, tets = 0;
   int threads = 0;
-  int proxies = 0;               ///< proxies of the region (top patch nodes)
-  int collision_nodes = 0;       ///< m = |x2|
-  int active_proxies = 0;        ///< contacts at the measured state
-  double active_fraction = 0;    ///< active_proxies / proxies
-  int beta_elements = 0;         ///< |E_β|
-  std::string schur_solve;       ///< method the automatic choice used in the measured iterations
+  int proxies = 0;                            ///< proxies of the region (top patch nodes)
+  int collision_nodes = 0;                    ///< m = |x2|
+  int active_proxies = 0;                     ///< contacts at the measured state
+  double active_fraction = 0;                 ///< active_proxies / proxies
+  int beta_elements = 0;                      ///< |E_β|
+  std::string schur_solve;                    ///< method the automatic choice used in the measured iterations
   double nnz_L = 0, nnz_L_unconstrained = 0;  ///< x2-last factor vs. the model's METIS factor
-  double factor_ms = 0;          ///< model factorization (plain METIS)
-  double schur_setup_ms = 0;     ///< x2-last analyze + factor + Σ (+ Σ⁻¹)
-  double plain_iteration_ms = 0; ///< plain PD iteration (local + rhs + solve), no collisions
-  double outer_1inner_ms = 0;    ///< Algorithm 1 outer iteration with J = 1 (incl. detection)
-  double extra_inner_ms = 0;     ///< cost of each further inner iteration
-  double refactor_iteration_ms = 0;  ///< baseline (a): springs in K, numeric refactor + solve
-  double pcg_iteration_ms = 0;   ///< baseline (c): PCG Jacobi, 100 iterations
-  CollisionTimings phases_1inner;  ///< per outer iteration, J = 1
-  PhaseTimings pd_phases_1inner;   ///< per outer iteration, J = 1 (local, rhs, ...)
+  double factor_ms = 0;                       ///< model factorization (plain METIS)
+  double schur_setup_ms = 0;                  ///< x2-last analyze + factor + Σ (+ Σ⁻¹)
+  double plain_iteration_ms = 0;              ///< plain PD iteration (local + rhs + solve), no collisions
+  double outer_1inner_ms = 0;                 ///< Algorithm 1 outer iteration with J = 1 (incl. detection)
+  double extra_inner_ms = 0;                  ///< cost of each further inner iteration
+  double refactor_iteration_ms = 0;           ///< baseline (a): springs in K, numeric refactor + solve
+  double pcg_iteration_ms = 0;                ///< baseline (c): PCG Jacobi, 100 iterations
+  CollisionTimings phases_1inner;             ///< per outer iteration, J = 1
+  PhaseTimings pd_phases_1inner;              ///< per outer iteration, J = 1 (local, rhs, ...)
   std::string to_json() const;
 };
 

@@ -33,15 +33,14 @@
 //
 // An iteration without any active contact takes the plain PD path (one solve with the model's own
 // factor), so a scene that never collides gives the collision-free result bit for bit.
+#include <memory>
+#include <string>
+#include <vector>
 #include <xpd/collision/contact.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/schur.hpp>
 #include <xpd/solver/state.hpp>
-
-#include <memory>
-#include <string>
-#include <vector>
 
 namespace xpd {
 
@@ -64,8 +63,8 @@ struct CollisionOptions {
   int inner_iterations = 1;  ///< J ≥ 1: inner iterations per outer iteration (schur method)
   CollisionMethod method = CollisionMethod::schur;
   SchurSolveMethod schur_solve = SchurSolveMethod::automatic;  ///< H u2 = g: dense refactor or Woodbury
-  SchurOptions schur;         ///< dense memory budget etc. (precompute_inverse is set as needed)
-  int pcg_iterations = 100;   ///< baseline (c): fixed number of PCG iterations per global step
+  SchurOptions schur;        ///< dense memory budget etc. (precompute_inverse is set as needed)
+  int pcg_iterations = 100;  ///< baseline (c): fixed number of PCG iterations per global step
   /// Extra tets whose nodes join x2 (e.g. the tets a self-collision detector searches, which it
   /// reads inside the inner loop and must therefore move with x2).
   std::vector<int> region_tets;
@@ -96,24 +95,24 @@ struct CollisionTimings {
 };
 
 struct CollisionFrameStats {
-  FrameStats pd;              ///< energy and residual include the penalty springs; iterations = outer
-  int inner_iterations = 0;   ///< inner iterations done in the frame (all outer iterations)
-  int plain_iterations = 0;   ///< outer iterations that took the plain path (no contact)
-  int active_proxies = 0;     ///< contacts found at the end of the frame
-  double max_penetration = 0; ///< deepest contact depth at the end of the frame [length]
+  FrameStats pd;               ///< energy and residual include the penalty springs; iterations = outer
+  int inner_iterations = 0;    ///< inner iterations done in the frame (all outer iterations)
+  int plain_iterations = 0;    ///< outer iterations that took the plain path (no contact)
+  int active_proxies = 0;      ///< contacts found at the end of the frame
+  double max_penetration = 0;  ///< deepest contact depth at the end of the frame [length]
   CollisionTimings timings_ms;
 };
 
 /// Collision-aware PD solver for one Model. Holds its own x2-last factorization of model.matrix()
 /// (schur) or the baseline's factor; the detector is borrowed and must outlive the solver.
 class CollisionSolver {
-public:
+ public:
   /// `proxies`: all proxies of the body; `region`: indices of the proxies of the collision-prone
   /// region (may be empty: every iteration is plain). The detector must report contacts for region
   /// proxies only. Throws SolverError on bad indices, a non-positive stiffness or J < 1, and (schur)
   /// when the region's dense matrices exceed options.schur.dense_memory_budget_bytes.
-  CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region,
-                  ContactDetector& detector, CollisionOptions options);
+  CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region, ContactDetector& detector,
+                  CollisionOptions options);
   ~CollisionSolver();
   CollisionSolver(CollisionSolver&&) noexcept;
   CollisionSolver& operator=(CollisionSolver&&) noexcept;
@@ -138,7 +137,7 @@ public:
   /// Contacts found at the end of the last step (at the final positions).
   const std::vector<ProxyContact>& contacts() const;
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,14 +4,13 @@
 // collision-prone region (a node selection), obstacles (keyframed analytic shapes and SDF grids of
 // surface files), optional rest-pose level-set self-collision, the detector and the
 // collision-aware solver (solver/collision_solver.hpp) with its Schur factorization.
+#include <memory>
+#include <optional>
+#include <vector>
 #include <xpd/collision/detector.hpp>
 #include <xpd/io/scene.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/solver/collision_solver.hpp>
-
-#include <memory>
-#include <optional>
-#include <vector>
 
 namespace xpd {
 
@@ -22,10 +21,10 @@ std::vector<Obstacle> make_obstacles(const CollisionSettings& settings);
 
 struct SceneCollision {
   ProxySet proxies;
-  std::vector<int> region;          ///< proxy indices of the collision-prone region
+  std::vector<int> region;  ///< proxy indices of the collision-prone region
   std::vector<Obstacle> obstacles;
-  double stiffness = 0;             ///< penalty stiffness used [N/m]
-  double mean_edge_length = 0;      ///< of the simulation mesh at rest
+  double stiffness = 0;         ///< penalty stiffness used [N/m]
+  double mean_edge_length = 0;  ///< of the simulation mesh at rest
   std::unique_ptr<CollisionDetector> detector;
   std::unique_ptr<CollisionSolver> solver;
 };

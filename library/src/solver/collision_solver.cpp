@@ -233,6 +233,7 @@ struct CollisionSolver::Impl {
     contact_springs(s.x, fcol);
     g_alpha = g2 - fbeta - fcol;
     u2_total.setZero(m(), 3);
+    st.inner_residuals.clear();
     pt.lap(tm.schur_update);
     for (int j = 0; j < opt.inner_iterations; ++j) {
       if (j > 0) {
@@ -244,6 +245,7 @@ struct CollisionSolver::Impl {
         pt.lap(tm.schur_update);
       }
       g = g_alpha + fbeta + fcol;
+      st.inner_residuals.push_back(g.norm());
       pt.skip();
       u2 = S.solve_collision_system(schur_proxies, g, opt.schur_solve);
       const SchurSolveTimings& lt = S.last_timings();

@@ -9,6 +9,8 @@
 #include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
+#include "anderson.hpp"
+
 namespace xpd {
 
 std::string to_string(CollisionMethod method) {
@@ -461,8 +463,28 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.
   const double floor = 1e-13 * model.matrix().diagonal().cwiseAbs().maxCoeff() * s.x.norm();
   auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
+  // Anderson acceleration of the outer iteration x ↦ G(x). G depends on the spring set (the matrix
+  // K + WᵀCW); an accelerated iterate whose total energy (elastic + penalty) exceeds the previous one
+  // is replaced by the plain iterate, and the history restarts (also on every change of the spring
+  // set with CollisionOptions::anderson_restart_on_contact_change).
+  const bool anderson = opt.anderson || opt.accelerator == Accelerator::Anderson;
+  if (anderson && opt.anderson_window < 1) throw SolverError("collision step: anderson_window must be >= 1");
+  if (anderson) {
+    s.anderson.history = s.anderson.head = 0;
+    s.anderson.has_prev = false;
+  }
+  std::vector<int> history_springs;
+  Points x_old;
   while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
     pt.skip();
+    if (anderson) {
+      x_old = s.x;
+      if (d.opt.anderson_restart_on_contact_change && d.spring_proxy != history_springs) {
+        s.anderson.history = s.anderson.head = 0;
+        s.anderson.has_prev = false;
+        history_springs = d.spring_proxy;
+      }
+    }
     const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&
                                       d.opt.method != CollisionMethod::projective_skinning);
     if (plain) {
@@ -502,7 +524,24 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
     if (!s.x.allFinite())
       throw SolverError(
           fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame, st.iterations));
+    bool accelerated = false;
+    if (anderson) {
+      const Points delta = s.x - x_old;
+      s.x = x_old;
+      Eigen::Map<Eigen::VectorXd> xv(s.x.data(), s.x.size());
+      detail::anderson_update(s.anderson, opt.anderson_window, xv,
+                              Eigen::Map<const Eigen::VectorXd>(delta.data(), delta.size()));
+      accelerated = s.anderson.history > 0;
+    }
+    const double previous = energy;
     energy = evaluate_all();
+    if (accelerated && !(energy <= previous + 1e-12 * std::abs(previous))) {
+      Eigen::Map<Eigen::VectorXd>(s.x.data(), s.x.size()) = s.anderson.x_pd;
+      s.anderson.history = s.anderson.head = 0;
+      s.anderson.has_prev = false;
+      ++st.anderson_rejections;
+      energy = evaluate_all();
+    }
     residual = s.force.norm();
     check_finite(energy, residual);
   }

@@ -4,6 +4,8 @@
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/tet_term.hpp>
 
+#include "anderson.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -72,51 +74,6 @@ void check_finite(double energy, double residual, const State& s, int iteration)
         "non-finite {} at frame {}, iteration {} (energy={}, residual={}): check inputs for NaN, "
         "stiffness and time-step ranges",
         std::isfinite(energy) ? "forces" : "energy", s.frame, iteration, energy, residual));
-}
-
-// Anderson acceleration (type II, Walker & Ni 2011) of G(x) = x + K⁻¹ f(x); returns the next
-// iterate in `x` (a 3n vector view of state.x); the plain iterate is kept in a.x_pd.
-void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd> x,
-                     const Eigen::Map<const Eigen::VectorXd>& delta) {
-  const Eigen::Index N = x.size();
-  if (a.dF.rows() != N || a.dF.cols() != window) {  // first use: size the buffers once
-    a.dF.resize(N, window);
-    a.dG.resize(N, window);
-    a.F_prev.resize(N);
-    a.G_prev.resize(N);
-    a.x_pd.resize(N);
-    a.normal.resize(window, window);
-    a.gamma.resize(window);
-    a.dFtF.resize(window);
-    a.history = a.head = 0;
-    a.has_prev = false;
-  }
-  a.x_pd = x + delta;  // G(x)
-  if (a.has_prev) {
-    a.dF.col(a.head) = delta - a.F_prev;
-    a.dG.col(a.head) = a.x_pd - a.G_prev;
-    a.head = (a.head + 1) % window;
-    a.history = std::min(a.history + 1, window);
-  }
-  a.F_prev = delta;
-  a.G_prev = a.x_pd;
-  a.has_prev = true;
-  if (a.history == 0) {
-    x = a.x_pd;
-    return;
-  }
-  const int k = a.history;
-  auto dF = a.dF.leftCols(k);
-  auto M = a.normal.topLeftCorner(k, k);
-  M.noalias() = dF.transpose() * dF;
-  const double reg = 1e-12 * M.trace() + 1e-300;
-  M.diagonal().array() += reg;
-  a.dFtF.head(k).noalias() = dF.transpose() * delta;
-  a.normal_k = M;  // reallocates only while the history grows (first m iterations)
-  a.ldlt.compute(a.normal_k);
-  a.gamma.head(k) = a.ldlt.solve(a.dFtF.head(k));
-  x = a.x_pd;
-  x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
 }
 
 // Chebyshev semi-iteration (Wang 2015) of G(x) = x + δ: returns true when the new iterate in `x`
@@ -240,7 +197,7 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     bool accelerated = false;
     const Eigen::Map<const Eigen::VectorXd> delta(s.force.data(), 3 * n);
     if (accel == Accelerator::Anderson) {
-      anderson_update(s.anderson, opt.anderson_window, xv, delta);
+      detail::anderson_update(s.anderson, opt.anderson_window, xv, delta);
       accelerated = s.anderson.history > 0;
     } else if (accel == Accelerator::Chebyshev) {
       accelerated = chebyshev_update(s.chebyshev, opt, xv, delta);

@@ -75,7 +75,11 @@ struct CollisionOptions {
   /// that really separate. The set is reset at the start of every frame. false: springs = the
   /// contacts of the last detection.
   bool keep_active_in_frame = true;
-  int release_after = 3;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
+  int release_after = 3;
+  /// Anderson (SolverOptions::anderson): restart the history whenever the spring set changes
+  /// (false: keep it and rely on the energy safeguard alone).
+  bool anderson_restart_on_contact_change =
+      false;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;
@@ -135,7 +139,9 @@ class CollisionSolver {
 
   /// Solves one frame (quasistatic equilibrium or one implicit Euler step) with the current inputs,
   /// starting from state.x; obstacle keyframes are evaluated at `frame`. Convergence as
-  /// pd_solver's step() on the total force f(x) + f_col(x). Anderson options are ignored.
+  /// pd_solver's step() on the total force f(x) + f_col(x). Anderson acceleration (SolverOptions::anderson or
+  /// accelerator = Anderson) extrapolates the outer iteration with the energy safeguard on elastic + penalty energy;
+  /// Chebyshev is not used (its spectral radius is not defined while the contact set, hence the matrix, changes).
   CollisionFrameStats step(State& state, const SolverOptions& options, double frame);
 
   /// Contacts found at the end of the last step (at the final positions).

@@ -1,0 +1,55 @@
+#pragma once
+// Internal: Anderson acceleration step shared by the PD drivers (pd_solver, collision_solver).
+#include <xpd/solver/state.hpp>
+
+#include <Eigen/Core>
+#include <algorithm>
+
+namespace xpd::detail {
+
+// Anderson acceleration (type II, Walker & Ni 2011) of G(x) = x + K⁻¹ f(x); returns the next
+// iterate in `x` (a 3n vector view of state.x); the plain iterate is kept in a.x_pd.
+inline void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd> x,
+                     const Eigen::Map<const Eigen::VectorXd>& delta) {
+  const Eigen::Index N = x.size();
+  if (a.dF.rows() != N || a.dF.cols() != window) {  // first use: size the buffers once
+    a.dF.resize(N, window);
+    a.dG.resize(N, window);
+    a.F_prev.resize(N);
+    a.G_prev.resize(N);
+    a.x_pd.resize(N);
+    a.normal.resize(window, window);
+    a.gamma.resize(window);
+    a.dFtF.resize(window);
+    a.history = a.head = 0;
+    a.has_prev = false;
+  }
+  a.x_pd = x + delta;  // G(x)
+  if (a.has_prev) {
+    a.dF.col(a.head) = delta - a.F_prev;
+    a.dG.col(a.head) = a.x_pd - a.G_prev;
+    a.head = (a.head + 1) % window;
+    a.history = std::min(a.history + 1, window);
+  }
+  a.F_prev = delta;
+  a.G_prev = a.x_pd;
+  a.has_prev = true;
+  if (a.history == 0) {
+    x = a.x_pd;
+    return;
+  }
+  const int k = a.history;
+  auto dF = a.dF.leftCols(k);
+  auto M = a.normal.topLeftCorner(k, k);
+  M.noalias() = dF.transpose() * dF;
+  const double reg = 1e-12 * M.trace() + 1e-300;
+  M.diagonal().array() += reg;
+  a.dFtF.head(k).noalias() = dF.transpose() * delta;
+  a.normal_k = M;  // reallocates only while the history grows (first m iterations)
+  a.ldlt.compute(a.normal_k);
+  a.gamma.head(k) = a.ldlt.solve(a.dFtF.head(k));
+  x = a.x_pd;
+  x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
+}
+
+}  // namespace xpd::detail

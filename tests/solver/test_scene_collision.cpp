@@ -142,6 +142,8 @@ TEST(SceneCollision, InnerIterationsReduceTheElbowResidual) {
   SolverOptions opt = sim.options();
   opt.max_iterations = 10;
   opt.rel_tolerance = 0;
+  opt.anderson = false;  // the inner loop itself, not the scene's accelerator
+  opt.accelerator = Accelerator::None;
   for (int k = 0; k < 2; ++k) {
     State s = sim.state();
     sim.collision()->solver->set_inner_iterations(inner[k]);

@@ -245,11 +245,7 @@ void run_scene(const RunOptions& o) {
     output.append_stats(frame_json(f, s, sim.collision_stats()));
     if (const auto& c = sim.collision_stats()) {
       if (!col_total) col_total.emplace();
-      CollisionTimings& a = col_total->timings_ms;
-      const CollisionTimings& b = c->timings_ms;
-      a.detect += b.detect, a.local_beta += b.local_beta, a.schur_update += b.schur_update;
-      a.schur_factor += b.schur_factor, a.schur_solve += b.schur_solve, a.forward += b.forward;
-      a.backward += b.backward, a.refactor += b.refactor, a.pcg += b.pcg;
+      accumulate(col_total->timings_ms, c->timings_ms);
       col_total->inner_iterations += c->inner_iterations;
       max_penetration = std::max(max_penetration, c->max_penetration);
     }

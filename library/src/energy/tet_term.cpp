@@ -6,16 +6,6 @@
 
 namespace xpd {
 
-namespace {
-// Gradient rows g_a (a = 0..3) of F with respect to node a: F = Σ_a x_a g_aᵀ.
-inline void shape_gradients(const Mat3& B, Vec3 g[4]) {
-  g[1] = B.row(0).transpose();
-  g[2] = B.row(1).transpose();
-  g[3] = B.row(2).transpose();
-  g[0] = -(g[1] + g[2] + g[3]);
-}
-}  // namespace
-
 void TetTerm::add_matrix(std::vector<Triplet>& triplets) const {
   const auto& e = elements_;
   triplets.reserve(triplets.size() + 16 * static_cast<size_t>(e.size()));

@@ -15,18 +15,6 @@ namespace xpd {
 
 namespace {
 
-void add_scaled(CollisionTimings& a, const CollisionTimings& b, double s) {
-  a.detect += s * b.detect;
-  a.local_beta += s * b.local_beta;
-  a.schur_update += s * b.schur_update;
-  a.schur_factor += s * b.schur_factor;
-  a.schur_solve += s * b.schur_solve;
-  a.forward += s * b.forward;
-  a.backward += s * b.backward;
-  a.refactor += s * b.refactor;
-  a.pcg += s * b.pcg;
-}
-
 std::string timings_json(const CollisionTimings& t) {
   return fmt::format(
       "{{\"detect\": {:.3f}, \"local_beta\": {:.3f}, \"schur_update\": {:.3f}, \"schur_factor\": {:.3f}, "
@@ -135,7 +123,7 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
     const CollisionFrameStats cs = schur.step(s, measure, 1.0);
     wall_1 = cs.pd.wall_ms / cs.pd.iterations;
     r.outer_1inner_ms = wall_1;
-    add_scaled(r.phases_1inner, cs.timings_ms, 1.0 / cs.pd.iterations);
+    accumulate(r.phases_1inner, cs.timings_ms, 1.0 / cs.pd.iterations);
     r.pd_phases_1inner.local = cs.pd.timings_ms.local / cs.pd.iterations;
     r.pd_phases_1inner.rhs = cs.pd.timings_ms.rhs / cs.pd.iterations;
     r.pd_phases_1inner.solve = cs.pd.timings_ms.solve / cs.pd.iterations;

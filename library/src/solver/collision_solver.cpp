@@ -35,20 +35,24 @@ CollisionMethod collision_method_from_string(const std::string& name) {
       fmt::format("unknown collision method '{}' (expected schur, full_refactor, projective_skinning or pcg)", name));
 }
 
+void accumulate(CollisionTimings& a, const CollisionTimings& b, double scale) {
+  a.detect += scale * b.detect;
+  a.local_beta += scale * b.local_beta;
+  a.schur_update += scale * b.schur_update;
+  a.schur_factor += scale * b.schur_factor;
+  a.schur_solve += scale * b.schur_solve;
+  a.forward += scale * b.forward;
+  a.backward += scale * b.backward;
+  a.refactor += scale * b.refactor;
+  a.pcg += scale * b.pcg;
+}
+
 namespace {
 
 struct BetaList {
   const TetTerm* term = nullptr;
   std::vector<int> elements;  // element-order indices of the term whose 4 nodes lie in x2
 };
-
-// Gradient rows g_a (a = 0..3) of F with respect to node a (F = Σ_a x_a g_aᵀ).
-void shape_gradients(const Mat3& B, Vec3 g[4]) {
-  g[1] = B.row(0).transpose();
-  g[2] = B.row(1).transpose();
-  g[3] = B.row(2).transpose();
-  g[0] = -(g[1] + g[2] + g[3]);
-}
 
 }  // namespace
 
@@ -465,25 +469,20 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
   auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
   // Anderson acceleration of the outer iteration x ↦ G(x). G depends on the spring set (the matrix
   // K + WᵀCW); an accelerated iterate whose total energy (elastic + penalty) exceeds the previous one
-  // is replaced by the plain iterate, and the history restarts (also on every change of the spring
-  // set with CollisionOptions::anderson_restart_on_contact_change).
+  // is replaced by the plain iterate and the history restarts. (Restarting on every change of the
+  // spring set was tried: the set changes every few iterations at the contact rim, so Anderson
+  // never engaged.)
   const bool anderson = opt.anderson || opt.accelerator == Accelerator::Anderson;
   if (anderson && opt.anderson_window < 1) throw SolverError("collision step: anderson_window must be >= 1");
   if (anderson) {
     s.anderson.history = s.anderson.head = 0;
     s.anderson.has_prev = false;
   }
-  std::vector<int> history_springs;
   Points x_old;
   while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
     pt.skip();
     if (anderson) {
       x_old = s.x;
-      if (d.opt.anderson_restart_on_contact_change && d.spring_proxy != history_springs) {
-        s.anderson.history = s.anderson.head = 0;
-        s.anderson.has_prev = false;
-        history_springs = d.spring_proxy;
-      }
     }
     const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&
                                       d.opt.method != CollisionMethod::projective_skinning);

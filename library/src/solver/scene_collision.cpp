@@ -27,18 +27,6 @@ std::vector<Keyframe> placed(const std::vector<Keyframe>& keys, const Vec3& cent
   return out;
 }
 
-double mean_edge_length(const TetMesh& mesh) {
-  double sum = 0;
-  long count = 0;
-  static constexpr int kEdges[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-  for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
-    for (const auto& e : kEdges) {
-      sum += (mesh.nodes.row(mesh.tets(t, e[0])) - mesh.nodes.row(mesh.tets(t, e[1]))).norm();
-      ++count;
-    }
-  return count ? sum / static_cast<double>(count) : 0.0;
-}
-
 }  // namespace
 
 std::vector<Obstacle> make_obstacles(const CollisionSettings& settings) {
@@ -80,7 +68,7 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   if (!scene.collision) return nullptr;
   const CollisionSettings& cs = *scene.collision;
   auto sc = std::make_unique<SceneCollision>();
-  sc->mean_edge_length = mean_edge_length(mesh);
+  sc->mean_edge_length = mean_edge_length(mesh.nodes, mesh.tets);
   // Proxies.
   if (cs.proxies == CollisionSettings::Proxies::Surface) {
     std::vector<int> nodes;

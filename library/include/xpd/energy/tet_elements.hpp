@@ -28,6 +28,16 @@ struct TetElements {
 TetElements make_tet_elements(const TetMesh& mesh, const std::vector<int>& tet_ids,
                               const std::vector<double>& stiffness);
 
+/// Gradient rows g_a (a = 0..3) of F = Ds Dm⁻¹ with respect to node a (F = Σ_a x_a g_aᵀ), from
+/// B = Dm⁻¹: g_1..3 are the rows of B, g_0 = −(g_1 + g_2 + g_3). An element's PD matrix entries are
+/// w g_a · g_b.
+inline void shape_gradients(const Mat3& B, Vec3 g[4]) {
+  g[1] = B.row(0).transpose();
+  g[2] = B.row(1).transpose();
+  g[3] = B.row(2).transpose();
+  g[0] = -(g[1] + g[2] + g[3]);
+}
+
 /// Deformation gradient of element k at positions x: F = [x1−x0, x2−x0, x3−x0] Dm⁻¹.
 inline Mat3 deformation_gradient(const TetElements& e, int k, const Points& x) {
   const auto& n = e.nodes[static_cast<size_t>(k)];

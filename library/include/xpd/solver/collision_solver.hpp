@@ -98,6 +98,9 @@ struct CollisionTimings {
   double pcg = 0;           ///< baseline (c): PCG iterations
 };
 
+/// a += scale · b, phase by phase (sums over frames, means per iteration).
+void accumulate(CollisionTimings& a, const CollisionTimings& b, double scale = 1.0);
+
 struct CollisionFrameStats {
   FrameStats pd;               ///< energy and residual include the penalty springs; iterations = outer
   int inner_iterations = 0;    ///< inner iterations done in the frame (all outer iterations)

@@ -37,6 +37,7 @@ nlohmann::ordered_json frame_json(int frame, const FrameStats& s, const std::opt
           {"timings_ms",
            {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
             {"other", s.timings_ms.other}}}};
+  if (s.line_search_halvings > 0) j["line_search_halvings"] = s.line_search_halvings;
   if (c) {
     j["inner_iterations"] = c->inner_iterations;
     j["plain_iterations"] = c->plain_iterations;
@@ -197,7 +198,10 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
   } else {
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (rotations, elastic forces)", total.local / it);
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, inertia, residual)", total.rhs / it);
-    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Global solve (CHOLMOD, 3 right-hand sides)", total.solve / it);
+    fmt::print("{:<58} {:>10.3f}ms\n",
+               sim.model().coupled() ? "CPU  Global solve (CHOLMOD, coupled 3n x 3n matrix)"
+                                     : "CPU  Global solve (CHOLMOD, 3 right-hand sides)",
+               total.solve / it);
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, acceleration, checks)", total.other / it);
   }
   fmt::print("{:-<71}\n", "");

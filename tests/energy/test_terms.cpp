@@ -24,6 +24,9 @@ ModelDesc kitchen_sink(const TetMesh& mesh, bool rest_free) {
   const int nt = static_cast<int>(mesh.tets.rows());
   d.mu.resize(static_cast<size_t>(nt));
   for (auto& m : d.mu) m = 100.0 * u(rng);
+  // The λ volume term on every tet but a few (per-tet λ, zero skipped).
+  d.lambda.resize(static_cast<size_t>(nt));
+  for (int t = 0; t < nt; ++t) d.lambda[static_cast<size_t>(t)] = t % 7 == 3 ? 0.0 : 150.0 * u(rng);
   for (int t = 0; t < nt; t += 3) {
     ShapeTargetDesc s;
     s.tet = t;
@@ -99,23 +102,27 @@ TEST(EnergyTerms, GradientMatrixAndHessianMatchFiniteDifferences) {
     const double an = dot(g, v);
     test::report("gradient", std::abs(fd - an), 1e-6 * std::max(1.0, std::abs(an)));
     EXPECT_NEAR(fd, an, 1e-6 * std::max(1.0, std::abs(an)));
-    // (2) the constant matrix is the Hessian of Ê(·, p) with p frozen (Ê is quadratic: exact).
+    // (2) the constant matrix is the Hessian of Ê(·, p) with p frozen (Ê is quadratic: exact): p
+    // projected at x for PD terms (the 3n × 3n form add_matrix3 = add_matrix ⊗ I₃ checks both), at
+    // the rest state (p = R = I) for the coupling volume term, whose matrix is its rest Hessian.
     std::vector<double> p(static_cast<size_t>(term->num_constraints() * term->projection_size()));
-    term->project(x, in, p.data());
+    term->project(term->couples_coordinates() ? model.rest_positions() : x, in, p.data());
     Points fp = Points::Zero(n, 3), fm = Points::Zero(n, 3);
     const double h = 1e-3;
     term->add_force_given(x + h * v, in, p.data(), fp);
     term->add_force_given(x - h * v, in, p.data(), fm);
     std::vector<Triplet> trip;
-    term->add_matrix(trip);
-    Eigen::SparseMatrix<double> K(n, n);
-    K.setFromTriplets(trip.begin(), trip.end());
-    const Points Kv = K * v;
+    term->add_matrix3(trip);
+    Eigen::SparseMatrix<double> K3(3 * n, 3 * n);
+    K3.setFromTriplets(trip.begin(), trip.end());
+    const Eigen::VectorXd K3v = K3 * Eigen::Map<const Eigen::VectorXd>(v.data(), 3 * n);
+    const Points Kv = Eigen::Map<const Points>(K3v.data(), n, 3);
     const Points fd_K = -(fp - fm) / (2 * h);
     const double kscale = std::max(1e-12, Kv.norm());
     test::report("matrix", (fd_K - Kv).norm() / kscale, 1e-8);
     EXPECT_LE((fd_K - Kv).norm(), 1e-8 * kscale + 1e-12);
     // Ê(x, p(x)) = E(x): the fused path and the split path agree.
+    term->project(x, in, p.data());
     Points f1 = Points::Zero(n, 3), f2 = Points::Zero(n, 3);
     const double e1 = term->project_add_force(x, in, f1, nullptr);
     term->add_force_given(x, in, p.data(), f2);

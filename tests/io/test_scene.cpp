@@ -409,6 +409,8 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
       {"accelerator", [](json& j) { j["solver"]["accelerator"] = "andersen"; }, "/solver/accelerator",
        "did you mean 'anderson'?"},
       {"threads", [](json& j) { j["solver"]["threads"] = -1; }, "/solver/threads", ">= 0"},
+      {"volume matrix", [](json& j) { j["solver"]["volume_matrix"] = "coupeld"; }, "/solver/volume_matrix",
+       "did you mean 'coupled'?"},
       {"negative radius",
        [](json& j) {
          j["selections"]["ball"] = {{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", -1}};

@@ -61,7 +61,7 @@ TEST(SolverModel, RejectsBadParameters) {
   }
   {
     ModelDesc d = base;
-    d.lambda.assign(d.mesh.tets.rows(), 5.0);
+    d.lambda.assign(d.mesh.tets.rows(), -5.0);
     EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "lambda"));
   }
 }

@@ -37,7 +37,7 @@ TEST(ValidationScenes, ShippedScenesRunAndReportStatistics) {
   // The first frames of each shipped scene (cantilever_end_shear: the first load step).
   const Case cases[] = {{"scenes/demo.json", 2},        {"scenes/twist.json", 2},
                         {"scenes/hand.json", 1},        {"scenes/cantilever.json", 2},
-                        {"scenes/validation/cantilever_end_shear.json", 1}};
+                        {"scenes/validation/cantilever_end_shear.json", 1}, {"scenes/squash.json", 2}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scene);
     const auto out = test::scratch_dir(std::string("scene_") + std::to_string(&c - cases));

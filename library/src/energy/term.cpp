@@ -8,6 +8,14 @@ double Term::energy(const Points& x, const FrameInputs& in) const {
   return energy_given(x, in, p.data());
 }
 
+void Term::add_matrix3(std::vector<Triplet>& triplets) const {
+  std::vector<Triplet> scalar;
+  add_matrix(scalar);
+  triplets.reserve(triplets.size() + 3 * scalar.size());
+  for (const Triplet& t : scalar)
+    for (int d = 0; d < 3; ++d) triplets.emplace_back(3 * t.row() + d, 3 * t.col() + d, t.value());
+}
+
 void Term::add_gradient(const Points& x, const FrameInputs& in, Points& g) const {
   Points f = Points::Zero(x.rows(), 3);
   project_add_force(x, in, f, nullptr);

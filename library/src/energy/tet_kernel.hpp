@@ -2,6 +2,9 @@
 // Internal: the parallel, deterministic per-element loop shared by the tet terms.
 #include <xpd/energy/polar.hpp>
 #include <xpd/energy/tet_elements.hpp>
+#include <xpd/energy/term.hpp>
+
+#include <Eigen/Eigenvalues>
 
 #include "polar_kernel.hpp"
 
@@ -18,12 +21,14 @@ namespace xpd::detail {
 /// the number of threads.
 inline constexpr int kTetGrain = 2048;
 
-/// For each element (colour by colour; elements of a colour share no node): F = Ds Dm⁻¹,
-/// p = proj(k, F), E += w/2 ||F − p||², f −= w (F − p) ∂F/∂x. Returns Σ energy. Writes p to p_out
-/// (9 doubles per element, column-major) when not null. `proj` has signature Mat3(int, const Mat3&).
-template <class Proj>
-double tet_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,
-                             const Proj& proj, bool add_force = true) {
+/// The element loop of every tet term (colour by colour; elements of a colour share no node):
+/// F = Ds Dm⁻¹, then `elem(k, F, p, D, s)` returns the element energy E_k and fills the 3×3
+/// projection p (written to p_out, 9 doubles per element, column-major, when not null) and D, s
+/// with ∂E_k/∂F = s·D; f −= s D ∂F/∂x. Returns Σ E_k. Signature of elem:
+/// double(int k, const Mat3& F, Mat3& p, Mat3& D, double& s).
+template <class Elem>
+double tet_element_loop(const TetElements& e, const Points& x, Points& f, double* p_out, const Elem& elem,
+                        bool add_force = true) {
   double total = 0.0;
   for (int c = 0; c < e.num_colors(); ++c) {
     const int begin = e.color_offsets[static_cast<size_t>(c)];
@@ -34,7 +39,6 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
           for (int k = r.begin(); k != r.end(); ++k) {
             const auto& n = e.nodes[static_cast<size_t>(k)];
             const Mat3& B = e.Dm_inv[static_cast<size_t>(k)];
-            const double w = e.weight[static_cast<size_t>(k)];
             const double* x0 = x.data() + 3 * n[0];
             const double* x1 = x.data() + 3 * n[1];
             const double* x2 = x.data() + 3 * n[2];
@@ -46,12 +50,12 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
               Ds(d, 2) = x3[d] - x0[d];
             }
             const Mat3 F = Ds * B;
-            const Mat3 p = proj(k, F);
-            const Mat3 D = F - p;
-            acc += 0.5 * w * D.squaredNorm();
+            Mat3 p, D;
+            double s = 0.0;
+            acc += elem(k, F, p, D, s);
             if (p_out) std::memcpy(p_out + 9 * static_cast<size_t>(k), p.data(), 9 * sizeof(double));
             if (add_force) {
-              const Mat3 H = (-w) * (D * B.transpose());
+              const Mat3 H = (-s) * (D * B.transpose());
               double* f0 = f.data() + 3 * n[0];
               double* f1 = f.data() + 3 * n[1];
               double* f2 = f.data() + 3 * n[2];
@@ -69,6 +73,53 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
         std::plus<double>());
   }
   return total;
+}
+
+/// The PD tet terms' loop: p = proj(k, F), E += w/2 ||F − p||², f −= w (F − p) ∂F/∂x. Returns Σ
+/// energy. `proj` has signature Mat3(int, const Mat3&).
+template <class Proj>
+double tet_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,
+                             const Proj& proj, bool add_force = true) {
+  return tet_element_loop(
+      e, x, f, p_out,
+      [&](int k, const Mat3& F, Mat3& p, Mat3& D, double& s) {
+        p = proj(k, F);
+        D = F - p;
+        s = e.weight[static_cast<size_t>(k)];
+        return 0.5 * s * D.squaredNorm();
+      },
+      add_force);
+}
+
+/// Newton oracle: adds w_k/2 Jᵀ H_k J per element as 3n × 3n triplets (DOF 3·node + coordinate),
+/// H_k = hess(k, F) the 9×9 Hessian of the density ψ (E_k = w_k/2 ψ(F)) on vec(F) with index
+/// 3·row + col, clamped to PSD when `psd_project`. Signature of hess: Mat9(int k, const Mat3& F).
+template <class DensityHessian>
+void tet_add_hessians(const TetElements& e, const Points& x, const DensityHessian& hess, bool psd_project,
+                      std::vector<Triplet>& triplets) {
+  for (int k = 0; k < e.size(); ++k) {
+    const Mat3 F = deformation_gradient(e, k, x);
+    Mat9 H = hess(k, F);
+    if (psd_project) {  // clamp negative eigenvalues (projected Newton)
+      Eigen::SelfAdjointEigenSolver<Mat9> eig(0.5 * (H + H.transpose()));
+      const Eigen::Matrix<double, 9, 1> lam = eig.eigenvalues().cwiseMax(0.0);
+      H = eig.eigenvectors() * lam.asDiagonal() * eig.eigenvectors().transpose();
+    }
+    // J: vec(F)[3d + j] = Σ_a x_{a,d} g_a[j]  →  J(3d + j, 3a + d) = g_a[j].
+    Vec3 g[4];
+    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
+    Eigen::Matrix<double, 9, 12> J = Eigen::Matrix<double, 9, 12>::Zero();
+    for (int a = 0; a < 4; ++a)
+      for (int d = 0; d < 3; ++d)
+        for (int j = 0; j < 3; ++j) J(3 * d + j, 3 * a + d) = g[a](j);
+    const Eigen::Matrix<double, 12, 12> Hx = (0.5 * e.weight[static_cast<size_t>(k)]) * J.transpose() * H * J;
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        for (int d = 0; d < 3; ++d)
+          for (int c = 0; c < 3; ++c)
+            triplets.emplace_back(3 * n[a] + d, 3 * n[b] + c, Hx(3 * a + d, 3 * b + c));
+  }
 }
 
 /// Corotated local step + force on the element range [begin, end) of ONE colour, four elements

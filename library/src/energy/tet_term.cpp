@@ -2,7 +2,6 @@
 
 #include "tet_kernel.hpp"
 
-#include <Eigen/Eigenvalues>
 
 namespace xpd {
 
@@ -69,30 +68,8 @@ double TetTerm::project_add_force_subset(const Points& x, const FrameInputs& in,
 
 void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                           bool psd_project) const {
-  const auto& e = elements_;
-  for (int k = 0; k < e.size(); ++k) {
-    const Mat3 F = deformation_gradient(e, k, x);
-    Mat9 H = density_hessian(k, F, in);
-    if (psd_project) {  // clamp negative eigenvalues (projected Newton)
-      Eigen::SelfAdjointEigenSolver<Mat9> eig(0.5 * (H + H.transpose()));
-      const Eigen::Matrix<double, 9, 1> lam = eig.eigenvalues().cwiseMax(0.0);
-      H = eig.eigenvectors() * lam.asDiagonal() * eig.eigenvectors().transpose();
-    }
-    // J: vec(F)[3d + j] = Σ_a x_{a,d} g_a[j]  →  J(3d + j, 3a + d) = g_a[j].
-    Vec3 g[4];
-    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
-    Eigen::Matrix<double, 9, 12> J = Eigen::Matrix<double, 9, 12>::Zero();
-    for (int a = 0; a < 4; ++a)
-      for (int d = 0; d < 3; ++d)
-        for (int j = 0; j < 3; ++j) J(3 * d + j, 3 * a + d) = g[a](j);
-    const Eigen::Matrix<double, 12, 12> Hx = (0.5 * e.weight[static_cast<size_t>(k)]) * J.transpose() * H * J;
-    const auto& n = e.nodes[static_cast<size_t>(k)];
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b)
-        for (int d = 0; d < 3; ++d)
-          for (int c = 0; c < 3; ++c)
-            triplets.emplace_back(3 * n[a] + d, 3 * n[b] + c, Hx(3 * a + d, 3 * b + c));
-  }
+  detail::tet_add_hessians(
+      elements_, x, [&](int k, const Mat3& F) { return density_hessian(k, F, in); }, psd_project, triplets);
 }
 
 }  // namespace xpd

@@ -523,7 +523,8 @@ Load parse_load(const JsonReader& r, const Context& ctx) {
 
 SolverSettings parse_solver(const JsonReader& r) {
   r.allow_keys(
-      {"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator", "threads"});
+      {"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator", "threads",
+       "volume_matrix"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
     s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
@@ -545,6 +546,9 @@ SolverSettings parse_solver(const JsonReader& r) {
                                       : SolverSettings::Accelerator::Chebyshev;
   }
   if (const auto v = r.optional_child("threads")) s.threads = int_at_least(*v, 0);
+  if (const auto v = r.optional_child("volume_matrix"))
+    s.volume_matrix = v->one_of({"coupled", "isotropic"}) == "coupled" ? SolverSettings::VolumeMatrix::Coupled
+                                                                       : SolverSettings::VolumeMatrix::Isotropic;
   return s;
 }
 

@@ -314,6 +314,10 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
   d.proxies = proxies;
   d.detector = &detector;
   d.opt = options;
+  if (model.has_volume_term())
+    throw SolverError(
+        "collision: the collision solver needs lambda = 0 (its Schur complement is built on the n x n "
+        "PD matrix; the lambda volume term needs a line-searched global step)");
   if (!(options.stiffness > 0.0) || !std::isfinite(options.stiffness))
     throw SolverError(fmt::format("collision: penalty stiffness must be > 0 (got {})", options.stiffness));
   if (options.inner_iterations < 1)

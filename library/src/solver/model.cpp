@@ -5,6 +5,7 @@
 #include <xpd/energy/loads.hpp>
 #include <xpd/energy/shape_target.hpp>
 #include <xpd/energy/strain_limit.hpp>
+#include <xpd/energy/volume.hpp>
 
 #include <cmath>
 #include <fmt/format.h>
@@ -43,9 +44,11 @@ void validate_desc(const ModelDesc& d) {
   for (size_t t = 0; t < d.mu.size(); ++t)
     if (!(d.mu[t] > 0.0) || !std::isfinite(d.mu[t]))
       throw SolverError(fmt::format("model: mu must be positive and finite, tet {} has mu={}", t, d.mu[t]));
+  if (!d.lambda.empty() && d.lambda.size() != 1 && d.lambda.size() != static_cast<size_t>(nt))
+    throw SolverError(fmt::format("model: lambda needs 0, 1 or #T = {} values, got {}", nt, d.lambda.size()));
   for (size_t t = 0; t < d.lambda.size(); ++t)
-    if (d.lambda[t] != 0.0)
-      throw SolverError(fmt::format("model: lambda != 0 (tet {}) is not supported yet; use lambda = 0", t));
+    if (!(d.lambda[t] >= 0.0) || !std::isfinite(d.lambda[t]))
+      throw SolverError(fmt::format("model: lambda must be >= 0 and finite, tet {} has lambda={}", t, d.lambda[t]));
   if (!(d.density > 0.0) || !std::isfinite(d.density))
     throw SolverError(fmt::format("model: density must be positive, got {}", d.density));
   if (d.integrator == Integrator::ImplicitEuler && (!(d.time_step > 0.0) || !std::isfinite(d.time_step)))
@@ -72,6 +75,17 @@ Model build_model(const ModelDesc& d) {
   m.integrator_ = d.integrator;
   m.h_ = d.integrator == Integrator::ImplicitEuler ? d.time_step : 1.0;
   auto mu_of = [&](int t) { return d.mu.size() == 1 ? d.mu[0] : d.mu[static_cast<size_t>(t)]; };
+  auto lambda_of = [&](int t) {
+    return d.lambda.empty() ? 0.0 : d.lambda.size() == 1 ? d.lambda[0] : d.lambda[static_cast<size_t>(t)];
+  };
+  std::vector<int> volume_ids;
+  std::vector<double> volume_half_lambda;
+  for (int t = 0; t < nt; ++t)
+    if (lambda_of(t) > 0.0) {
+      volume_ids.push_back(t);
+      volume_half_lambda.push_back(0.5 * lambda_of(t));  // make_tet_elements: w = 2 (λ/2) Vol = λ Vol
+    }
+  m.has_volume_ = !volume_ids.empty();
 
   // Partition tets: shape-targeted ones use ShapeTargetTerm, the rest CorotatedTerm.
   std::vector<int> target_row(static_cast<size_t>(nt), -1);
@@ -99,6 +113,9 @@ Model build_model(const ModelDesc& d) {
   };
   add_mass(coro);
   if (coro.size() > 0) m.terms_.push_back(std::make_unique<CorotatedTerm>(std::move(coro)));
+  if (m.has_volume_)
+    m.terms_.push_back(std::make_unique<VolumeTerm>(make_tet_elements(d.mesh, volume_ids, volume_half_lambda),
+                                                    d.volume_matrix));
   if (!d.shape_targets.empty()) {
     std::vector<int> ids;
     std::vector<double> mus;
@@ -206,7 +223,23 @@ Model build_model(const ModelDesc& d) {
   }
   m.K_.makeCompressed();
   m.factor_ = std::make_unique<SparseCholesky>(d.backend);
-  m.factor_->compute(m.K_);
+  for (const auto& term : m.terms_) m.coupled_ = m.coupled_ || term->couples_coordinates();
+  if (!m.coupled_) {
+    m.factor_->compute(m.K_);
+    return m;
+  }
+  // Coupled 3n × 3n matrix: K ⊗ I₃ (with inertia and regularization) plus the coupling terms.
+  std::vector<Triplet> trip3;
+  trip3.reserve(3 * static_cast<size_t>(m.K_.nonZeros()));
+  for (int j = 0; j < m.K_.outerSize(); ++j)
+    for (Eigen::SparseMatrix<double>::InnerIterator it(m.K_, j); it; ++it)
+      for (int c = 0; c < 3; ++c) trip3.emplace_back(3 * static_cast<int>(it.row()) + c, 3 * j + c, it.value());
+  for (const auto& term : m.terms_)
+    if (term->couples_coordinates()) term->add_matrix3(trip3);
+  m.K3_.resize(3 * nv, 3 * nv);
+  m.K3_.setFromTriplets(trip3.begin(), trip3.end());
+  m.K3_.makeCompressed();
+  m.factor_->compute(m.K3_);
   return m;
 }
 

@@ -3,6 +3,7 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/tet_term.hpp>
+#include <xpd/energy/volume.hpp>
 
 #include "anderson.hpp"
 
@@ -20,15 +21,18 @@ double evaluate(const Model& model, State& s, PhaseTimings* timings, bool store_
   double energy = 0.0;
   // Local step of the tet terms, fused with their elastic forces (the expensive part).
   const auto& terms = model.terms();
+  auto element_term = [](const Term* t) {
+    return dynamic_cast<const TetTerm*>(t) != nullptr || dynamic_cast<const VolumeTerm*>(t) != nullptr;
+  };
   for (size_t t = 0; t < terms.size(); ++t) {
-    if (!dynamic_cast<const TetTerm*>(terms[t].get())) continue;
+    if (!element_term(terms[t].get())) continue;
     energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
                                           store_projections ? s.projections[t].data() : nullptr);
   }
   pt.lap(local.local);
   // Springs and loads.
   for (size_t t = 0; t < terms.size(); ++t) {
-    if (dynamic_cast<const TetTerm*>(terms[t].get())) continue;
+    if (element_term(terms[t].get())) continue;
     energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
                                           store_projections ? s.projections[t].data() : nullptr);
   }
@@ -51,6 +55,15 @@ double evaluate(const Model& model, State& s, PhaseTimings* timings, bool store_
 }
 
 void solve_global(const Model& model, State& s) {
+  if (model.coupled()) {
+    // Row-major #V×3 force = the 3n vector in the coupled DOF order 3·node + coordinate.
+    const Eigen::Index n3 = 3 * s.force.rows();
+    std::copy(s.force.data(), s.force.data() + n3, s.rhs3.data());
+    Eigen::Map<Eigen::MatrixXd> b(s.rhs3.data(), n3, 1);
+    model.factor().solve_in_place(b);
+    s.rhs = Eigen::Map<const Points>(s.rhs3.data(), s.force.rows(), 3);
+    return;
+  }
   s.rhs = s.force;  // row-major #V×3 → column-major n×3 (no reallocation: same size)
   model.factor().solve_in_place(s.rhs);
 }
@@ -138,6 +151,10 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   const Accelerator accel = opt.anderson ? Accelerator::Anderson : opt.accelerator;
   if (accel == Accelerator::Anderson && opt.anderson_window < 1)
     throw SolverError("step: anderson_window must be >= 1");
+  if (accel == Accelerator::Chebyshev && model.has_volume_term())
+    throw SolverError(
+        "step: Chebyshev acceleration needs lambda = 0 (with the lambda volume term the global step is a "
+        "line-searched quasi-Newton step); use Anderson");
   if (accel == Accelerator::Chebyshev) {
     if (!(opt.chebyshev_rho >= 0.0 && opt.chebyshev_rho < 1.0))
       throw SolverError(fmt::format("step: chebyshev_rho must be in [0, 1), got {}", opt.chebyshev_rho));
@@ -174,6 +191,8 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   const double scale = std::max(residual, st.load_scale);
   Eigen::Map<Eigen::VectorXd> xv(s.x.data(), 3 * n);
   bool energy_stop = false;
+  bool stalled = false;  // line search found no decrease (λ volume term only)
+  const bool line_search = model.has_volume_term();
   if (accel == Accelerator::Anderson) {
     s.anderson.history = s.anderson.head = 0;
     s.anderson.has_prev = false;
@@ -190,6 +209,14 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     solve_global(model, s);
     pt.lap(st.timings_ms.solve);
     ++st.iterations;
+    // λ volume term: the step is a quasi-Newton direction for the true energy; keep its origin,
+    // the direction and the slope f·δ = −∇E·δ > 0 for the line search below.
+    double slope = 0.0;
+    if (line_search) {
+      s.x_prev = s.x;
+      s.delta = s.rhs;
+      slope = s.force.cwiseProduct(s.delta).sum();
+    }
     // δ back to row-major (reuse force as the δ buffer; f is recomputed below).
     s.force = s.rhs;
     if (!s.force.allFinite())
@@ -220,8 +247,34 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
         chebyshev_restart(s.chebyshev);
         ++st.chebyshev_rejections;
       }
+      accelerated = false;
       pt.lap(st.timings_ms.other);
       e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
+      pt.skip();
+    }
+    // An accepted accelerated iterate has already passed the non-increase test; the plain step
+    // must decrease E sufficiently (Armijo).
+    if (line_search && !accelerated && !(e_new <= energy - 1e-4 * slope + 1e-12 * std::abs(energy))) {
+      // Backtracking along the plain direction from the previous iterate: the constant matrix is
+      // not a majorizer of the volume term, so a full step may raise the energy.
+      if (accel == Accelerator::Anderson) {
+        s.anderson.history = s.anderson.head = 0;
+        s.anderson.has_prev = false;
+      }
+      double alpha = 1.0;
+      bool accepted = false;
+      for (int ls = 0; ls < 40 && !accepted; ++ls) {
+        alpha *= 0.5;
+        ++st.line_search_halvings;
+        s.x = s.x_prev + alpha * s.delta;
+        e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
+        accepted = e_new <= energy - 1e-4 * alpha * slope + 1e-12 * std::abs(energy);
+      }
+      if (!accepted) {  // no decrease resolvable at this precision: stay at the previous iterate
+        s.x = s.x_prev;
+        e_new = evaluate(model, s, &st.timings_ms, opt.store_projections);
+        stalled = true;
+      }
       pt.skip();
     }
     residual = s.force.norm();
@@ -229,6 +282,7 @@ FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
     const double decrease = energy - e_new;
     energy = e_new;
     pt.lap(st.timings_ms.rhs);
+    if (stalled) break;
     if (opt.energy_tolerance > 0.0 && st.iterations >= opt.min_iterations &&
         std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) {
       energy_stop = true;

@@ -58,6 +58,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   // The model lumps masses with one density; per-material densities enter through the scene's
   // external forces (gravity) and, for implicit Euler, the first material's density.
   desc.density = scene_.materials.front().density;
+  desc.volume_matrix = scene_.solver.volume_matrix == SolverSettings::VolumeMatrix::Coupled ? VolumeMatrix::Coupled
+                                                                                          : VolumeMatrix::Isotropic;
 
   skeletons_.resize(scene_.attachments.size());
   poses_.resize(scene_.attachments.size());

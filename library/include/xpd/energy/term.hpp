@@ -54,6 +54,15 @@ public:
   /// Adds w Gᵀ G (the n × n scalar block of the constant PD matrix) as triplets.
   virtual void add_matrix(std::vector<Triplet>& triplets) const = 0;
 
+  /// True for a term whose constant matrix couples x, y and z (the λ volume term, thesis §7.2):
+  /// a model with such a term assembles and factors one 3n × 3n matrix (add_matrix3) instead of
+  /// the n × n one.
+  virtual bool couples_coordinates() const { return false; }
+  /// Adds the term's part of the constant 3n × 3n matrix (DOF index 3·node + coordinate).
+  /// Default: add_matrix()'s entries on each coordinate's diagonal block (K ⊗ I₃), which is the
+  /// Hessian of Ê(·, p) with p frozen. Coupling terms override it.
+  virtual void add_matrix3(std::vector<Triplet>& triplets) const;
+
   /// Local step: p ← argmin_{p ∈ C} w/2 ||G x − p||² for every constraint.
   /// `p` has num_constraints() × projection_size() entries.
   virtual void project(const Points& x, const FrameInputs& in, double* p) const = 0;

@@ -10,6 +10,9 @@
 
 namespace xpd {
 
+/// 9×9 matrices acting on vec(F) (index 3·row + col): density Hessians ∂²ψ/∂F².
+using Mat9 = Eigen::Matrix<double, 9, 9>;
+
 struct TetElements {
   std::vector<std::array<int, 4>> nodes;  ///< element → mesh nodes
   std::vector<Mat3> Dm_inv;               ///< inverse rest edge matrix [X1−X0, X2−X0, X3−X0]⁻¹

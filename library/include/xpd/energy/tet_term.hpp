@@ -13,8 +13,6 @@
 
 namespace xpd {
 
-using Mat9 = Eigen::Matrix<double, 9, 9>;
-
 class TetTerm : public Term {
 public:
   explicit TetTerm(TetElements elements) : elements_(std::move(elements)) {}

@@ -103,6 +103,10 @@ struct SolverSettings {
   double tolerance = 1e-6;        ///< stop when ||residual|| <= tolerance * ||residual at iteration 0||; > 0
   Accelerator accelerator = Accelerator::None;
   int threads = 0;  ///< 0 = all hardware threads
+  /// Constant matrix when a material has λ > 0: the coupled 3n × 3n rest Hessian, or the isotropic
+  /// n × n approximation (VolumeMatrix in energy/volume.hpp).
+  enum class VolumeMatrix { Coupled, Isotropic };
+  VolumeMatrix volume_matrix = VolumeMatrix::Coupled;
 };
 
 struct OutputSettings {

@@ -5,6 +5,7 @@
 // refactorization.
 #include <xpd/energy/springs.hpp>
 #include <xpd/energy/term.hpp>
+#include <xpd/energy/volume.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
@@ -46,7 +47,12 @@ struct AttachmentDesc {
 struct ModelDesc {
   TetMesh mesh;                              ///< positively oriented tets; nodes = rest positions
   std::vector<double> mu;                    ///< per tet (#T), or one value for all; μ > 0
-  std::vector<double> lambda;                ///< optional per tet λ (λ term not implemented: must be 0)
+  /// Optional λ ≥ 0, per tet (#T) or one value for all (empty = 0). Any λ > 0 adds the corotated
+  /// volume term λ/2 tr²(RᵀF − I) (energy/volume.hpp) and switches the global step to a coupled
+  /// 3n × 3n matrix (see volume_matrix).
+  std::vector<double> lambda;
+  /// The constant matrix used with λ > 0 (ignored when every λ is 0).
+  VolumeMatrix volume_matrix = VolumeMatrix::Coupled;
   std::vector<StrainLimitDesc> strain_limits;
   std::vector<ShapeTargetDesc> shape_targets;
   double density = 1000.0;                   ///< kg/m³, for lumped masses (gravity, inertia)
@@ -83,8 +89,19 @@ public:
   const std::vector<std::unique_ptr<Term>>& terms() const { return terms_; }
   /// The n × n PD matrix (identical for x, y, z): Σ w Gᵀ G (+ M/h²) (+ regularization).
   const Eigen::SparseMatrix<double>& matrix() const { return K_; }
+  /// True when the global step solves the coupled 3n × 3n matrix3() (λ > 0 with
+  /// VolumeMatrix::Coupled); factor() then factors matrix3() and matrix() is not factored.
+  bool coupled() const { return coupled_; }
+  /// True when the model has the λ volume term (its global step is then a quasi-Newton step with a
+  /// line search, see pd_solver.hpp).
+  bool has_volume_term() const { return has_volume_; }
+  /// The 3n × 3n matrix (DOF 3·node + coordinate): matrix() ⊗ I₃ plus the volume term's rest
+  /// Hessian. Empty unless coupled().
+  const Eigen::SparseMatrix<double>& matrix3() const { return K3_; }
   /// Diagonal added for unattached components (zero elsewhere); part of matrix().
   const Eigen::VectorXd& regularization() const { return reg_; }
+  /// The factor of the global step's matrix: matrix() (n × n, 3 right-hand sides), or matrix3()
+  /// when coupled() (3n × 3n, one right-hand side).
   const SparseCholesky& factor() const { return *factor_; }
   /// Frame inputs as given in the ModelDesc (copied into a new State).
   const FrameInputs& initial_inputs() const { return inputs0_; }
@@ -101,6 +118,9 @@ private:
   Eigen::VectorXd masses_;
   std::vector<std::unique_ptr<Term>> terms_;
   Eigen::SparseMatrix<double> K_;
+  Eigen::SparseMatrix<double> K3_;
+  bool coupled_ = false;
+  bool has_volume_ = false;
   Eigen::VectorXd reg_;
   std::unique_ptr<SparseCholesky> factor_;
   FrameInputs inputs0_;
@@ -108,7 +128,7 @@ private:
   int num_free_components_ = 0;
 };
 
-/// Validates `desc` (μ > 0, weights > 0, 0 ≤ σmin < 1 < σmax, h > 0, indices in range, every
+/// Validates `desc` (μ > 0, λ ≥ 0, weights > 0, 0 ≤ σmin < 1 < σmax, h > 0, indices in range, every
 /// node used, components attached), builds the terms, assembles K and factorizes it once.
 /// Throws SolverError / MeshError with a message naming the offending item.
 Model build_model(const ModelDesc& desc);

@@ -4,6 +4,12 @@
 // Quasistatic: minimizes E(x) per frame. Implicit Euler: minimizes E(x) + 1/(2h²)||x − y||²_M.
 // Energy decreases monotonically across local and global steps; both accelerators (Anderson,
 // Chebyshev) are guarded by an energy check that falls back to the plain PD iterate.
+//
+// With the λ volume term (Model::has_volume_term, energy/volume.hpp) E is no longer a PD energy:
+// the constant matrix (the coupled 3n × 3n rest Hessian, or the isotropic n × n one) does not bound
+// it from above. The global step then yields a quasi-Newton direction δ = K⁻¹ f(x) for the true
+// energy (f = −∇E; for λ = 0 this is exactly the PD step), and a backtracking line search (Armijo,
+// step halving from α = 1) keeps the energy monotone. Anderson works on top; Chebyshev is refused.
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/state.hpp>
 
@@ -62,6 +68,7 @@ struct FrameStats {
   int iterations = 0;          ///< global solves
   int anderson_rejections = 0;  ///< accelerated iterates rejected by the energy check (Anderson)
   int chebyshev_rejections = 0; ///< same for Chebyshev
+  int line_search_halvings = 0; ///< step halvings of the line search (λ volume term only)
   double chebyshev_rho = 0;     ///< ρ used by Chebyshev in the last ω sequence (0 if none started)
   bool converged = false;
   int threads = 0;             ///< TBB's allowed parallelism during the frame
@@ -78,8 +85,9 @@ double evaluate(const Model& model, State& state, PhaseTimings* timings = nullpt
 /// ||gravity·m + nodal forces||_F at the current inputs: the load scale of the convergence test.
 double load_norm(const Model& model, const State& state);
 
-/// Global step for the forces in state.force: solves K δ = f for all 3 coordinates at once and
-/// returns δ through state.rhs (n × 3 column-major).
+/// Global step for the forces in state.force: solves K δ = f for all 3 coordinates at once (one
+/// 3n right-hand side of the coupled matrix when Model::coupled()) and returns δ through state.rhs
+/// (n × 3 column-major).
 void solve_global(const Model& model, State& state);
 
 /// Solves one frame (quasistatic equilibrium, or one implicit Euler step) with the current

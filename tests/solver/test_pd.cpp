@@ -314,4 +314,11 @@ TEST(SolverBench, CoreBenchRunsOnASmallBox) {
   EXPECT_GT(r.pd_iteration_ms, 0.0);
   EXPECT_GT(r.solve_3rhs_ms, 0.0);
   EXPECT_NE(r.to_json().find("\"pd_iteration_ms\""), std::string::npos);
+  // With the volume term: the coupled factor is of order 3n, the isotropic one of order n.
+  const CoreBenchResult c = bench_core(6, 3, 1, 2e4, VolumeMatrix::Coupled);
+  const CoreBenchResult i = bench_core(6, 3, 1, 2e4, VolumeMatrix::Isotropic);
+  EXPECT_GT(c.nnz_L, 3.0 * r.nnz_L);
+  EXPECT_EQ(i.nnz_L, r.nnz_L);
+  EXPECT_GT(c.solve_3rhs_ms, 0.0);
+  EXPECT_NE(c.to_json().find("\"volume_matrix\": \"coupled\""), std::string::npos);
 }

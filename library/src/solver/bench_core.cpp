@@ -27,12 +27,13 @@ std::string CoreBenchResult::to_json() const {
       "{{\"box\": {}, \"nodes\": {}, \"tets\": {}, \"threads\": {}, \"iterations\": {}, "
       "\"nnz_L\": {:.0f}, \"analyze_ms\": {:.3f}, \"factor_ms\": {:.3f}, \"model_ms\": {:.3f}, "
       "\"pd_iteration_ms\": {:.3f}, \"local_ms\": {:.3f}, \"rhs_ms\": {:.3f}, \"solve_ms\": {:.3f}, "
-      "\"solve_3rhs_ms\": {:.3f}, \"ratio\": {:.3f}}}",
+      "\"solve_3rhs_ms\": {:.3f}, \"ratio\": {:.3f}, \"lambda\": {}, \"volume_matrix\": \"{}\"}}",
       box_n, nodes, tets, threads, iterations, nnz_L, analyze_ms, factor_ms, model_ms,
-      pd_iteration_ms, local_ms, rhs_ms, solve_ms, solve_3rhs_ms, ratio);
+      pd_iteration_ms, local_ms, rhs_ms, solve_ms, solve_3rhs_ms, ratio, lambda, volume_matrix);
 }
 
-CoreBenchResult bench_core(int box_n, int iterations, int threads) {
+CoreBenchResult bench_core(int box_n, int iterations, int threads, double lambda, VolumeMatrix volume_matrix) {
+  if (!(lambda >= 0.0)) throw Error(fmt::format("bench core: lambda must be >= 0, got {}", lambda));
   if (box_n < 2 || box_n > 1024) throw Error(fmt::format("bench core: box size {} outside [2, 1024]", box_n));
   if (iterations < 1) throw Error("bench core: iterations must be >= 1");
   std::unique_ptr<tbb::global_control> control;
@@ -45,6 +46,10 @@ CoreBenchResult bench_core(int box_n, int iterations, int threads) {
   ModelDesc d;
   d.mesh = make_box(box_n, box_n, box_n, Vec3::Zero(), Vec3::Ones());
   d.mu = {1e4};
+  d.lambda = {lambda};
+  d.volume_matrix = volume_matrix;
+  r.lambda = lambda;
+  r.volume_matrix = lambda == 0.0 ? "none" : volume_matrix == VolumeMatrix::Coupled ? "coupled" : "isotropic";
   d.density = 1000.0;
   d.gravity = Vec3(0, 0, -9.81);
   for (int i = 0; i < box_n * box_n; ++i)  // bottom layer z = 0: nodes i + N (j + N·0)
@@ -77,8 +82,9 @@ CoreBenchResult bench_core(int box_n, int iterations, int threads) {
     rhs.push_back(pt.rhs);
     solve.push_back(pt.solve);
     iter.push_back(pt.local + pt.rhs + pt.solve);
-    // The bare n × 3 CHOLMOD solve on the same right-hand side size.
-    Eigen::MatrixXd B = s.rhs;
+    // The bare CHOLMOD solve on the same right-hand side size (n × 3, or 3n × 1 when coupled).
+    Eigen::MatrixXd B = model.coupled() ? Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(s.rhs3.data(), s.rhs3.size(), 1))
+                                        : Eigen::MatrixXd(s.rhs);
     Timer tb;
     model.factor().solve_in_place(B);
     bare.push_back(tb.elapsed_ms());

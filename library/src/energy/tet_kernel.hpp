@@ -122,13 +122,41 @@ void tet_add_hessians(const TetElements& e, const Points& x, const DensityHessia
   }
 }
 
-/// Corotated local step + force on the element range [begin, end) of ONE colour, four elements
-/// at a time (polar_rotation_newton4; SVD fallback per lane for inverted / ill-conditioned F).
-/// Energy is added to `acc` element by element in element order. Per element the arithmetic is
-/// that of tet_project_add_force with the scalar Newton kernel, up to the association of the sums
-/// in F = Ds B and (F − R) Bᵀ, which is fixed here: results do not depend on the build target.
-[[gnu::always_inline]] inline double corotated_range(const TetElements& e, const double* x, double* f,
-                                                     double* p_out, int begin, int end, double acc) {
+/// Element physics of the polar kernels below, given F and its polar rotation R (9 values each,
+/// column-major) and the weight w: ∂E/∂F = s·D and E = w/2 · q. T is double or Lanes4.
+/// Corotated (μ part): D = F − R, s = w, q = ||F − R||².
+struct CorotatedPhysics {
+  template <class T>
+  [[gnu::always_inline]] static void apply(const T* F, const T* R, const T& w, T* D, T& s, T& q) {
+    q = T{};
+    for (int i = 0; i < 9; ++i) {
+      D[i] = F[i] - R[i];
+      q += D[i] * D[i];
+    }
+    s = w;
+  }
+};
+/// Corotated volume (λ part, energy/volume.hpp): c = R:F − 3, D = R, s = w c, q = c².
+struct VolumePhysics {
+  template <class T>
+  [[gnu::always_inline]] static void apply(const T* F, const T* R, const T& w, T* D, T& s, T& q) {
+    T c = R[0] * F[0];
+    for (int i = 1; i < 9; ++i) c += R[i] * F[i];
+    c -= 3.0;
+    for (int i = 0; i < 9; ++i) D[i] = R[i];
+    s = w * c;
+    q = c * c;
+  }
+};
+
+/// Local step (polar rotation) + force of a rotation-based tet term on the element range
+/// [begin, end) of ONE colour, four elements at a time (polar_rotation_newton4; SVD fallback per
+/// lane for inverted / ill-conditioned F). Energy is added to `acc` element by element in element
+/// order. Per element the arithmetic is that of polar_range_scalar, up to the association of the
+/// sums in F = Ds B and D Bᵀ, which is fixed here: results do not depend on the build target.
+template <class Physics>
+[[gnu::always_inline]] inline double polar_range(const TetElements& e, const double* x, double* f, double* p_out,
+                                                 int begin, int end, double acc) {
   for (int k0 = begin; k0 < end; k0 += 4) {
     const int nl = std::min(4, end - k0);
     const std::array<int, 4>* nodes[4];
@@ -166,14 +194,10 @@ void tet_add_hessians(const TetElements& e, const Points& x, const DensityHessia
         for (int i = 0; i < 9; ++i) R[i][l] = Rl.data()[i];
       }
     }
-    Lanes4 D[9];
-    Lanes4 sq = Lanes4{0.0, 0.0, 0.0, 0.0};
-    for (int i = 0; i < 9; ++i) {
-      D[i] = F[i] - R[i];
-      sq += D[i] * D[i];
-    }
-    // H = −w (F − R) Bᵀ: force on node j+1 is column j; node 0 gets minus their sum.
-    const Lanes4 mw = -Lanes4{w[0], w[1], w[2], w[3]};
+    Lanes4 D[9], s, sq;
+    Physics::apply(F, R, Lanes4{w[0], w[1], w[2], w[3]}, D, s, sq);
+    // H = −s D Bᵀ: force on node j+1 is column j; node 0 gets minus their sum.
+    const Lanes4 mw = -s;
     Lanes4 H[9];
     for (int j = 0; j < 3; ++j)
       for (int d = 0; d < 3; ++d)
@@ -202,11 +226,12 @@ void tet_add_hessians(const TetElements& e, const Points& x, const DensityHessia
   return acc;
 }
 
-/// corotated_range one element at a time with the scalar Newton kernel: the same operations in the
+/// polar_range one element at a time with the scalar Newton kernel: the same operations in the
 /// same order per element (bitwise identical results), for builds without wide vectors, where
 /// the four-lane version (two SSE2 registers, iteration count = slowest lane) is slower.
-inline double corotated_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin,
-                                     int end, double acc) {
+template <class Physics>
+inline double polar_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin,
+                                 int end, double acc) {
   for (int k = begin; k < end; ++k) {
     const auto& n = e.nodes[static_cast<size_t>(k)];
     const double w = e.weight[static_cast<size_t>(k)];
@@ -223,12 +248,9 @@ inline double corotated_range_scalar(const TetElements& e, const double* x, doub
       const Mat3 Rl = polar_rotation(Eigen::Map<const Mat3>(F));
       for (int i = 0; i < 9; ++i) R[i] = Rl.data()[i];
     }
-    double sq = 0.0;
-    for (int i = 0; i < 9; ++i) {
-      D[i] = F[i] - R[i];
-      sq += D[i] * D[i];
-    }
-    const double mw = -w;
+    double sq = 0.0, sc = 0.0;
+    Physics::apply(F, R, w, D, sc, sq);
+    const double mw = -sc;
     for (int j = 0; j < 3; ++j)
       for (int d = 0; d < 3; ++d) H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
     acc += 0.5 * w * sq;
@@ -247,16 +269,55 @@ inline double corotated_range_scalar(const TetElements& e, const double* x, doub
   return acc;
 }
 
-/// Signature of a compiled variant of corotated_range (see corotated.cpp: AVX2 or baseline).
+/// Signature of a compiled variant of polar_range (see corotated.cpp: AVX2 or baseline).
 using CorotatedRangeFn = double (*)(const TetElements&, const double*, double*, double*, int, int, double);
 
-/// The compiled variants (corotated.cpp): 0 = baseline (corotated_range_scalar), 1 = AVX2
-/// (corotated_range, four lanes); nullptr if the CPU lacks it. They agree bitwise.
-/// For tests; the hot path picks the best one once.
+/// The compiled variants of polar_range<CorotatedPhysics> (corotated.cpp): 0 = baseline
+/// (polar_range_scalar), 1 = AVX2 (polar_range, four lanes); nullptr if the CPU lacks it. They
+/// agree bitwise. For tests; the hot path picks the best one once.
 CorotatedRangeFn corotated_range_variant(int which);
+/// The same for polar_range<VolumePhysics> (volume.cpp).
+CorotatedRangeFn volume_range_variant(int which);
 
-/// Colour loop of the corotated hot path: the same deterministic partition as
-/// tet_project_add_force (fixed grain, colours in order), each chunk handled by `range`.
+/// The baseline build of polar_range (the scalar kernel).
+template <class Physics>
+double polar_range_baseline(const TetElements& e, const double* x, double* f, double* p_out, int begin, int end,
+                            double acc) {
+  return polar_range_scalar<Physics>(e, x, f, p_out, begin, end, acc);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/// polar_range compiled for AVX2 (4 lanes in one register). No FMA (GCC contracts a·b + c in C++
+/// whenever FMA is enabled, and AVX-512F enables it): the baseline and AVX2 variants round
+/// identically, so results do not depend on the machine's instruction set. An AVX-512VL variant
+/// (32 registers) measured no faster on box:48 and would round differently.
+template <class Physics>
+__attribute__((target("avx2"))) double polar_range_avx2(const TetElements& e, const double* x, double* f,
+                                                        double* p_out, int begin, int end, double acc) {
+  return polar_range<Physics>(e, x, f, p_out, begin, end, acc);
+}
+#endif
+
+/// Variant `which` of polar_range<Physics>: 0 = baseline, 1 = AVX2 (nullptr if the CPU lacks it).
+template <class Physics>
+CorotatedRangeFn polar_range_variant(int which) {
+  if (which == 0) return &polar_range_baseline<Physics>;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (which == 1 && __builtin_cpu_supports("avx2")) return &polar_range_avx2<Physics>;
+#endif
+  return nullptr;
+}
+
+/// The fastest variant this CPU runs.
+template <class Physics>
+CorotatedRangeFn best_polar_range() {
+  const CorotatedRangeFn avx2 = polar_range_variant<Physics>(1);
+  return avx2 ? avx2 : polar_range_variant<Physics>(0);
+}
+
+/// Colour loop of the polar hot paths: the same deterministic partition as tet_element_loop
+/// (fixed grain, colours in order), each chunk handled by `range`.
 inline double corotated_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,
                                           CorotatedRangeFn range) {
   double total = 0.0;

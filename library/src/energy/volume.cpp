@@ -79,11 +79,14 @@ void VolumeTerm::add_force_given(const Points& x, const FrameInputs&, const doub
   });
 }
 
+namespace detail {
+CorotatedRangeFn volume_range_variant(int which) { return polar_range_variant<VolumePhysics>(which); }
+}  // namespace detail
+
 double VolumeTerm::project_add_force(const Points& x, const FrameInputs&, Points& f, double* p_out) const {
-  return detail::tet_element_loop(elements_, x, f, p_out, [&](int k, const Mat3& F, Mat3& R, Mat3& D, double& s) {
-    R = polar_rotation(F);
-    return volume_element(elements_.weight[static_cast<size_t>(k)], F, R, D, s);
-  });
+  // Hot path: the corotated term's batched polar kernel with the volume term's physics.
+  static const detail::CorotatedRangeFn range = detail::best_polar_range<detail::VolumePhysics>();
+  return detail::corotated_project_add_force(elements_, x, f, p_out, range);
 }
 
 void VolumeTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Triplet>& triplets,

@@ -3,6 +3,7 @@
 // TetMesh (real meshes plug in the same way as boxes).
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/newton.hpp>
 #include <xpd/solver/state.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
@@ -66,6 +67,78 @@ inline ModelDesc loaded_desc(const TetMesh& mesh, double gravity = 30.0, unsigne
   d.gravity = Vec3(0.3, 0.0, -1.0) * gravity;
   attach_min_face(d, 0, 1e6);  // attach the x = min face: the body bends under gravity
   return d;
+}
+
+/// Options of a tight solve: Anderson, `max_iterations`, relative tolerance `rel_tolerance`.
+inline SolverOptions anderson_options(int max_iterations, double rel_tolerance) {
+  SolverOptions o;
+  o.max_iterations = max_iterations;
+  o.rel_tolerance = rel_tolerance;
+  o.anderson = true;
+  return o;
+}
+
+struct PdNewtonResult {
+  FrameStats pd;
+  NewtonResult newton;
+  double error = 0;         ///< max node distance PD − Newton / rest bbox diagonal
+  double displacement = 0;  ///< max PD node displacement / rest bbox diagonal
+};
+
+/// Solves the model's equilibrium with PD (`o`) and with the Newton oracle, from rest.
+inline PdNewtonResult pd_vs_newton(const Model& model, const SolverOptions& o) {
+  PdNewtonResult r;
+  State pd = make_state(model), nt = make_state(model);
+  r.pd = step(model, pd, o);
+  r.newton = newton_solve(model, nt);
+  const double diag = bbox_diagonal(model.rest_positions());
+  r.error = (pd.x - nt.x).rowwise().norm().maxCoeff() / diag;
+  r.displacement = (pd.x - model.rest_positions()).rowwise().norm().maxCoeff() / diag;
+  return r;
+}
+
+struct PatchTestResult {
+  double interior_force = 0;  ///< max interior elastic force at the affine state / ||f_el||
+  double error = 0;           ///< max node distance to the affine motion / its bbox diagonal
+  bool converged = false;
+};
+
+/// Patch test on the unit-box mesh d.mesh (materials already in d): boundary nodes are attached
+/// (w = 1e5) to the affine motion x ↦ A x + b and loaded with −(elastic force of the affine state),
+/// the consistent tractions of its uniform stress; interior nodes get nothing, so the affine state
+/// is the equilibrium exactly when the elements reproduce uniform stress.
+inline PatchTestResult patch_test(ModelDesc d, const Mat3& A, const Vec3& b, const SolverOptions& o) {
+  const TetMesh& mesh = d.mesh;
+  Points affine(mesh.nodes.rows(), 3);
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
+  std::vector<char> boundary(static_cast<size_t>(mesh.nodes.rows()), 0);
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+    const Vec3 p = mesh.nodes.row(i);
+    boundary[static_cast<size_t>(i)] = (p.array() < 1e-9).any() || (p.array() > 1 - 1e-9).any();
+    if (boundary[static_cast<size_t>(i)])
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, affine.row(i).transpose()});
+  }
+  PatchTestResult r;
+  {
+    const Model probe = build_model(d);
+    Points f_el = Points::Zero(mesh.nodes.rows(), 3);
+    for (const auto& t : probe.terms())
+      if (t->name() != "attachment" && t->name() != "loads")
+        t->project_add_force(affine, probe.initial_inputs(), f_el, nullptr);
+    d.nodal_forces = Points::Zero(mesh.nodes.rows(), 3);
+    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+      if (boundary[static_cast<size_t>(i)])
+        d.nodal_forces.row(i) = -f_el.row(i);
+      else
+        r.interior_force = std::max(r.interior_force, f_el.row(i).norm());
+    }
+    r.interior_force /= f_el.norm();
+  }
+  const Model model = build_model(d);
+  State s = make_state(model);
+  r.converged = step(model, s, o).converged;
+  r.error = (s.x - affine).rowwise().norm().maxCoeff() / bbox_diagonal(affine);
+  return r;
 }
 
 /// Runs `iterations` plain PD iterations from the state's positions, checking after every global

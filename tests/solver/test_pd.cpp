@@ -83,46 +83,17 @@ TEST(SolverPd, AndersonKeepsEnergyMonotoneAndConvergesFaster) {
 }
 
 TEST(SolverPd, PatchTestReproducesAffineBoundaryMotion) {
-  const TetMesh mesh = test::jittered_box(5, 0.2);
   ModelDesc d;
-  d.mesh = mesh;
+  d.mesh = test::jittered_box(5, 0.2);
   d.mu = {1e3};
-  Mat3 A = Eigen::AngleAxisd(0.4, Vec3(0.2, 1, 0.5).normalized()).toRotationMatrix() *
-           (Mat3() << 1.2, 0.1, 0.0, 0.05, 0.9, 0.1, 0.0, 0.0, 1.1).finished();
-  const Vec3 b(0.1, -0.2, 0.3);
-  Points affine(mesh.nodes.rows(), 3);
-  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
-  std::vector<char> boundary(static_cast<size_t>(mesh.nodes.rows()), 0);
-  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
-    const Vec3 p = mesh.nodes.row(i);
-    boundary[static_cast<size_t>(i)] = (p.array() < 1e-9).any() || (p.array() > 1 - 1e-9).any();
-    if (boundary[static_cast<size_t>(i)])
-      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, affine.row(i).transpose()});
-  }
-  // Consistent boundary tractions of the uniform stress: nodal loads = −f_el(affine) on boundary
-  // nodes. Interior nodes get nothing: their elastic force at the affine state must vanish.
-  {
-    const Model probe = build_model(d);
-    Points f_el = Points::Zero(mesh.nodes.rows(), 3);
-    probe.terms()[0]->project_add_force(affine, probe.initial_inputs(), f_el, nullptr);
-    d.nodal_forces = Points::Zero(mesh.nodes.rows(), 3);
-    double interior = 0;
-    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
-      if (boundary[static_cast<size_t>(i)])
-        d.nodal_forces.row(i) = -f_el.row(i);
-      else
-        interior = std::max(interior, f_el.row(i).norm());
-    }
-    test::report("interior force at affine state", interior / f_el.norm(), 1e-12);
-    EXPECT_LE(interior, 1e-12 * f_el.norm());
-  }
-  const Model model = build_model(d);
-  State s = make_state(model);
-  const FrameStats st = step(model, s, tight());
-  EXPECT_TRUE(st.converged);
-  const double err = max_node_distance(s.x, affine) / test::bbox_diagonal(affine);
-  test::report("patch test", err, 1e-10);
-  EXPECT_LE(err, 1e-10);
+  const Mat3 A = Eigen::AngleAxisd(0.4, Vec3(0.2, 1, 0.5).normalized()).toRotationMatrix() *
+                 (Mat3() << 1.2, 0.1, 0.0, 0.05, 0.9, 0.1, 0.0, 0.0, 1.1).finished();
+  const test::PatchTestResult r = test::patch_test(d, A, Vec3(0.1, -0.2, 0.3), tight());
+  test::report("interior force at affine state", r.interior_force, 1e-12);
+  EXPECT_LE(r.interior_force, 1e-12);
+  EXPECT_TRUE(r.converged);
+  test::report("patch test", r.error, 1e-10);
+  EXPECT_LE(r.error, 1e-10);
 }
 
 TEST(SolverPd, RenumberingAndGlobalRotationGiveTheRotatedResult) {
@@ -197,22 +168,13 @@ TEST(SolverPd, ConvergedEquilibriumMatchesNewton) {
     if (strain_limit)
       for (int t = 0; t < d.mesh.tets.rows(); ++t) d.strain_limits.push_back({t, 2e4, 0.9, 1.1});
     const Model model = build_model(d);
-    State pd = make_state(model);
-    SolverOptions o;
-    o.max_iterations = 20000;
-    o.rel_tolerance = 1e-11;
-    o.anderson = true;
-    const FrameStats st = step(model, pd, o);
-    EXPECT_TRUE(st.converged) << "residual " << st.residual << " after " << st.iterations;
-    State nt = make_state(model);
-    const NewtonResult nr = newton_solve(model, nt);
-    EXPECT_TRUE(nr.converged) << "Newton gradient " << nr.gradient_norm;
-    const double diag = test::bbox_diagonal(model.rest_positions());
-    const double err = max_node_distance(pd.x, nt.x) / diag;
-    test::report(strain_limit ? "PD vs Newton (strain limit)" : "PD vs Newton", err, 1e-6);
-    EXPECT_LE(err, 1e-6);
-    EXPECT_GT(max_node_distance(pd.x, model.rest_positions()), 0.02 * diag);  // large deformation
-    if (test::verbose()) std::printf("  PD %d iterations, Newton %d\n", st.iterations, nr.iterations);
+    const test::PdNewtonResult r = test::pd_vs_newton(model, test::anderson_options(20000, 1e-11));
+    EXPECT_TRUE(r.pd.converged) << "residual " << r.pd.residual << " after " << r.pd.iterations;
+    EXPECT_TRUE(r.newton.converged) << "Newton gradient " << r.newton.gradient_norm;
+    test::report(strain_limit ? "PD vs Newton (strain limit)" : "PD vs Newton", r.error, 1e-6);
+    EXPECT_LE(r.error, 1e-6);
+    EXPECT_GT(r.displacement, 0.02);  // large deformation
+    if (test::verbose()) std::printf("  PD %d iterations, Newton %d\n", r.pd.iterations, r.newton.iterations);
   }
 }
 

@@ -126,24 +126,16 @@ TEST(SolverVolume, ConvergedPdMatchesNewtonWithBothMatrices) {
   for (VolumeMatrix matrix : {VolumeMatrix::Coupled, VolumeMatrix::Isotropic}) {
     SCOPED_TRACE(name_of(matrix));
     const Model model = build_model(volume_desc(matrix));
-    State pd = make_state(model);
-    SolverOptions o;
-    o.max_iterations = 20000;
-    o.rel_tolerance = 1e-11;
-    o.anderson = true;
-    const FrameStats st = step(model, pd, o);
-    EXPECT_TRUE(st.converged) << "residual " << st.residual << " after " << st.iterations;
-    State nt = make_state(model);
-    const NewtonResult nr = newton_solve(model, nt);
-    EXPECT_TRUE(nr.converged) << "Newton gradient " << nr.gradient_norm;
-    const double diag = test::bbox_diagonal(model.rest_positions());
-    const double err = max_node_distance(pd.x, nt.x) / diag;
-    test::report("PD (volume term) vs Newton", err, 1e-6);
-    EXPECT_LE(err, 1e-6);
-    EXPECT_GT(max_node_distance(pd.x, model.rest_positions()), 0.02 * diag);  // large deformation
+    const test::PdNewtonResult r = test::pd_vs_newton(model, test::anderson_options(20000, 1e-11));
+    EXPECT_TRUE(r.pd.converged) << "residual " << r.pd.residual << " after " << r.pd.iterations;
+    EXPECT_TRUE(r.newton.converged) << "Newton gradient " << r.newton.gradient_norm;
+    test::report("PD (volume term) vs Newton", r.error, 1e-6);
+    EXPECT_LE(r.error, 1e-6);
+    EXPECT_GT(r.displacement, 0.02);  // large deformation
     if (test::verbose())
       std::printf("  %s: PD %d iterations (%d line-search halvings, %d Anderson rejections), Newton %d\n",
-                  name_of(matrix), st.iterations, st.line_search_halvings, st.anderson_rejections, nr.iterations);
+                  name_of(matrix), r.pd.iterations, r.pd.line_search_halvings, r.pd.anderson_rejections,
+                  r.newton.iterations);
   }
 }
 
@@ -152,11 +144,7 @@ TEST(SolverVolume, VolumeTermResistsCompression) {
   auto volume_change = [](const ModelDesc& d) {
     const Model model = build_model(d);
     State s = make_state(model);
-    SolverOptions o;
-    o.max_iterations = 5000;
-    o.rel_tolerance = 1e-8;
-    o.anderson = true;
-    EXPECT_TRUE(step(model, s, o).converged);
+    EXPECT_TRUE(step(model, s, test::anderson_options(5000, 1e-8)).converged);
     double worst = 0.0;
     for (Eigen::Index t = 0; t < model.tets().rows(); ++t) {
       Mat3 Ds, Dm;
@@ -200,52 +188,20 @@ TEST(SolverVolume, EnergyNeverIncreasesAlongIterations) {
 }
 
 TEST(SolverVolume, PatchTestReproducesAffineBoundaryMotion) {
-  const TetMesh mesh = test::jittered_box(5, 0.2);
   for (VolumeMatrix matrix : {VolumeMatrix::Coupled, VolumeMatrix::Isotropic}) {
     SCOPED_TRACE(name_of(matrix));
     ModelDesc d;
-    d.mesh = mesh;
+    d.mesh = test::jittered_box(5, 0.2);
     d.mu = {1e3};
     d.lambda = {4e3};
     d.volume_matrix = matrix;
     const Mat3 A = Eigen::AngleAxisd(0.4, Vec3(0.2, 1, 0.5).normalized()).toRotationMatrix() *
                    (Mat3() << 1.2, 0.1, 0.0, 0.05, 0.85, 0.1, 0.0, 0.0, 0.9).finished();
-    const Vec3 b(0.1, -0.2, 0.3);
-    Points affine(mesh.nodes.rows(), 3);
-    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
-    std::vector<char> boundary(static_cast<size_t>(mesh.nodes.rows()), 0);
-    for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
-      const Vec3 p = mesh.nodes.row(i);
-      boundary[static_cast<size_t>(i)] = (p.array() < 1e-9).any() || (p.array() > 1 - 1e-9).any();
-      if (boundary[static_cast<size_t>(i)])
-        d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, affine.row(i).transpose()});
-    }
-    // Boundary loads = −(elastic force of the uniform state); interior nodes must be in equilibrium.
-    {
-      const Model probe = build_model(d);
-      Points f_el = Points::Zero(mesh.nodes.rows(), 3);
-      for (const auto& t : probe.terms())
-        if (t->name() == "corotated" || t->name() == "volume") t->project_add_force(affine, probe.initial_inputs(), f_el, nullptr);
-      d.nodal_forces = Points::Zero(mesh.nodes.rows(), 3);
-      double interior = 0;
-      for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
-        if (boundary[static_cast<size_t>(i)])
-          d.nodal_forces.row(i) = -f_el.row(i);
-        else
-          interior = std::max(interior, f_el.row(i).norm());
-      }
-      EXPECT_LE(interior, 1e-12 * f_el.norm());
-    }
-    const Model model = build_model(d);
-    State s = make_state(model);
-    SolverOptions o;
-    o.max_iterations = 20000;
-    o.rel_tolerance = 1e-12;
-    o.anderson = true;
-    EXPECT_TRUE(step(model, s, o).converged);
-    const double err = max_node_distance(s.x, affine) / test::bbox_diagonal(affine);
-    test::report("patch test (volume term)", err, 1e-10);
-    EXPECT_LE(err, 1e-10);
+    const test::PatchTestResult r = test::patch_test(d, A, Vec3(0.1, -0.2, 0.3), test::anderson_options(20000, 1e-12));
+    EXPECT_LE(r.interior_force, 1e-12);
+    EXPECT_TRUE(r.converged);
+    test::report("patch test (volume term)", r.error, 1e-10);
+    EXPECT_LE(r.error, 1e-10);
   }
 }
 

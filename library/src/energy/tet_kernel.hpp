@@ -91,6 +91,20 @@ double tet_project_add_force(const TetElements& e, const Points& x, Points& f, d
       add_force);
 }
 
+/// Adds scale · w_k g_a · g_b at (node a, node b) for every element (the n × n PD matrix entries of
+/// a tet term, scale = 1; see shape_gradients).
+inline void tet_add_gram(const TetElements& e, double scale, std::vector<Triplet>& triplets) {
+  triplets.reserve(triplets.size() + 16 * static_cast<size_t>(e.size()));
+  for (int k = 0; k < e.size(); ++k) {
+    Vec3 g[4];
+    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
+    const double w = scale * e.weight[static_cast<size_t>(k)];
+    const auto& n = e.nodes[static_cast<size_t>(k)];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) triplets.emplace_back(n[a], n[b], w * g[a].dot(g[b]));
+  }
+}
+
 /// Newton oracle: adds w_k/2 Jᵀ H_k J per element as 3n × 3n triplets (DOF 3·node + coordinate),
 /// H_k = hess(k, F) the 9×9 Hessian of the density ψ (E_k = w_k/2 ψ(F)) on vec(F) with index
 /// 3·row + col, clamped to PSD when `psd_project`. Signature of hess: Mat9(int k, const Mat3& F).

@@ -5,18 +5,7 @@
 
 namespace xpd {
 
-void TetTerm::add_matrix(std::vector<Triplet>& triplets) const {
-  const auto& e = elements_;
-  triplets.reserve(triplets.size() + 16 * static_cast<size_t>(e.size()));
-  for (int k = 0; k < e.size(); ++k) {
-    Vec3 g[4];
-    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
-    const double w = e.weight[static_cast<size_t>(k)];
-    const auto& n = e.nodes[static_cast<size_t>(k)];
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b) triplets.emplace_back(n[a], n[b], w * g[a].dot(g[b]));
-  }
-}
+void TetTerm::add_matrix(std::vector<Triplet>& triplets) const { detail::tet_add_gram(elements_, 1.0, triplets); }
 
 void TetTerm::project(const Points& x, const FrameInputs& in, double* p) const {
   Points unused;

@@ -20,17 +20,7 @@ inline double volume_element(double w, const Mat3& F, const Mat3& R, Mat3& D, do
 }  // namespace
 
 void VolumeTerm::add_matrix(std::vector<Triplet>& triplets) const {
-  if (matrix_ != VolumeMatrix::Isotropic) return;
-  const auto& e = elements_;
-  triplets.reserve(triplets.size() + 16 * static_cast<size_t>(e.size()));
-  for (int k = 0; k < e.size(); ++k) {
-    Vec3 g[4];
-    shape_gradients(e.Dm_inv[static_cast<size_t>(k)], g);
-    const double w = e.weight[static_cast<size_t>(k)] / 3.0;
-    const auto& n = e.nodes[static_cast<size_t>(k)];
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b) triplets.emplace_back(n[a], n[b], w * g[a].dot(g[b]));
-  }
+  if (matrix_ == VolumeMatrix::Isotropic) detail::tet_add_gram(elements_, 1.0 / 3.0, triplets);
 }
 
 void VolumeTerm::add_matrix3(std::vector<Triplet>& triplets) const {

@@ -28,15 +28,21 @@ SolverOptions tight(int max_iterations = 20000, bool anderson = true) {
 }
 
 // An unattached jittered box integrated by implicit Euler (no loads).
-ModelDesc free_body_desc() {
+// variant 0: λ = 0; 1, 2: the volume term (λ = 2μ) with the coupled / isotropic matrix.
+ModelDesc free_body_desc(int variant = 0) {
   ModelDesc d;
   d.mesh = test::jittered_box(5);
   d.mu = {500.0};
+  if (variant > 0) {
+    d.lambda = {1000.0};
+    d.volume_matrix = variant == 1 ? VolumeMatrix::Coupled : VolumeMatrix::Isotropic;
+  }
   d.density = 50.0;
   d.integrator = Integrator::ImplicitEuler;
   d.time_step = 0.01;
   return d;
 }
+const char* const kVariants[] = {"lambda = 0", "volume term, coupled matrix", "volume term, isotropic matrix"};
 
 }  // namespace
 
@@ -200,43 +206,50 @@ TEST(SolverPd, ShapeTargetScalesAnUnattachedBodyUniformly) {
 }
 
 TEST(SolverImplicitEuler, ConservesLinearMomentumOfAFreeBody) {
-  const Model model = build_model(free_body_desc());
-  State s = make_state(model);
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (Eigen::Index i = 0; i < s.velocity.size(); ++i) s.velocity.data()[i] = u(rng);
-  const Eigen::RowVector3d p0 = model.masses().transpose() * s.velocity;
-  SolverOptions o;
-  o.max_iterations = 30;
-  for (int f = 0; f < 20; ++f) step(model, s, o);
-  const Eigen::RowVector3d p1 = model.masses().transpose() * s.velocity;
-  const double scale = (model.masses().transpose() * s.velocity.cwiseAbs()).norm();
-  test::report("momentum drift", (p1 - p0).norm() / scale, 1e-10);
-  EXPECT_LE((p1 - p0).norm(), 1e-10 * scale);
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(kVariants[variant]);
+    const Model model = build_model(free_body_desc(variant));
+    State s = make_state(model);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (Eigen::Index i = 0; i < s.velocity.size(); ++i) s.velocity.data()[i] = u(rng);
+    const Eigen::RowVector3d p0 = model.masses().transpose() * s.velocity;
+    SolverOptions o;
+    o.max_iterations = 30;
+    for (int f = 0; f < 20; ++f) step(model, s, o);
+    const Eigen::RowVector3d p1 = model.masses().transpose() * s.velocity;
+    const double scale = (model.masses().transpose() * s.velocity.cwiseAbs()).norm();
+    test::report("momentum drift", (p1 - p0).norm() / scale, 1e-10);
+    EXPECT_LE((p1 - p0).norm(), 1e-10 * scale);
+  }
 }
 
 TEST(SolverImplicitEuler, EnergyDecaysWithoutExternalForces) {
-  const Model model = build_model(free_body_desc());
-  State s = make_state(model);
-  s.x = 1.2 * s.x;  // released from a stretched state
-  const auto* coro = model.terms()[0].get();
-  auto total = [&] {
-    double kinetic = 0;
-    for (Eigen::Index i = 0; i < s.x.rows(); ++i) kinetic += 0.5 * model.masses()(i) * s.velocity.row(i).squaredNorm();
-    return coro->energy(s.x, s.inputs) + kinetic;
-  };
-  double prev = total();
-  const double e0 = prev;
-  SolverOptions o;
-  o.max_iterations = 200;
-  o.rel_tolerance = 1e-9;
-  for (int f = 0; f < 40; ++f) {
-    step(model, s, o);
-    const double e = total();
-    EXPECT_LE(e, prev * (1 + 1e-9)) << "frame " << f;
-    prev = e;
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(kVariants[variant]);
+    const Model model = build_model(free_body_desc(variant));
+    State s = make_state(model);
+    s.x = 1.2 * s.x;  // released from a stretched state
+    auto total = [&] {
+      double e = 0;
+      for (Eigen::Index i = 0; i < s.x.rows(); ++i) e += 0.5 * model.masses()(i) * s.velocity.row(i).squaredNorm();
+      for (const auto& t : model.terms())
+        if (t->name() == "corotated" || t->name() == "volume") e += t->energy(s.x, s.inputs);
+      return e;
+    };
+    double prev = total();
+    const double e0 = prev;
+    SolverOptions o;
+    o.max_iterations = 200;
+    o.rel_tolerance = 1e-9;
+    for (int f = 0; f < 40; ++f) {
+      step(model, s, o);
+      const double e = total();
+      EXPECT_LE(e, prev * (1 + 1e-9)) << "frame " << f;
+      prev = e;
+    }
+    EXPECT_LT(prev, 0.5 * e0);
   }
-  EXPECT_LT(prev, 0.5 * e0);
 }
 
 TEST(SolverPd, PerFrameTargetsAndLoadsWithoutRefactorization) {

@@ -7,8 +7,15 @@
 namespace xpd {
 
 Points proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x, const std::vector<int>& which) {
+  Points out;
+  proxy_positions(proxies, tets, x, which, out);
+  return out;
+}
+
+void proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x, const std::vector<int>& which,
+                     Points& out) {
   const int count = which.empty() ? proxies.size() : static_cast<int>(which.size());
-  Points out(count, 3);
+  if (out.rows() != count) out.resize(count, 3);
   for (int i = 0; i < count; ++i) {
     const int p = which.empty() ? i : which[static_cast<size_t>(i)];
     if (p < 0 || p >= proxies.size()) throw Error(fmt::format("proxy_positions: proxy {} out of range", p));
@@ -18,7 +25,6 @@ Points proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& 
     for (int a = 0; a < 4; ++a) q += proxies.weights(p, a) * x.row(tets(t, a)).transpose();
     out.row(i) = q.transpose();
   }
-  return out;
 }
 
 }  // namespace xpd

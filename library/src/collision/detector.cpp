@@ -48,9 +48,12 @@ void CollisionDetector::detect(const Points& x, double frame, std::vector<ProxyC
         fmt::format("CollisionDetector::detect: {} node positions for a mesh of {} nodes", x.rows(), num_nodes_));
   if (which_.empty()) return;
   // Obstacles: evaluated on the region proxies' positions; keyframes at `frame`.
-  const Points xp = proxy_positions(proxies_, tets_, x, which_);
-  const std::vector<Contact> hits =
-      obstacles_.empty() ? std::vector<Contact>{} : find_contacts(obstacles_, frame, xp, margin_);
+  std::vector<Contact>& hits = hits_;
+  hits.clear();
+  if (!obstacles_.empty()) {
+    proxy_positions(proxies_, tets_, x, which_, proxy_x_);
+    find_contacts(obstacles_, frame, proxy_x_, margin_, transforms_, hits);
+  }
   if (self_) {
     self_->detect(x, frame, self_contacts_);
   } else {

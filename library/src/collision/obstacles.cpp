@@ -161,10 +161,18 @@ ObstacleQuery query(const Obstacle& obstacle, double frame, const Vec3& x) {
 
 std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, double frame, const Points& proxies,
                                    double margin) {
+  std::vector<RigidTransform> transforms;
+  std::vector<Contact> contacts;
+  find_contacts(obstacles, frame, proxies, margin, transforms, contacts);
+  return contacts;
+}
+
+void find_contacts(const std::vector<Obstacle>& obstacles, double frame, const Points& proxies, double margin,
+                   std::vector<RigidTransform>& transforms, std::vector<Contact>& contacts) {
   if (!(margin >= 0) || !std::isfinite(margin))
     throw Error("find_contacts: margin must be finite and >= 0, got " + std::to_string(margin));
-  std::vector<RigidTransform> transforms;
-  transforms.reserve(obstacles.size());
+  transforms.clear();
+  contacts.clear();
   for (std::size_t o = 0; o < obstacles.size(); ++o) {
     try {
       validate(obstacles[o]);
@@ -173,7 +181,6 @@ std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, doubl
     }
     transforms.push_back(evaluate(obstacles[o].keyframes, frame));
   }
-  std::vector<Contact> contacts;
   for (Eigen::Index p = 0; p < proxies.rows(); ++p) {
     const Vec3 x = proxies.row(p).transpose();
     double best = std::numeric_limits<double>::infinity();
@@ -191,7 +198,6 @@ std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, doubl
     }
     if (best < margin) contacts.push_back(c);
   }
-  return contacts;
 }
 
 }  // namespace xpd

@@ -19,6 +19,8 @@ inline void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::Ve
     a.G_prev.resize(N);
     a.x_pd.resize(N);
     a.normal.resize(window, window);
+    a.normal_k.resize(window, window);
+    a.ldlt = Eigen::LDLT<Eigen::MatrixXd>(window);
     a.gamma.resize(window);
     a.dFtF.resize(window);
     a.history = a.head = 0;
@@ -44,10 +46,14 @@ inline void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::Ve
   M.noalias() = dF.transpose() * dF;
   const double reg = 1e-12 * M.trace() + 1e-300;
   M.diagonal().array() += reg;
+  a.dFtF.setZero();
   a.dFtF.head(k).noalias() = dF.transpose() * delta;
-  a.normal_k = M;  // reallocates only while the history grows (first m iterations)
+  // Solve on the full window: [M 0; 0 I] γ = [dFᵀδ; 0] gives γ = (M⁻¹ dFᵀδ, 0) with buffers of one
+  // fixed size, so the step never reallocates while the history grows or restarts.
+  a.normal_k.setIdentity();
+  a.normal_k.topLeftCorner(k, k) = M;
   a.ldlt.compute(a.normal_k);
-  a.gamma.head(k) = a.ldlt.solve(a.dFtF.head(k));
+  a.gamma = a.ldlt.solve(a.dFtF);
   x = a.x_pd;
   x.noalias() -= a.dG.leftCols(k) * a.gamma.head(k);
 }

@@ -80,7 +80,9 @@ struct CollisionSolver::Impl {
   std::vector<Vec3> spring_target;
   // Scratch.
   Points fb;  // #V × 3, zero outside of use (only x2 rows are ever written)
-  Eigen::MatrixXd rhs, y1, g2, g_alpha, fbeta, fcol, g, u2, u2_total;
+  Eigen::MatrixXd rhs, y1, g2, g_alpha, fbeta, fcol, g, u2, u2_total, sigma_u2, u;
+  Points x_old, delta;  // Anderson: the iterate before the global step, and the step
+  std::vector<double> inner_residuals;  // see CollisionSolver::inner_residuals()
   std::vector<SchurProxy> schur_proxies;
 
   int m() const { return static_cast<int>(nodes2.size()); }
@@ -239,7 +241,7 @@ struct CollisionSolver::Impl {
     contact_springs(s.x, fcol);
     g_alpha = g2 - fbeta - fcol;
     u2_total.setZero(m(), 3);
-    st.inner_residuals.clear();
+    inner_residuals.clear();
     pt.lap(tm.schur_update);
     for (int j = 0; j < opt.inner_iterations; ++j) {
       if (j > 0) {
@@ -251,9 +253,9 @@ struct CollisionSolver::Impl {
         pt.lap(tm.schur_update);
       }
       g = g_alpha + fbeta + fcol;
-      st.inner_residuals.push_back(g.norm());
+      inner_residuals.push_back(g.norm());
       pt.skip();
-      u2 = S.solve_collision_system(schur_proxies, g, opt.schur_solve);
+      S.solve_collision_system(schur_proxies, g, opt.schur_solve, u2);
       const SchurSolveTimings& lt = S.last_timings();
       tm.schur_update += lt.update;
       tm.schur_factor += lt.factor;
@@ -262,7 +264,7 @@ struct CollisionSolver::Impl {
       for (int i = 0; i < m(); ++i) s.x.row(nodes2[static_cast<size_t>(i)]) += u2.row(i);
       u2_total += u2;
       // Step 4.7: g_α −= Σ_α u2 with Σ_α u2 = (g − C22 u2) − A22^(β) u2 (H u2 = g, H = Σ + C22).
-      Eigen::MatrixXd sigma_u2 = g;
+      sigma_u2 = g;
       for (const SchurProxy& sp : schur_proxies) {
         Eigen::RowVector3d wu = Eigen::RowVector3d::Zero();
         for (int a = 0; a < 4; ++a) wu += sp.weights[static_cast<size_t>(a)] * u2.row(sp.nodes[static_cast<size_t>(a)]);
@@ -274,7 +276,7 @@ struct CollisionSolver::Impl {
       ++st.inner_iterations;
       pt.lap(tm.schur_solve);
     }
-    Eigen::MatrixXd u = S.backward(y1, u2_total);
+    S.backward(y1, u2_total, u);
     for (Eigen::Index i = 0; i < u.rows(); ++i)
       if (local_of[static_cast<size_t>(i)] < 0) s.x.row(i) += u.row(i);
     pt.lap(tm.backward);
@@ -420,6 +422,7 @@ int CollisionSolver::num_beta_elements() const { return impl_->num_beta; }
 const SchurFactorization* CollisionSolver::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
 double CollisionSolver::setup_ms() const { return impl_->setup_ms; }
 const std::vector<ProxyContact>& CollisionSolver::contacts() const { return impl_->contacts; }
+const std::vector<double>& CollisionSolver::inner_residuals() const { return impl_->inner_residuals; }
 
 CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, double frame) {
   Impl& d = *impl_;
@@ -482,7 +485,7 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
     s.anderson.history = s.anderson.head = 0;
     s.anderson.has_prev = false;
   }
-  Points x_old;
+  Points& x_old = d.x_old;
   while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
     pt.skip();
     if (anderson) {
@@ -529,7 +532,8 @@ CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, do
           fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame, st.iterations));
     bool accelerated = false;
     if (anderson) {
-      const Points delta = s.x - x_old;
+      Points& delta = d.delta;
+      delta = s.x - x_old;
       s.x = x_old;
       Eigen::Map<Eigen::VectorXd> xv(s.x.data(), s.x.size());
       detail::anderson_update(s.anderson, opt.anderson_window, xv,

@@ -81,6 +81,13 @@ struct SchurFactorization::Impl {
   Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
   Eigen::MatrixXd sigma_inv;  // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
   Eigen::MatrixXd h_work;     // H = Σ + C22 and its Cholesky factor (dense_refactor)
+  // Scratch of the per-iteration calls, sized on first use (the solves then never allocate).
+  Eigen::MatrixXd fwd_b, fwd_g2f, bwd_z, bwd_t, sol_u;
+  std::vector<SchurProxy> active;
+  mutable std::vector<char> seen;  // choose_method
+  std::vector<int> wb_slot, wb_nodes;
+  std::vector<std::array<int, 4>> wb_local;
+  Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
 
   Impl() { cholmod_start(&c); }
   ~Impl() {
@@ -192,16 +199,14 @@ struct SchurFactorization::Impl {
       for (int i = 0; i < m; ++i) out[i] = col[fpos2[static_cast<size_t>(i)]];
     }
   }
-  // Rows of a region-order m × r block into factor order, and back.
-  Eigen::MatrixXd rows_to_factor(const Eigen::Ref<const Eigen::MatrixXd>& a) const {
-    Eigen::MatrixXd out(m, a.cols());
+  // Rows of a region-order m × r block into factor order, and back (out resized only when needed).
+  void rows_to_factor(const Eigen::Ref<const Eigen::MatrixXd>& a, Eigen::MatrixXd& out) const {
+    if (out.rows() != m || out.cols() != a.cols()) out.resize(m, a.cols());
     for (int i = 0; i < m; ++i) out.row(fpos2[static_cast<size_t>(i)]) = a.row(i);
-    return out;
   }
-  Eigen::MatrixXd rows_to_region(const Eigen::Ref<const Eigen::MatrixXd>& a) const {
-    Eigen::MatrixXd out(m, a.cols());
+  void rows_to_region(const Eigen::Ref<const Eigen::MatrixXd>& a, Eigen::MatrixXd& out) const {
+    if (out.rows() != m || out.cols() != a.cols()) out.resize(m, a.cols());
     for (int i = 0; i < m; ++i) out.row(i) = a.row(fpos2[static_cast<size_t>(i)]);
-    return out;
   }
 
   void numeric_factor() {
@@ -303,18 +308,18 @@ struct SchurFactorization::Impl {
   }
 
   // H u2 = g with H = L22 L22ᵀ = Σ (no proxies).
-  Eigen::MatrixXd solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g) {
+  void solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& out) {
     PhaseTimer pt;
-    Eigen::MatrixXd u = rows_to_factor(g);
-    const int r = static_cast<int>(u.cols());
+    rows_to_factor(g, sol_u);
+    const int r = static_cast<int>(sol_u.cols());
     int info = 0;
-    if (m > 0 && r > 0) dpotrs_("L", &m, &r, l22.data(), &m, u.data(), &m, &info);
-    Eigen::MatrixXd out = rows_to_region(u);
+    if (m > 0 && r > 0) dpotrs_("L", &m, &r, l22.data(), &m, sol_u.data(), &m, &info);
+    rows_to_region(sol_u, out);
     pt.lap(last_timings.solve);
-    return out;
   }
 
-  Eigen::MatrixXd solve_refactor(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g) {
+  void solve_refactor(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
+                      Eigen::MatrixXd& u) {
     // H (lower) = Σ (lower) + Σ_j c_j w_j w_jᵀ, then dpotrf/dpotrs.
     PhaseTimer pt;
     if (h_work.rows() != m) h_work.resize(m, m);
@@ -335,11 +340,10 @@ struct SchurFactorization::Impl {
     if (info != 0)
       throw SolverError("Schur collision system: H = Σ + WᵀCW is not positive definite (dpotrf failed at column " +
                         std::to_string(info) + " of m = " + std::to_string(m) + ")");
-    Eigen::MatrixXd u = g;
+    u = g;  // no reallocation when u already has g's size
     const int r = static_cast<int>(u.cols());
     if (r > 0) dpotrs_("L", &m, &r, h_work.data(), &m, u.data(), &m, &info);
     pt.lap(last_timings.solve);
-    return u;
   }
 
   // Woodbury restricted to the q distinct nodes N touched by the proxies (W = W_N E_Nᵀ):
@@ -348,15 +352,21 @@ struct SchurFactorization::Impl {
   //   u2 = Σ⁻¹ (g − Wᵀ s)                 one dsymm (reads the lower triangle of Σ⁻¹).
   // Equal to Σ⁻¹ g − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ W Σ⁻¹ g; memory traffic m q + m²/2 doubles instead of
   // m²/2 + 6 m k for the explicit Z = Σ⁻¹Wᵀ.
-  Eigen::MatrixXd solve_woodbury(const std::vector<SchurProxy>& proxies,
-                                 const Eigen::Ref<const Eigen::MatrixXd>& g) {
+  // Scratch: sized with resize() / assign(), which keep their storage once it is large enough.
+  void solve_woodbury(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
+                      Eigen::MatrixXd& u) {
     PhaseTimer pt;
     const int k = static_cast<int>(proxies.size());
     const int r = static_cast<int>(g.cols());
-    const Eigen::MatrixXd gc = g;  // contiguous, leading dimension m
+    Eigen::MatrixXd& gc = wb_gc;
+    gc = g;  // contiguous, leading dimension m
     // N and the proxies' slots in it.
-    std::vector<int> slot(static_cast<size_t>(m), -1), nodes_n;
-    std::vector<std::array<int, 4>> local(static_cast<size_t>(k));
+    std::vector<int>& slot = wb_slot;
+    std::vector<int>& nodes_n = wb_nodes;
+    std::vector<std::array<int, 4>>& local = wb_local;
+    slot.assign(static_cast<size_t>(m), -1);
+    nodes_n.clear();
+    local.resize(static_cast<size_t>(k));
     for (int i = 0; i < k; ++i)
       for (int a = 0; a < 4; ++a) {
         const int node = proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)];
@@ -369,20 +379,25 @@ struct SchurFactorization::Impl {
       }
     const int q = static_cast<int>(nodes_n.size());
     // One pass over Σ⁻¹(:, N): v_N (q × r) and B (q × q).
-    Eigen::MatrixXd v_n(q, r), b(q, q);
+    Eigen::MatrixXd& v_n = wb_vn;
+    Eigen::MatrixXd& b = wb_b;
+    v_n.resize(q, r);
+    b.resize(q, q);
     for (int c = 0; c < q; ++c) {
       const auto col = sigma_inv.col(nodes_n[static_cast<size_t>(c)]);
       v_n.row(c).noalias() = col.transpose() * gc;
       for (int a = 0; a < q; ++a) b(a, c) = col(nodes_n[static_cast<size_t>(a)]);
     }
     // Y = B W_Nᵀ (q × k), then S = C⁻¹ + W_N Y (lower triangle; gathers stay in one column of Y).
-    Eigen::MatrixXd y = Eigen::MatrixXd::Zero(q, k);
+    Eigen::MatrixXd& y = wb_y;
+    y.setZero(q, k);
     for (int j = 0; j < k; ++j)
       for (int a = 0; a < 4; ++a) {
         const double w = proxies[static_cast<size_t>(j)].weights[static_cast<size_t>(a)];
         if (w != 0.0) y.col(j) += w * b.col(local[static_cast<size_t>(j)][static_cast<size_t>(a)]);
       }
-    Eigen::MatrixXd s(k, k);
+    Eigen::MatrixXd& s = wb_s;
+    s.resize(k, k);
     for (int j = 0; j < k; ++j) {
       const double* yj = y.data() + static_cast<std::ptrdiff_t>(j) * q;
       for (int i = j; i < k; ++i) {
@@ -395,7 +410,8 @@ struct SchurFactorization::Impl {
       s(j, j) += 1.0 / proxies[static_cast<size_t>(j)].stiffness;
     }
     // t = W_N v_N; s ← S⁻¹ t.
-    Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, r);
+    Eigen::MatrixXd& t = wb_t;
+    t.setZero(k, r);
     for (int i = 0; i < k; ++i)
       for (int a = 0; a < 4; ++a)
         t.row(i) += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
@@ -409,16 +425,16 @@ struct SchurFactorization::Impl {
                         std::to_string(k) + ")");
     dpotrs_("L", &k, &r, s.data(), &k, t.data(), &k, &info);
     // u2 = Σ⁻¹ (g − Wᵀ s).
-    Eigen::MatrixXd h = gc;
+    Eigen::MatrixXd& h = wb_h;
+    h = gc;
     for (int i = 0; i < k; ++i)
       for (int a = 0; a < 4; ++a)
         h.row(proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)]) -=
             proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] * t.row(i);
-    Eigen::MatrixXd u(m, r);
+    if (u.rows() != m || u.cols() != r) u.resize(m, r);
     const double one = 1.0, zero = 0.0;
     dsymm_("L", "L", &m, &r, &one, sigma_inv.data(), &m, h.data(), &m, &zero, u.data(), &m);
     pt.lap(last_timings.solve);
-    return u;
   }
 };
 
@@ -544,21 +560,30 @@ void SchurFactorization::forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eig
                       " rows, expected n = " + std::to_string(d.n));
   const Eigen::Index r = f.cols();
   // b = P f, y = L⁻¹ b (full supernodal forward solve).
-  Eigen::MatrixXd b(d.n, r);
+  Eigen::MatrixXd& b = d.fwd_b;
+  if (b.rows() != d.n || b.cols() != r) b.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n; ++p) b(p, col) = f(d.perm[static_cast<size_t>(p)], col);
   const double* y = d.cholmod_solve_into(CHOLMOD_L, b.data(), r);
   Eigen::Map<const Eigen::MatrixXd> ym(y, d.n, r);
   y1 = ym.topRows(d.n1);
   // g2 = L22 y2 = f2 − L21 y1.
-  Eigen::MatrixXd g2f = ym.bottomRows(d.m);
+  Eigen::MatrixXd& g2f = d.fwd_g2f;
+  g2f = ym.bottomRows(d.m);
   const int ri = static_cast<int>(r);
   const double one = 1.0;
   if (d.m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &d.m, &ri, &one, d.l22.data(), &d.m, g2f.data(), &d.m);
-  g2 = d.rows_to_region(g2f);
+  d.rows_to_region(g2f, g2);
 }
 
 Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2) {
+  Eigen::MatrixXd u;
+  backward(y1, u2, u);
+  return u;
+}
+
+void SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2,
+                                  Eigen::MatrixXd& u) {
   Impl& d = *impl_;
   if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
     throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
@@ -566,21 +591,22 @@ Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Ei
                       std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   const Eigen::Index r = y1.cols();
   // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v.
-  Eigen::MatrixXd z(d.n, r);
+  Eigen::MatrixXd& z = d.bwd_z;
+  if (z.rows() != d.n || z.cols() != r) z.resize(d.n, r);
   z.topRows(d.n1) = y1;
   const int ri = static_cast<int>(r);
   const double one = 1.0;
   if (d.m > 0 && ri > 0) {
-    Eigen::MatrixXd t = d.rows_to_factor(u2);
+    Eigen::MatrixXd& t = d.bwd_t;
+    d.rows_to_factor(u2, t);
     dtrmm_("L", "L", "T", "N", &d.m, &ri, &one, d.l22.data(), &d.m, t.data(), &d.m);
     z.bottomRows(d.m) = t;
   }
   const double* v = d.cholmod_solve_into(CHOLMOD_Lt, z.data(), r);
-  Eigen::MatrixXd u(d.n, r);
+  if (u.rows() != d.n || u.cols() != r) u.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n1; ++p) u(d.perm[static_cast<size_t>(p)], col) = v[col * d.n + p];
   for (int i = 0; i < d.m; ++i) u.row(d.region[static_cast<size_t>(i)]) = u2.row(i);
-  return u;
 }
 
 Eigen::MatrixXd SchurFactorization::apply_schur(const Eigen::Ref<const Eigen::MatrixXd>& u2) const {
@@ -608,7 +634,8 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
   }
   if (!woodbury_ok) return SchurSolveMethod::dense_refactor;
   // q = distinct nodes touched by the proxies.
-  std::vector<char> seen(static_cast<size_t>(d.m), 0);
+  std::vector<char>& seen = d.seen;
+  seen.assign(static_cast<size_t>(d.m), 0);
   double q = 0;
   for (const SchurProxy& p : proxies)
     for (int a = 0; a < 4; ++a) {
@@ -628,14 +655,22 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
 Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& proxies,
                                                            const Eigen::Ref<const Eigen::MatrixXd>& g,
                                                            SchurSolveMethod method) {
+  Eigen::MatrixXd u2;
+  solve_collision_system(proxies, g, method, u2);
+  return u2;
+}
+
+void SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& proxies,
+                                                const Eigen::Ref<const Eigen::MatrixXd>& g, SchurSolveMethod method,
+                                                Eigen::MatrixXd& u2) {
   Impl& d = *impl_;
   d.last_timings = {};
   if (g.rows() != d.m)
     throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) +
                       " rows, expected m = " + std::to_string(d.m));
   // Zero-stiffness proxies contribute nothing; negative or non-finite ones are errors.
-  std::vector<SchurProxy> active;
-  active.reserve(proxies.size());
+  std::vector<SchurProxy>& active = d.active;
+  active.clear();
   for (size_t j = 0; j < proxies.size(); ++j) {
     const SchurProxy& p = proxies[j];
     if (!(p.stiffness >= 0.0) || !std::isfinite(p.stiffness))
@@ -657,9 +692,12 @@ Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<Sch
   if (method == SchurSolveMethod::woodbury && d.sigma_inv.rows() != d.m)
     throw SolverError("Schur collision system: Woodbury needs Σ⁻¹ (SchurOptions::precompute_inverse)");
   d.last_method = method;
-  if (active.empty() || d.m == 0) return d.solve_sigma(g);
-  if (method == SchurSolveMethod::woodbury) return d.solve_woodbury(active, g);
-  return d.solve_refactor(active, g);
+  if (active.empty() || d.m == 0)
+    d.solve_sigma(g, u2);
+  else if (method == SchurSolveMethod::woodbury)
+    d.solve_woodbury(active, g, u2);
+  else
+    d.solve_refactor(active, g, u2);
 }
 
 Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies) {

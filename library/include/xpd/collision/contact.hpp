@@ -46,6 +46,9 @@ public:
   virtual void detect(const Points& x, double frame, std::vector<ProxyContact>& contacts) = 0;
 };
 
+/// proxy_positions into `out` (resized only when the count changes: no allocation in a loop).
+void proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x, const std::vector<int>& which,
+                     Points& out);
 /// Positions of proxies `which` (all when empty) at node positions x: #which × 3.
 Points proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x,
                        const std::vector<int>& which = {});

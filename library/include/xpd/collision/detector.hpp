@@ -59,6 +59,9 @@ class CollisionDetector final : public ContactDetector {
   double margin_ = 0;
   std::unique_ptr<SelfCollision> self_;
   std::vector<ProxyContact> self_contacts_;  // scratch
+  Points proxy_x_;                           // scratch: region proxy positions
+  std::vector<Contact> hits_;                // scratch: obstacle contacts
+  std::vector<RigidTransform> transforms_;   // scratch: obstacle poses at the frame
 };
 
 /// Largest ProxyContact::depth of the contacts (0 for none).

@@ -109,5 +109,9 @@ ObstacleQuery query(const Obstacle& obstacle, double frame, const Vec3& x);
 /// Sorted by proxy index. Throws xpd::Error for an invalid obstacle or a negative/non-finite margin.
 std::vector<Contact> find_contacts(const std::vector<Obstacle>& obstacles, double frame, const Points& proxies,
                                    double margin = 0);
+/// find_contacts into `contacts` (cleared first), with `transforms` as scratch: no allocation once
+/// both have grown to their working size.
+void find_contacts(const std::vector<Obstacle>& obstacles, double frame, const Points& proxies, double margin,
+                   std::vector<RigidTransform>& transforms, std::vector<Contact>& contacts);
 
 }  // namespace xpd

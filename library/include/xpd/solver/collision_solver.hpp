@@ -108,10 +108,6 @@ struct CollisionFrameStats {
   int active_proxies = 0;      ///< contacts found at the end of the frame
   double max_penetration = 0;  ///< deepest contact depth at the end of the frame [length]
   CollisionTimings timings_ms;
-  /// Norm of the reduced right-hand side g (the gradient of the condensed problem in x2, x1 at its
-  /// optimum for the frozen α projections) at each inner iteration of the last outer iteration that
-  /// took the Schur path: decreasing when the inner loop converges.
-  std::vector<double> inner_residuals;
 };
 
 /// Collision-aware PD solver for one Model. Holds its own x2-last factorization of model.matrix()
@@ -149,6 +145,11 @@ class CollisionSolver {
 
   /// Contacts found at the end of the last step (at the final positions).
   const std::vector<ProxyContact>& contacts() const;
+  /// Norm of the reduced right-hand side g (the gradient of the condensed problem in x2, x1 at its
+  /// optimum for the frozen α projections) at each inner iteration of the last outer iteration that
+  /// took the Schur path in the last step: decreasing when the inner loop converges. (Kept here, not
+  /// in CollisionFrameStats, so that a step does not allocate.)
+  const std::vector<double>& inner_residuals() const;
 
  private:
   struct Impl;

@@ -147,6 +147,9 @@ class SchurFactorization {
   /// solve, CHOLMOD_Lt). Proof: Lᵀ v = z reads L22ᵀ v2 = L22ᵀ u2 ⇒ v2 = u2, and L11ᵀ v1 + L21ᵀ v2 = y1 ⇒ v1 = L11⁻ᵀ (y1
   /// − L21ᵀ u2) = u1. With u2 = Σ⁻¹ g2, forward + reduced solve + backward equals the full solve K⁻¹ f.
   Eigen::MatrixXd backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2);
+  /// backward() into u (resized only when its size differs; with the scratch kept inside, repeated
+  /// calls of one size never allocate). y1, g2 of forward() are likewise reused when sized.
+  void backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2, Eigen::MatrixXd& u);
 
   /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2). One dense symmetric product
   /// (memory-bound, reads m²/2 doubles). Where H u2 = g was just solved, Σ u2 = g − (H − Σ) u2 with
@@ -165,6 +168,10 @@ class SchurFactorization {
   Eigen::MatrixXd solve_collision_system(const std::vector<SchurProxy>& proxies,
                                          const Eigen::Ref<const Eigen::MatrixXd>& g,
                                          SchurSolveMethod method = SchurSolveMethod::automatic);
+  /// solve_collision_system() into u2 (m × r, resized only when needed): no allocation once the
+  /// internal scratch has grown to the largest contact set seen.
+  void solve_collision_system(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
+                              SchurSolveMethod method, Eigen::MatrixXd& u2);
 
   /// The method `automatic` picks for k proxies touching q distinct nodes and r right-hand sides.
   /// Cost model in flop equivalents; memory-bound kernels (copies, gathers, products with r

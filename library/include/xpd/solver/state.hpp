@@ -16,7 +16,7 @@ struct AndersonScratch {
   Eigen::VectorXd x_pd;          ///< the plain PD iterate (fallback when acceleration is rejected)
   Eigen::MatrixXd normal;        ///< m × m
   Eigen::VectorXd gamma, dFtF;   ///< m
-  Eigen::MatrixXd normal_k;      ///< k × k copy of the active block (k = history)
+  Eigen::MatrixXd normal_k;      ///< m × m: the active k × k block, identity beyond it (k = history)
   Eigen::LDLT<Eigen::MatrixXd> ldlt;
   int history = 0, head = 0;
   bool has_prev = false;

@@ -247,3 +247,31 @@ TEST(EnergyTerms, StrainLimitProjectionWithinBounds) {
     EXPECT_GT(clamped, 0);
   }
 }
+
+TEST(EnergyTerms, StrainLimitFastPathEqualsTheSvdProjection) {
+  // F = U diag(σ) Vᵀ with σ inside, at and just beyond the limits [0.8, 1.2] (and inverted): the
+  // projection (closed-form σ² test, then SVD) equals U clamp(σ) Vᵀ, and is exactly F inside.
+  const TetMesh mesh = test::jittered_box(2);
+  const TetElements e = make_tet_elements(mesh, {0}, {1.0});
+  const StrainLimitTerm term(e, {Eigen::Vector2d(0.8, 1.2)});
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const double sigmas[] = {0.5, 0.8 - 1e-12, 0.8, 0.8 + 1e-12, 0.9, 1.0, 1.1, 1.2 - 1e-12, 1.2, 1.2 + 1e-12, 1.5};
+  int inside_exact = 0;
+  for (int trial = 0; trial < 11 * 11 * 11; ++trial) {  // every combination of the σ values
+    const Mat3 U = Eigen::AngleAxisd(3.0 * u(rng), Vec3(u(rng), u(rng), u(rng)).normalized()).toRotationMatrix();
+    const Mat3 V = Eigen::AngleAxisd(3.0 * u(rng), Vec3(u(rng), u(rng), u(rng)).normalized()).toRotationMatrix();
+    Vec3 s(sigmas[trial % 11], sigmas[(trial / 11) % 11], sigmas[trial / 121]);
+    if (trial % 13 == 0) s(2) = -s(2);  // inverted
+    const Mat3 F = U * s.asDiagonal() * V.transpose();
+    const Mat3 p = term.project_element(0, F, {});
+    const SignedSvd3 ref = signed_svd(F);
+    const Vec3 c = ref.sigma.cwiseMax(0.8).cwiseMin(1.2);
+    EXPECT_LE((p - ref.U * c.asDiagonal() * ref.V.transpose()).norm(), 1e-12) << "trial " << trial;
+    if ((s.array() > 0.8 + 1e-6).all() && (s.array() < 1.2 - 1e-6).all()) {
+      EXPECT_EQ(p, F) << "trial " << trial;
+      ++inside_exact;
+    }
+  }
+  EXPECT_GT(inside_exact, 20);  // 27 all-inside combinations, a few of them inverted
+}

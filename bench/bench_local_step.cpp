@@ -1,7 +1,9 @@
 // The PD local step on box:N: per-tet polar decomposition fused with the elastic force scatter
 // (colour-parallel, deterministic), and the full evaluate() (local + rhs phases).
 #include <xpd/energy/polar.hpp>
+#include <xpd/energy/strain_limit.hpp>
 #include <xpd/energy/tet_term.hpp>
+#include <xpd/energy/volume.hpp>
 
 #include "energy/polar_kernel.hpp"
 #include "energy/tet_kernel.hpp"
@@ -13,6 +15,7 @@
 #include <benchmark/benchmark.h>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <random>
 
 using namespace xpd;
@@ -113,6 +116,38 @@ static void BM_LocalStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * s.model->num_tets());
 }
 
+// The other element terms' local step + force on all tets of box:N, same state as BM_LocalStep:
+// the λ volume term (batched polar kernel, volume physics) and strain limiting [0.8, 1.2] (most
+// elements inside: the closed-form σ² fast path; the rest through the SVD).
+static void BM_VolumeLocalStep(benchmark::State& state) {
+  Setup& s = setup(static_cast<int>(state.range(0)));
+  const int n = static_cast<int>(state.range(0));
+  const TetMesh mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
+  std::vector<int> ids(static_cast<size_t>(mesh.tets.rows()));
+  std::iota(ids.begin(), ids.end(), 0);
+  const VolumeTerm term(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 2e4)), VolumeMatrix::Coupled);
+  for (auto _ : state) {
+    s.state->force.setZero();
+    benchmark::DoNotOptimize(term.project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
+  }
+  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+}
+
+static void BM_StrainLimitLocalStep(benchmark::State& state) {
+  Setup& s = setup(static_cast<int>(state.range(0)));
+  const int n = static_cast<int>(state.range(0));
+  const TetMesh mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
+  std::vector<int> ids(static_cast<size_t>(mesh.tets.rows()));
+  std::iota(ids.begin(), ids.end(), 0);
+  const StrainLimitTerm term(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 1e5)),
+                             std::vector<Eigen::Vector2d>(ids.size(), Eigen::Vector2d(0.8, 1.2)));
+  for (auto _ : state) {
+    s.state->force.setZero();
+    benchmark::DoNotOptimize(term.project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
+  }
+  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+}
+
 static void BM_Evaluate(benchmark::State& state) {
   Setup& s = setup(static_cast<int>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(evaluate(*s.model, *s.state));
@@ -135,6 +170,8 @@ BENCHMARK(BM_SignedSvd);
 BENCHMARK(BM_PolarNewton4);
 BENCHMARK(BM_LocalStepVariant)->Args({48, 0})->Args({48, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LocalStep)->Arg(16)->Arg(32)->Arg(48)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VolumeLocalStep)->Arg(32)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StrainLimitLocalStep)->Arg(32)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Evaluate)->Arg(48)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CoreBox)->Arg(48)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_MAIN();

@@ -147,18 +147,31 @@ inline Mat3 rotation_y(double angle) { return Eigen::AngleAxisd(angle, Vec3::Uni
 /// change tried. The pure moment of the closed form lies in the bending plane.
 /// The fixed-point iteration φ ← θ slows down as the beam curls (contraction 0.6 at t = π on
 /// 21×3×3, 0.9 at t = π/2 on 41×5×5), so it is accelerated by the secant method on θ(φ) − φ,
-/// each update capped at 0.2 rad.
+/// each update capped at 0.2 rad; the first applied angle of an increment is the face's turn over
+/// the previous one.
+/// Where follow_moment stands: increments done, the face turn over the last one, and a stop
+/// request (set by on_increment to end early; resuming from a saved state continues at done + 1).
+struct FollowProgress {
+  int done = 0;
+  double last_turn = 0;
+  bool stop = false;
+};
+
 template <class Solve, class OnIncrement>
 int follow_moment(State& s, const EndMoment& m, double moment, int increments, Solve&& solve,
-                  OnIncrement&& on_increment, bool* converged = nullptr, double rotation_tolerance = 1e-9) {
+                  OnIncrement&& on_increment, bool* converged = nullptr, double rotation_tolerance = 1e-9,
+                  FollowProgress* progress = nullptr) {
   int iterations = 0;
   bool ok = true;
   if (s.inputs.nodal_forces.rows() != s.x.rows()) s.inputs.nodal_forces = Points::Zero(s.x.rows(), 3);
-  for (int k = 1; k <= increments; ++k) {
+  FollowProgress local;
+  FollowProgress& pr = progress ? *progress : local;
+  double last_turn = pr.last_turn;  // face turn over the previous increment: first guess of the next one
+  for (int k = pr.done + 1; k <= increments; ++k) {
     const double mk = moment * k / increments;
     const Mat3 R0 = face_rotation(m, s.x);
     const double theta0 = face_angle(R0, Mat3::Identity());
-    double phi = 0, prev_phi = 0, prev_r = 0;  // applied angle relative to theta0, secant history
+    double phi = last_turn, prev_phi = 0, prev_r = 0;  // applied angle relative to theta0, secant history
     for (int pass = 0; pass < 200; ++pass) {
       const Mat3 R = rotation_y(theta0 + phi);
       s.inputs.nodal_forces.setZero();
@@ -177,6 +190,7 @@ int follow_moment(State& s, const EndMoment& m, double moment, int increments, S
       }
       if (std::abs(r) < rotation_tolerance) {
         ok = ok && st.converged;
+        last_turn = theta;
         break;
       }
       if (pass == 199) {
@@ -188,7 +202,11 @@ int follow_moment(State& s, const EndMoment& m, double moment, int increments, S
       prev_phi = phi, prev_r = r;
       phi += std::clamp(next - phi, -0.2, 0.2);
     }
+    pr.done = k;
+    pr.last_turn = last_turn;
+    if (converged) *converged = ok;
     on_increment(k, mk);
+    if (pr.stop) break;
   }
   if (converged) *converged = ok;
   return iterations;
@@ -256,7 +274,13 @@ struct SymmetricNewton {
     P.setFromTriplets(trip.begin(), trip.end());
   }
 
+  bool have_factor = false;  ///< chol holds a factorization of the reduced Hessian at an earlier state
+  int factorizations = 0;     ///< reduced Hessians assembled and factorized (all solves)
+
   /// Newton from s.x (symmetrized first); converged when the full ||∇E|| ≤ rel · ||loads||.
+  /// Chord steps first: while the factorization kept from the previous iteration (possibly of the
+  /// previous solve: the follower passes change the loads only slightly) cuts ||∇E|| by at least
+  /// half per full step, it is reused; otherwise the reduced Hessian is reassembled at s.x.
   SolveCount solve(const Model& model, State& s, double rel_tolerance, int max_iterations, double* rel_gradient) {
     const Eigen::Index n = s.x.rows();
     for (Eigen::Index v = 0; v < n; ++v) {  // exact symmetry of the start
@@ -277,6 +301,7 @@ struct SymmetricNewton {
         for (int d = 0; d < 3; ++d) f(3 * i + d) = p(i, d);
       return f;
     };
+    bool chord = have_factor;
     for (; res.iterations < max_iterations; ++res.iterations) {
       if (!std::isfinite(energy)) throw SolverError("SymmetricNewton: non-finite energy");
       if (s.force.norm() <= rel_tolerance * loads) {
@@ -285,14 +310,18 @@ struct SymmetricNewton {
       }
       const Eigen::VectorXd g = P.transpose() * flat(s.force);  // −reduced gradient
       Eigen::VectorXd d;
+      if (chord) d = chol.solve(g);
       for (int psd = 0; psd < 2 && d.size() == 0; ++psd) {
         Eigen::SparseMatrix<double> H = P.transpose() * newton_hessian(model, s, psd == 1) * P;
         H.makeCompressed();
+        ++factorizations;
         try {
           if (H.nonZeros() != analyzed_nnz) chol.analyze(H), analyzed_nnz = H.nonZeros();
           chol.factorize(H);
+          have_factor = true;
           d = chol.solve(g);
         } catch (const SolverError&) {
+          have_factor = false;
           d.resize(0);
           if (psd == 1) throw;
         }
@@ -301,6 +330,21 @@ struct SymmetricNewton {
       const double slope = -g.dot(d);
       const Points x0 = s.x;
       const double g_old = s.force.norm();
+      if (chord) {  // full chord step, kept only if it halves ||∇E||
+        for (Eigen::Index i = 0; i < n; ++i)
+          for (int c = 0; c < 3; ++c) s.x(i, c) = x0(i, c) + dx(3 * i + c);
+        const double e_new = evaluate(model, s);
+        if (std::isfinite(e_new) && s.force.norm() <= 0.5 * g_old) {
+          energy = e_new;
+          continue;
+        }
+        s.x = x0;
+        energy = evaluate(model, s);
+        chord = false;
+        --res.iterations;  // redo this iteration with a fresh Hessian
+        continue;
+      }
+      chord = true;  // next iteration: try reusing this factorization
       const bool energy_resolves = std::abs(slope) > 1e-10 * std::max(1.0, std::abs(energy));
       bool accepted = false;
       double e_new = energy;

@@ -33,6 +33,9 @@ struct ArcResult {
   std::vector<ArcPoint> points;  // one per load increment
   int iterations = 0;            // PD iterations, or Newton iterations (one factorization each)
   int solves = 0;                // static solves (load increments × follower passes)
+  int factorizations = -1;       // symmetric Newton: Hessians assembled and factorized
+  bool complete = true;          // false: stopped early (XPD_BEAM_STOP_AFTER_S), resume later
+  double seconds = 0;            // wall time, resumed parts included
   double max_rel_gradient = 0;   // Newton: max ||∇E|| / ||loads|| at the end of a solve
   bool converged = false;
   Points x;                      // final positions
@@ -76,6 +79,43 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
     r.max_rel_gradient = std::max(r.max_rel_gradient, nr.gradient_norm / st.inputs.nodal_forces.norm());
     return test::SolveCount{nr.iterations, nr.converged};
   };
+  // Long runs in parts: with XPD_BEAM_RESUME_DIR the state is saved after every increment and a
+  // rerun of the same command continues from it; XPD_BEAM_STOP_AFTER_S ends a run after the
+  // increment that passes that many seconds.
+  const char* dir = std::getenv("XPD_BEAM_RESUME_DIR");
+  const double stop_after = std::getenv("XPD_BEAM_STOP_AFTER_S") ? std::atof(std::getenv("XPD_BEAM_STOP_AFTER_S")) : 0;
+  char name[256];
+  std::snprintf(name, sizeof name, "/beam_%dx%dx%d%s_solver%d_t%.6f_inc%d.txt", b.nx, b.ny, b.nz,
+                b.mirror_y ? "m" : "", static_cast<int>(solver), t, increments);
+  const std::string path = dir ? std::string(dir) + name : std::string();
+  test::FollowProgress progress;
+  int done_iterations = 0, done_factorizations = 0;
+  double done_seconds = 0;
+  bool done_converged = true;
+  if (!path.empty()) {
+    if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+      int conv = 1;
+      if (std::fscanf(f, "%d %lf %d %d %d %lf %lf %d", &progress.done, &progress.last_turn, &done_iterations,
+                      &r.solves, &done_factorizations, &r.max_rel_gradient, &done_seconds, &conv) != 8)
+        throw SolverError("bad resume file " + path);
+      done_converged = conv != 0;
+      for (int k = 0; k < progress.done; ++k) {
+        ArcPoint p;
+        if (std::fscanf(f, "%lf %lf %lf %lf", &p.t, &p.error, &p.tip.x(), &p.tip.y()) != 4)
+          throw SolverError("bad resume file " + path);
+        r.points.push_back(p);
+      }
+      for (Eigen::Index i = 0; i < s.x.rows(); ++i)
+        if (std::fscanf(f, "%lf %lf %lf", &s.x(i, 0), &s.x(i, 1), &s.x(i, 2)) != 3)
+          throw SolverError("bad resume file " + path);
+      std::fclose(f);
+      if (test::verbose())
+        std::printf("    resumed %s after increment %d (%.1f s so far)\n", path.c_str(), progress.done, done_seconds);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  int iterations_so_far = 0;  // of this run, updated by the record callback through r.iterations
   const auto record = [&](int k, double) {
     ArcPoint p;
     p.t = t * k / increments;
@@ -84,10 +124,34 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
     const Eigen::Vector2d ref = test::arc_tip_displacement(b.length, p.t);
     p.error = (p.tip - ref).norm() / ref.norm();
     r.points.push_back(p);
+    if (!path.empty()) {
+      const std::string tmp = path + ".tmp";
+      std::FILE* f = std::fopen(tmp.c_str(), "w");
+      if (!f) throw SolverError("cannot write " + tmp);
+      std::fprintf(f, "%d %.17g %d %d %d %.17g %.17g %d\n", progress.done, progress.last_turn,
+                   done_iterations + iterations_so_far, r.solves, done_factorizations + (sym ? sym->factorizations : 0),
+                   r.max_rel_gradient, done_seconds + seconds(), int(done_converged && r.converged));
+      for (const ArcPoint& q : r.points) std::fprintf(f, "%.17g %.17g %.17g %.17g\n", q.t, q.error, q.tip.x(), q.tip.y());
+      for (Eigen::Index i = 0; i < s.x.rows(); ++i) std::fprintf(f, "%.17g %.17g %.17g\n", s.x(i, 0), s.x(i, 1), s.x(i, 2));
+      std::fclose(f);
+      std::rename(tmp.c_str(), path.c_str());
+    }
+    if (stop_after > 0 && seconds() > stop_after && k < increments) progress.stop = true;
   };
-  r.iterations = test::follow_moment(s, m, t * b.bending_stiffness() / b.length, increments, solve, record,
-                                     &r.converged, rotation_tolerance);
+  // Iterations are counted inside the solve callback so that a saved state carries them.
+  const auto counting_solve = [&](State& st) {
+    const test::SolveCount c = solve(st);
+    iterations_so_far += c.iterations;
+    return c;
+  };
+  test::follow_moment(s, m, t * b.bending_stiffness() / b.length, increments, counting_solve, record, &r.converged,
+                      rotation_tolerance, &progress);
+  r.iterations = done_iterations + iterations_so_far;
+  r.converged = r.converged && done_converged;
+  r.complete = progress.done == increments;
+  r.seconds = done_seconds + seconds();
   r.x = s.x;
+  if (sym) r.factorizations = done_factorizations + sym->factorizations;
   return r;
 }
 
@@ -121,10 +185,22 @@ TEST(ValidationBeam, ElasticaShootingMatchesLinearTheoryAndPublishedValues) {
 //                        (21×3×3, 41×5×5, 81×9×9, 161×17×17: h halved in all three directions;
 //                        with the finest mesh included the error must be < 5% at every increment)
 //   XPD_BEAM_FIRST, XPD_BEAM_MESHES  meshes [first, count) of the series (default 0, 3)
-//   XPD_BEAM_SOLVER      "pd" (default), "newton" (the Newton oracle: the same energy, so the
-//                        same discrete equilibrium; affordable on the fine meshes) or "both"
-//                        (PD and Newton on each mesh; reports the largest node difference)
+//   XPD_BEAM_MIRROR      1: mirror-symmetric tets (BeamSpec::mirror_y; default for "uniform"),
+//                        0: make_box's Kuhn tets (default for "axial")
+//   XPD_BEAM_SOLVER      comma list, each run on every mesh, later ones compared with the first
+//                        (largest node distance): "pd" (default), "newton" (newton_solve: the
+//                        same energy as PD, so the same discrete equilibrium) or "symnewton"
+//                        (Newton restricted to mirror-symmetric states, test::SymmetricNewton;
+//                        needs XPD_BEAM_MIRROR=1: beyond t ≈ 3π/4 the planar equilibrium is
+//                        unstable out of plane under one solve's fixed-direction forces, and
+//                        PD / newton_solve leave it; affordable on 161×17×17)
 //   XPD_BEAM_NEWTON_TOL  Newton: ||∇E|| ≤ tol · ||end-face loads|| (default 1e-9)
+//   XPD_BEAM_RESUME_DIR  save the state after every increment there; a rerun resumes from it
+//   XPD_BEAM_STOP_AFTER_S  end a run after the increment that passes this many seconds
+// The full study (docs/validation.md §3), ~15 min:
+//   XPD_BEAM_SERIES=uniform XPD_BEAM_SOLVER=symnewton XPD_BEAM_T=3.14159265358979
+//   XPD_BEAM_INCREMENTS=4 XPD_BEAM_MESHES=4 XPD_TEST_VERBOSE=1
+//   build/tests/xpd_tests --gtest_filter=ValidationBeam.Pure*
 TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
   const double t = env_or("XPD_BEAM_T", std::numbers::pi / 4);
   const int increments = static_cast<int>(env_or("XPD_BEAM_INCREMENTS", 1));
@@ -156,15 +232,16 @@ TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
     b.mirror_y = mirror;
     std::vector<ArcResult> results;
     for (const auto& [name, solver] : runs) {
-      const auto t0 = std::chrono::steady_clock::now();
       ArcResult r = bend(b, t, increments, 1e-7, solver, newton_tolerance);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double ms = 1000 * r.seconds;
       if (test::verbose()) {
         const Eigen::Index nodes = static_cast<Eigen::Index>(b.nx) * b.ny * b.nz;
-        std::printf("  beam %dx%dx%d%s (%ld nodes, %d tets) %s: %d iterations in %d solves, %.1f s%s", n[0], n[1], n[2],
-                    mirror ? " mirrored" : "", static_cast<long>(nodes), 6 * (n[0] - 1) * (n[1] - 1) * (n[2] - 1), name.c_str(), r.iterations, r.solves,
-                    ms / 1000, r.converged ? "" : " (NOT converged)");
+        std::printf("  beam %dx%dx%d%s (%ld nodes, %d tets) %s: %d iterations in %d solves, %.1f s%s%s", n[0], n[1],
+                    n[2], mirror ? " mirrored" : "", static_cast<long>(nodes), 6 * (n[0] - 1) * (n[1] - 1) * (n[2] - 1),
+                    name.c_str(), r.iterations, r.solves, ms / 1000, r.converged ? "" : " (NOT converged)",
+                    r.complete ? "" : " (stopped early)");
         if (solver != Solver::Pd) std::printf(", max ||grad E||/||loads|| %.1e", r.max_rel_gradient);
+        if (r.factorizations >= 0) std::printf(", %d factorizations", r.factorizations);
         std::printf("\n");
         for (const ArcPoint& p : r.points) {
           const Eigen::Vector2d ref = test::arc_tip_displacement(b.length, p.t);
@@ -173,6 +250,9 @@ TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
         }
       }
       EXPECT_TRUE(r.converged) << name;
+      if (!r.complete)
+        GTEST_SKIP() << "stopped after increment " << r.points.size() << " of " << increments
+                     << " (XPD_BEAM_STOP_AFTER_S); rerun the same command to resume";
       results.push_back(std::move(r));
     }
     for (size_t j = 1; j < results.size(); ++j) {
@@ -199,20 +279,29 @@ TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
   test::report("arc tip error, finest mesh run", errors.back().back(), 0.05);
 }
 
-// The fine-mesh study above uses the Newton oracle: it minimizes the energy PD minimizes, so both
-// reach the same follower equilibrium. Checked here on 21×3×3 at t = π/4.
+// The fine-mesh study uses Newton: it minimizes the energy PD minimizes, so both reach the same
+// follower equilibrium. Checked here on the mirrored 21×3×3 beam at t = π/4 (a stable planar
+// equilibrium): PD (Anderson), newton_solve and the mirror-symmetric Newton of the study.
 TEST(ValidationBeam, PdAndNewtonReachTheSameBentBeam) {
   test::BeamSpec b;
   b.nx = 21, b.ny = 3, b.nz = 3;
+  b.mirror_y = true;
   const double t = std::numbers::pi / 4;
   const ArcResult pd = bend(b, t, 1, 1e-9, Solver::Pd);
   const ArcResult nt = bend(b, t, 1, 1e-9, Solver::Newton);
+  const ArcResult sym = bend(b, t, 1, 1e-9, Solver::SymmetricNewton);
   EXPECT_TRUE(pd.converged);
   EXPECT_TRUE(nt.converged);
-  const double diff = (pd.x - nt.x).rowwise().norm().maxCoeff() / test::bbox_diagonal(pd.x);
+  EXPECT_TRUE(sym.converged);
+  const double diag = test::bbox_diagonal(pd.x);
+  const double d_nt = (pd.x - nt.x).rowwise().norm().maxCoeff() / diag;
+  const double d_sym = (pd.x - sym.x).rowwise().norm().maxCoeff() / diag;
   if (test::verbose())
-    std::printf("  21x3x3 t=pi/4: PD %d iterations (error %.4f), Newton %d iterations (error %.4f)\n", pd.iterations,
-                pd.error(), nt.iterations, nt.error());
-  test::report("PD vs Newton, bent beam (/ bbox diagonal)", diff, 1e-6);
-  EXPECT_LT(diff, 1e-6);
+    std::printf("  21x3x3 mirrored t=pi/4: PD %d iterations (error %.4f), Newton %d (error %.4f), symmetric Newton %d "
+                "(error %.4f)\n",
+                pd.iterations, pd.error(), nt.iterations, nt.error(), sym.iterations, sym.error());
+  test::report("PD vs Newton, bent beam (/ bbox diagonal)", d_nt, 1e-6);
+  test::report("PD vs symmetric Newton (/ bbox diagonal)", d_sym, 1e-6);
+  EXPECT_LT(d_nt, 1e-6);
+  EXPECT_LT(d_sym, 1e-6);
 }

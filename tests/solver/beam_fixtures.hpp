@@ -315,6 +315,7 @@ struct SymmetricNewton {
         Eigen::SparseMatrix<double> H = P.transpose() * newton_hessian(model, s, psd == 1) * P;
         H.makeCompressed();
         ++factorizations;
+        if (psd == 1 && std::getenv("XPD_BEAM_TRACE")) std::printf("      exact reduced Hessian not positive definite\n");
         try {
           if (H.nonZeros() != analyzed_nnz) chol.analyze(H), analyzed_nnz = H.nonZeros();
           chol.factorize(H);
@@ -326,6 +327,9 @@ struct SymmetricNewton {
           if (psd == 1) throw;
         }
       }
+      if (std::getenv("XPD_BEAM_TRACE"))
+        std::printf("      newton %d: |grad E|/|loads| %.2e, %s\n", res.iterations, s.force.norm() / loads,
+                    chord ? "chord" : "fresh Hessian");
       const Eigen::VectorXd dx = P * d;
       const double slope = -g.dot(d);
       const Points x0 = s.x;

@@ -94,12 +94,12 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
   bool done_converged = true;
   if (!path.empty()) {
     if (std::FILE* f = std::fopen(path.c_str(), "r")) {
-      int conv = 1;
-      if (std::fscanf(f, "%d %lf %d %d %d %lf %lf %d", &progress.done, &progress.last_turn, &done_iterations,
-                      &r.solves, &done_factorizations, &r.max_rel_gradient, &done_seconds, &conv) != 8)
+      int conv = 1, points = 0;
+      if (std::fscanf(f, "%d %lf %d %d %d %lf %lf %d %d", &progress.done, &progress.last_turn, &done_iterations,
+                      &r.solves, &done_factorizations, &r.max_rel_gradient, &done_seconds, &conv, &points) != 9)
         throw SolverError("bad resume file " + path);
       done_converged = conv != 0;
-      for (int k = 0; k < progress.done; ++k) {
+      for (int k = 0; k < points; ++k) {
         ArcPoint p;
         if (std::fscanf(f, "%lf %lf %lf %lf", &p.t, &p.error, &p.tip.x(), &p.tip.y()) != 4)
           throw SolverError("bad resume file " + path);
@@ -128,9 +128,10 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
       const std::string tmp = path + ".tmp";
       std::FILE* f = std::fopen(tmp.c_str(), "w");
       if (!f) throw SolverError("cannot write " + tmp);
-      std::fprintf(f, "%d %.17g %d %d %d %.17g %.17g %d\n", progress.done, progress.last_turn,
+      std::fprintf(f, "%d %.17g %d %d %d %.17g %.17g %d %d\n", progress.done, progress.last_turn,
                    done_iterations + iterations_so_far, r.solves, done_factorizations + (sym ? sym->factorizations : 0),
-                   r.max_rel_gradient, done_seconds + seconds(), int(done_converged && r.converged));
+                   r.max_rel_gradient, done_seconds + seconds(), int(done_converged && r.converged),
+                   static_cast<int>(r.points.size()));
       for (const ArcPoint& q : r.points) std::fprintf(f, "%.17g %.17g %.17g %.17g\n", q.t, q.error, q.tip.x(), q.tip.y());
       for (Eigen::Index i = 0; i < s.x.rows(); ++i) std::fprintf(f, "%.17g %.17g %.17g\n", s.x(i, 0), s.x(i, 1), s.x(i, 2));
       std::fclose(f);

@@ -198,9 +198,10 @@ TEST(ValidationBeam, ElasticaShootingMatchesLinearTheoryAndPublishedValues) {
 //   XPD_BEAM_NEWTON_TOL  Newton: ||∇E|| ≤ tol · ||end-face loads|| (default 1e-9)
 //   XPD_BEAM_RESUME_DIR  save the state after every increment there; a rerun resumes from it
 //   XPD_BEAM_STOP_AFTER_S  end a run after the increment that passes this many seconds
-// The full study (docs/validation.md §3), ~15 min:
+// The full study (docs/validation.md §3; 161×17×17 alone ~25 min here, so run it in parts with
+// XPD_BEAM_RESUME_DIR and XPD_BEAM_STOP_AFTER_S; π/4 increments stalled on the fine meshes):
 //   XPD_BEAM_SERIES=uniform XPD_BEAM_SOLVER=symnewton XPD_BEAM_T=3.14159265358979
-//   XPD_BEAM_INCREMENTS=4 XPD_BEAM_MESHES=4 XPD_TEST_VERBOSE=1
+//   XPD_BEAM_INCREMENTS=8 XPD_BEAM_MESHES=4 XPD_TEST_VERBOSE=1
 //   build/tests/xpd_tests --gtest_filter=ValidationBeam.Pure*
 TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
   const double t = env_or("XPD_BEAM_T", std::numbers::pi / 4);

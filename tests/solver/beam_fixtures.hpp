@@ -4,10 +4,14 @@
 // is checked against (circular arc under a pure moment; the elastica under a dead end shear).
 #include <xpd/energy/polar.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/sparse_cholesky.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -18,15 +22,39 @@ struct BeamSpec {
   double side = 0.5;       ///< square section b × b
   double youngs = 1.2e6;   ///< E (ν = 0: μ = E/2, λ = 0)
   int nx = 41, ny = 3, nz = 3;  ///< box nodes per axis (ny, nz odd: a node on the axis at x = L)
+  /// false: make_box's Kuhn split (every cell cut along its (0,0,0)–(1,1,1) diagonal: the mesh has
+  /// a handedness, so bending couples to twist). true: the cells of the lower half y < b/2 as in
+  /// make_box, the upper half their mirror image in y = b/2 (conforming: the mirror plane's faces
+  /// are cut along the same x–z diagonals), so the mesh is symmetric in y = b/2 (needs ny odd).
+  bool mirror_y = false;
   double bending_stiffness() const { return youngs * std::pow(side, 4) / 12.0; }  ///< EI
 };
+
+/// The beam's box mesh (see BeamSpec::mirror_y).
+inline TetMesh beam_mesh(const BeamSpec& b) {
+  TetMesh box = make_box(b.nx, b.ny, b.nz, Vec3::Zero(), Vec3(b.length, b.side, b.side));
+  if (!b.mirror_y) return box;
+  const int nx = b.nx, ny = b.ny, mid = (b.ny - 1) / 2;
+  const auto j_of = [&](int v) { return (v / nx) % ny; };
+  const auto mirror = [&](int v) { return v % nx + nx * ((ny - 1 - j_of(v)) + ny * (v / (nx * ny))); };
+  std::vector<Eigen::RowVector4i> tets;
+  for (Eigen::Index t = 0; t < box.tets.rows(); ++t) {
+    const Eigen::RowVector4i v = box.tets.row(t);
+    if (j_of(v(0)) > mid || j_of(v(1)) > mid || j_of(v(2)) > mid || j_of(v(3)) > mid) continue;
+    tets.push_back(v);
+    tets.push_back(Eigen::RowVector4i(mirror(v(0)), mirror(v(1)), mirror(v(3)), mirror(v(2))));  // reflected: reorient
+  }
+  box.tets.resize(static_cast<Eigen::Index>(tets.size()), 4);
+  for (size_t t = 0; t < tets.size(); ++t) box.tets.row(static_cast<Eigen::Index>(t)) = tets[t];
+  return box;
+}
 
 /// Beam model: box mesh, μ = E/2, x = 0 face attached with w = 1e3 · μ · h (h = axial spacing):
 /// stiff enough that the clamp moves by ~1e-3 of an element under the reaction, soft enough to
 /// keep K well conditioned (see docs/scene-format.md §6).
 inline ModelDesc beam_desc(const BeamSpec& b) {
   ModelDesc d;
-  d.mesh = make_box(b.nx, b.ny, b.nz, Vec3::Zero(), Vec3(b.length, b.side, b.side));
+  d.mesh = beam_mesh(b);
   const double mu = 0.5 * b.youngs;
   d.mu = {mu};
   d.density = 1000.0;
@@ -89,38 +117,259 @@ inline Mat3 face_rotation(const EndMoment& m, const Points& x) {
   return polar_rotation(A);
 }
 
-/// Quasistatic PD under the follower moment `moment`, applied in `increments` equal load steps;
-/// at each step the rest-frame forces are rotated with the end face and the frame re-solved
-/// (warm-started) until the face rotation changes by < 1e-9 rad. Returns total PD iterations.
-inline int solve_follower_moment(const Model& model, State& s, const EndMoment& m, double moment,
-                                 int increments, const SolverOptions& opt, bool* converged = nullptr,
-                                 double rotation_tolerance = 1e-9) {
+/// One static solve of the follower loop: iterations taken and whether it converged.
+struct SolveCount {
+  int iterations = 0;
+  bool converged = false;
+};
+
+/// Angle of the end face in the bending (x, z) plane: the face normal R e_x = (cos θ, ·, −sin θ)
+/// of R = rotation about y by θ (the beam curls towards +z for θ < 0), measured from `from`.
+inline double face_angle(const Mat3& R, const Mat3& from) {
+  const Vec3 n = R.col(0), n0 = from.col(0);
+  return std::atan2(-(n0.x() * n.z() - n0.z() * n.x()), n0.x() * n.x() + n0.z() * n.z());
+}
+inline Mat3 rotation_y(double angle) { return Eigen::AngleAxisd(angle, Vec3::UnitY()).toRotationMatrix(); }
+
+/// Quasistatic equilibrium under the follower moment `moment`, applied in `increments` equal load
+/// steps. At each step the rest-frame forces are rotated by R_y(φ) (about y: the forces stay in
+/// the bending plane) and the static problem is solved (warm-started) by
+/// `solve(state) -> SolveCount`; the follower equilibrium is the fixed point φ = θ(x(φ)), θ the
+/// angle of the end face's best-fit rotation in the bending plane, iterated until
+/// |θ − φ| < `rotation_tolerance` rad. `on_increment(k, moment_k)` is called after step k has
+/// converged (state at the equilibrium of moment_k). Returns the total solver iterations.
+///
+/// Why only the in-plane angle and not the full best-fit rotation: the Kuhn tets of make_box are
+/// not mirror-symmetric, so bending comes with a small out-of-plane rotation of the end face
+/// (0.03–0.05 rad about x at t ≤ 3π/4 on 41×5×5). Rotating the forces with it tilts them out of
+/// the bending plane, which adds a torque about the beam axis; with the full rotation the
+/// 41×5×5 beam twisted away (face turning by 2–3 rad, out of plane) at t = 3π/4 under every force
+/// change tried. The pure moment of the closed form lies in the bending plane.
+/// The fixed-point iteration φ ← θ slows down as the beam curls (contraction 0.6 at t = π on
+/// 21×3×3, 0.9 at t = π/2 on 41×5×5), so it is accelerated by the secant method on θ(φ) − φ,
+/// each update capped at 0.2 rad; the first applied angle of an increment is the face's turn over
+/// the previous one.
+/// Where follow_moment stands: increments done, the face turn over the last one, and a stop
+/// request (set by on_increment to end early; resuming from a saved state continues at done + 1).
+struct FollowProgress {
+  int done = 0;
+  double last_turn = 0;
+  bool stop = false;
+};
+
+template <class Solve, class OnIncrement>
+int follow_moment(State& s, const EndMoment& m, double moment, int increments, Solve&& solve,
+                  OnIncrement&& on_increment, bool* converged = nullptr, double rotation_tolerance = 1e-9,
+                  FollowProgress* progress = nullptr) {
   int iterations = 0;
   bool ok = true;
-  for (int k = 1; k <= increments; ++k) {
+  if (s.inputs.nodal_forces.rows() != s.x.rows()) s.inputs.nodal_forces = Points::Zero(s.x.rows(), 3);
+  FollowProgress local;
+  FollowProgress& pr = progress ? *progress : local;
+  double last_turn = pr.last_turn;  // face turn over the previous increment: first guess of the next one
+  for (int k = pr.done + 1; k <= increments; ++k) {
     const double mk = moment * k / increments;
+    const Mat3 R0 = face_rotation(m, s.x);
+    const double theta0 = face_angle(R0, Mat3::Identity());
+    double phi = last_turn, prev_phi = 0, prev_r = 0;  // applied angle relative to theta0, secant history
     for (int pass = 0; pass < 200; ++pass) {
-      const Mat3 R = face_rotation(m, s.x);
+      const Mat3 R = rotation_y(theta0 + phi);
       s.inputs.nodal_forces.setZero();
       for (size_t j = 0; j < m.nodes.size(); ++j)
         s.inputs.nodal_forces.row(m.nodes[j]) = (mk * (R * m.rest_force[j])).transpose();
-      const FrameStats st = step(model, s, opt);
+      const SolveCount st = solve(s);
       iterations += st.iterations;
       const Mat3 R_after = face_rotation(m, s.x);
-      const double change = Eigen::AngleAxisd(R_after * R.transpose()).angle();
-      if (std::getenv("XPD_BEAM_TRACE"))
-        std::printf("    increment %d pass %d: %d it, converged %d, rotation change %.2e\n", k, pass, st.iterations,
-                    int(st.converged), change);
-      if (change < rotation_tolerance) {
+      const double theta = face_angle(R_after, R0), r = theta - phi;
+      if (std::getenv("XPD_BEAM_TRACE")) {
+        const Vec3 out = Eigen::AngleAxisd(rotation_y(theta0 + theta).transpose() * R_after).angle() *
+                         Eigen::AngleAxisd(rotation_y(theta0 + theta).transpose() * R_after).axis();
+        std::printf("    increment %d pass %d: %d it, converged %d, face angle %.6f, applied %.6f, out-of-plane "
+                    "rotation (%.1e, %.1e, %.1e)\n",
+                    k, pass, st.iterations, int(st.converged), theta0 + theta, theta0 + phi, out.x(), out.y(), out.z());
+      }
+      if (std::abs(r) < rotation_tolerance) {
         ok = ok && st.converged;
+        last_turn = theta;
         break;
       }
-      if (pass == 199) ok = false;
+      if (pass == 199) {
+        ok = false;
+        break;
+      }
+      double next = theta;  // plain fixed-point update
+      if (pass > 0 && r != prev_r) next = phi - r * (phi - prev_phi) / (r - prev_r);  // secant
+      prev_phi = phi, prev_r = r;
+      phi += std::clamp(next - phi, -0.2, 0.2);
     }
+    pr.done = k;
+    pr.last_turn = last_turn;
+    if (converged) *converged = ok;
+    on_increment(k, mk);
+    if (pr.stop) break;
   }
   if (converged) *converged = ok;
   return iterations;
 }
+
+/// follow_moment with quasistatic PD (step()). Returns total PD iterations.
+inline int solve_follower_moment(const Model& model, State& s, const EndMoment& m, double moment,
+                                 int increments, const SolverOptions& opt, bool* converged = nullptr,
+                                 double rotation_tolerance = 1e-9) {
+  return follow_moment(
+      s, m, moment, increments,
+      [&](State& st) {
+        const FrameStats f = step(model, st, opt);
+        return SolveCount{f.iterations, f.converged};
+      },
+      [](int, double) {}, converged, rotation_tolerance);
+}
+
+/// Mirror-symmetric Newton for beams built with BeamSpec::mirror_y: Newton's method on the energy
+/// of `model` (the same energy as step() and newton_solve) restricted to states symmetric about
+/// y = b/2 (node q = mirror(p): x_q = x_p, y_q = b − y_p, z_q = z_p; y = b/2 on the mirror plane).
+/// The energy, the attachments and the end-moment loads are invariant under the mirror, so the
+/// full gradient at a symmetric state is itself symmetric: a zero of the reduced gradient Pᵀ∇E
+/// is an equilibrium of the full model (checked: the full ||∇E|| is what is tested for
+/// convergence). Why it is needed: beyond t ≈ 3π/4 (41×5×5) the planar equilibrium is unstable
+/// against out-of-plane (antisymmetric: twist + lateral bending) modes under the fixed-direction
+/// forces of one solve; newton_solve (a minimizer, PSD fallback) and PD drift off it. The reduced
+/// Hessian Pᵀ H P excludes those modes. Per iteration: the exact Hessian if Pᵀ H P is positive
+/// definite, else the element-wise PSD-projected one; Armijo backtracking on E.
+struct SymmetricNewton {
+  std::vector<int> mirror;  ///< node → mirror node
+  double side = 0;          ///< b
+  Eigen::SparseMatrix<double> P;  ///< 3n × m: reduced → full displacement
+  SparseCholesky chol{CholeskyBackend::Cholmod};
+  Eigen::Index analyzed_nnz = -1;
+
+  SymmetricNewton(const Model& model, const BeamSpec& b) : side(b.side) {
+    const Points& X = model.rest_positions();
+    const int n = model.num_nodes();
+    mirror.assign(static_cast<size_t>(n), -1);
+    for (int v = 0; v < n; ++v) {
+      const int i = v % b.nx, j = (v / b.nx) % b.ny, k = v / (b.nx * b.ny);
+      mirror[static_cast<size_t>(v)] = i + b.nx * ((b.ny - 1 - j) + b.ny * k);
+    }
+    std::vector<Triplet> trip;
+    int m = 0;
+    for (int v = 0; v < n; ++v) {
+      const int q = mirror[static_cast<size_t>(v)];
+      if (q < v) continue;
+      if (std::abs(X(q, 1) - (b.side - X(v, 1))) > 1e-9 || std::abs(X(q, 0) - X(v, 0)) > 1e-12)
+        throw SolverError("SymmetricNewton: the mesh is not mirror-symmetric in y");
+      trip.emplace_back(3 * v, m, 1.0);  // x
+      if (q != v) trip.emplace_back(3 * q, m, 1.0);
+      ++m;
+      if (q != v) {  // y: antisymmetric displacement; fixed on the mirror plane
+        trip.emplace_back(3 * v + 1, m, 1.0);
+        trip.emplace_back(3 * q + 1, m, -1.0);
+        ++m;
+      }
+      trip.emplace_back(3 * v + 2, m, 1.0);  // z
+      if (q != v) trip.emplace_back(3 * q + 2, m, 1.0);
+      ++m;
+    }
+    P.resize(3 * n, m);
+    P.setFromTriplets(trip.begin(), trip.end());
+  }
+
+  bool have_factor = false;  ///< chol holds a factorization of the reduced Hessian at an earlier state
+  int factorizations = 0;     ///< reduced Hessians assembled and factorized (all solves)
+
+  /// Newton from s.x (symmetrized first); converged when the full ||∇E|| ≤ rel · ||loads||.
+  /// Chord steps first: while the factorization kept from the previous iteration (possibly of the
+  /// previous solve: the follower passes change the loads only slightly) cuts ||∇E|| by at least
+  /// half per full step, it is reused; otherwise the reduced Hessian is reassembled at s.x.
+  SolveCount solve(const Model& model, State& s, double rel_tolerance, int max_iterations, double* rel_gradient) {
+    const Eigen::Index n = s.x.rows();
+    for (Eigen::Index v = 0; v < n; ++v) {  // exact symmetry of the start
+      const Eigen::Index q = mirror[static_cast<size_t>(v)];
+      if (q < v) continue;
+      const Eigen::RowVector3d a = s.x.row(v), c = s.x.row(q);
+      s.x(v, 0) = s.x(q, 0) = 0.5 * (a.x() + c.x());
+      s.x(v, 2) = s.x(q, 2) = 0.5 * (a.z() + c.z());
+      s.x(v, 1) = 0.5 * (a.y() + side - c.y());
+      s.x(q, 1) = side - s.x(v, 1);
+    }
+    const double loads = s.inputs.nodal_forces.norm();
+    SolveCount res;
+    double energy = evaluate(model, s);
+    const auto flat = [&](const Points& p) {
+      Eigen::VectorXd f(3 * n);
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) f(3 * i + d) = p(i, d);
+      return f;
+    };
+    bool chord = have_factor;
+    for (; res.iterations < max_iterations; ++res.iterations) {
+      if (!std::isfinite(energy)) throw SolverError("SymmetricNewton: non-finite energy");
+      if (s.force.norm() <= rel_tolerance * loads) {
+        res.converged = true;
+        break;
+      }
+      const Eigen::VectorXd g = P.transpose() * flat(s.force);  // −reduced gradient
+      Eigen::VectorXd d;
+      if (chord) d = chol.solve(g);
+      for (int psd = 0; psd < 2 && d.size() == 0; ++psd) {
+        Eigen::SparseMatrix<double> H = P.transpose() * newton_hessian(model, s, psd == 1) * P;
+        H.makeCompressed();
+        ++factorizations;
+        if (psd == 1 && std::getenv("XPD_BEAM_TRACE")) std::printf("      exact reduced Hessian not positive definite\n");
+        try {
+          if (H.nonZeros() != analyzed_nnz) chol.analyze(H), analyzed_nnz = H.nonZeros();
+          chol.factorize(H);
+          have_factor = true;
+          d = chol.solve(g);
+        } catch (const SolverError&) {
+          have_factor = false;
+          d.resize(0);
+          if (psd == 1) throw;
+        }
+      }
+      if (std::getenv("XPD_BEAM_TRACE"))
+        std::printf("      newton %d: |grad E|/|loads| %.2e, %s\n", res.iterations, s.force.norm() / loads,
+                    chord ? "chord" : "fresh Hessian");
+      const Eigen::VectorXd dx = P * d;
+      const double slope = -g.dot(d);
+      const Points x0 = s.x;
+      const double g_old = s.force.norm();
+      if (chord) {  // full chord step, kept only if it halves ||∇E||
+        for (Eigen::Index i = 0; i < n; ++i)
+          for (int c = 0; c < 3; ++c) s.x(i, c) = x0(i, c) + dx(3 * i + c);
+        const double e_new = evaluate(model, s);
+        if (std::isfinite(e_new) && s.force.norm() <= 0.5 * g_old) {
+          energy = e_new;
+          continue;
+        }
+        s.x = x0;
+        energy = evaluate(model, s);
+        chord = false;
+        --res.iterations;  // redo this iteration with a fresh Hessian
+        continue;
+      }
+      chord = true;  // next iteration: try reusing this factorization
+      const bool energy_resolves = std::abs(slope) > 1e-10 * std::max(1.0, std::abs(energy));
+      bool accepted = false;
+      double e_new = energy;
+      for (double alpha = 1.0; alpha > 1e-12 && !accepted; alpha *= 0.5) {
+        for (Eigen::Index i = 0; i < n; ++i)
+          for (int c = 0; c < 3; ++c) s.x(i, c) = x0(i, c) + alpha * dx(3 * i + c);
+        e_new = evaluate(model, s);
+        accepted = energy_resolves ? e_new <= energy + 1e-4 * alpha * slope : s.force.norm() < g_old;
+        if (!energy_resolves && !accepted) break;
+      }
+      if (!accepted) {
+        s.x = x0;
+        energy = evaluate(model, s);
+        break;
+      }
+      energy = e_new;
+    }
+    if (rel_gradient) *rel_gradient = s.force.norm() / loads;
+    return res;
+  }
+};
 
 /// Closed-form pure bending: tip displacement (axial, transverse) of a beam of length L bent into
 /// a circular arc of end rotation t = M L / EI: (L (sin t / t − 1), (L / t)(1 − cos t)).

@@ -119,33 +119,34 @@ static void BM_LocalStep(benchmark::State& state) {
 // The other element terms' local step + force on all tets of box:N, same state as BM_LocalStep:
 // the λ volume term (batched polar kernel, volume physics) and strain limiting [0.8, 1.2] (most
 // elements inside: the closed-form σ² fast path; the rest through the SVD).
-static void BM_VolumeLocalStep(benchmark::State& state) {
+// `make_term(elements of all tets)` timed like BM_LocalStep on box:N.
+template <class MakeTerm>
+static void time_term_on_box(benchmark::State& state, const MakeTerm& make_term) {
   Setup& s = setup(static_cast<int>(state.range(0)));
   const int n = static_cast<int>(state.range(0));
   const TetMesh mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
   std::vector<int> ids(static_cast<size_t>(mesh.tets.rows()));
   std::iota(ids.begin(), ids.end(), 0);
-  const VolumeTerm term(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 2e4)), VolumeMatrix::Coupled);
+  const auto term = make_term(mesh, ids);
   for (auto _ : state) {
     s.state->force.setZero();
-    benchmark::DoNotOptimize(term.project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
+    benchmark::DoNotOptimize(term->project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
   }
   state.SetItemsProcessed(state.iterations() * s.model->num_tets());
 }
 
+static void BM_VolumeLocalStep(benchmark::State& state) {
+  time_term_on_box(state, [](const TetMesh& mesh, const std::vector<int>& ids) {
+    return std::make_unique<VolumeTerm>(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 2e4)),
+                                        VolumeMatrix::Coupled);
+  });
+}
+
 static void BM_StrainLimitLocalStep(benchmark::State& state) {
-  Setup& s = setup(static_cast<int>(state.range(0)));
-  const int n = static_cast<int>(state.range(0));
-  const TetMesh mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
-  std::vector<int> ids(static_cast<size_t>(mesh.tets.rows()));
-  std::iota(ids.begin(), ids.end(), 0);
-  const StrainLimitTerm term(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 1e5)),
-                             std::vector<Eigen::Vector2d>(ids.size(), Eigen::Vector2d(0.8, 1.2)));
-  for (auto _ : state) {
-    s.state->force.setZero();
-    benchmark::DoNotOptimize(term.project_add_force(s.state->x, s.state->inputs, s.state->force, nullptr));
-  }
-  state.SetItemsProcessed(state.iterations() * s.model->num_tets());
+  time_term_on_box(state, [](const TetMesh& mesh, const std::vector<int>& ids) {
+    return std::make_unique<StrainLimitTerm>(make_tet_elements(mesh, ids, std::vector<double>(ids.size(), 1e5)),
+                                             std::vector<Eigen::Vector2d>(ids.size(), Eigen::Vector2d(0.8, 1.2)));
+  });
 }
 
 static void BM_Evaluate(benchmark::State& state) {

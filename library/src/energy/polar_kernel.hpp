@@ -4,6 +4,22 @@
 
 namespace xpd::detail {
 
+/// Cofactor matrix c = det(X) X⁻ᵀ of the column-major 3×3 x: columns c_i = x_{i+1} × x_{i+2}.
+/// T = double or a lane vector: the scalar and four-lane Newton kernels share these operations, in
+/// this order, which keeps them bitwise identical.
+template <class T>
+[[gnu::always_inline]] inline void cofactor(const T* x, T* c) {
+  c[0] = x[4] * x[8] - x[5] * x[7];
+  c[1] = x[5] * x[6] - x[3] * x[8];
+  c[2] = x[3] * x[7] - x[4] * x[6];
+  c[3] = x[7] * x[2] - x[8] * x[1];
+  c[4] = x[8] * x[0] - x[6] * x[2];
+  c[5] = x[6] * x[1] - x[7] * x[0];
+  c[6] = x[1] * x[5] - x[2] * x[4];
+  c[7] = x[2] * x[3] - x[0] * x[5];
+  c[8] = x[0] * x[4] - x[1] * x[3];
+}
+
 /// Polar rotation of the column-major 3×3 `f` into `r` by Newton's iteration
 /// X ← (ζX + ζ⁻¹X⁻ᵀ)/2 (Higham 1986), Frobenius-norm scaling ζ on the first step only.
 /// Returns false (r undefined) when F is not safely orientation preserving
@@ -25,15 +41,7 @@ inline bool polar_rotation_newton(const double* f, double* r) {
   for (int it = 0; it < 40; ++it) {
     // Cofactor matrix c = det(X) X⁻ᵀ, columns c_i = x_{i+1} × x_{i+2}.
     double c[9];
-    c[0] = x[4] * x[8] - x[5] * x[7];
-    c[1] = x[5] * x[6] - x[3] * x[8];
-    c[2] = x[3] * x[7] - x[4] * x[6];
-    c[3] = x[7] * x[2] - x[8] * x[1];
-    c[4] = x[8] * x[0] - x[6] * x[2];
-    c[5] = x[6] * x[1] - x[7] * x[0];
-    c[6] = x[1] * x[5] - x[2] * x[4];
-    c[7] = x[2] * x[3] - x[0] * x[5];
-    c[8] = x[0] * x[4] - x[1] * x[3];
+    cofactor(x, c);
     const double det = x[0] * c[0] + x[1] * c[1] + x[2] * c[2];
     const double inv = 1.0 / det;
     double a = 0.5, b = 0.5 * inv;
@@ -100,15 +108,7 @@ typedef long long Mask4 __attribute__((vector_size(32)));
   const Mask4 failed = done;
   for (int it = 0; it < 40; ++it) {
     Lanes4 c[9];
-    c[0] = x[4] * x[8] - x[5] * x[7];
-    c[1] = x[5] * x[6] - x[3] * x[8];
-    c[2] = x[3] * x[7] - x[4] * x[6];
-    c[3] = x[7] * x[2] - x[8] * x[1];
-    c[4] = x[8] * x[0] - x[6] * x[2];
-    c[5] = x[6] * x[1] - x[7] * x[0];
-    c[6] = x[1] * x[5] - x[2] * x[4];
-    c[7] = x[2] * x[3] - x[0] * x[5];
-    c[8] = x[0] * x[4] - x[1] * x[3];
+    cofactor(x, c);
     const Lanes4 det = x[0] * c[0] + x[1] * c[1] + x[2] * c[2];
     const Lanes4 inv = 1.0 / det;
     Lanes4 a, b;

@@ -3,7 +3,6 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/tet_term.hpp>
-#include <xpd/energy/volume.hpp>
 
 #include "anderson.hpp"
 
@@ -21,18 +20,15 @@ double evaluate(const Model& model, State& s, PhaseTimings* timings, bool store_
   double energy = 0.0;
   // Local step of the tet terms, fused with their elastic forces (the expensive part).
   const auto& terms = model.terms();
-  auto element_term = [](const Term* t) {
-    return dynamic_cast<const TetTerm*>(t) != nullptr || dynamic_cast<const VolumeTerm*>(t) != nullptr;
-  };
   for (size_t t = 0; t < terms.size(); ++t) {
-    if (!element_term(terms[t].get())) continue;
+    if (!terms[t]->per_element()) continue;
     energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
                                           store_projections ? s.projections[t].data() : nullptr);
   }
   pt.lap(local.local);
   // Springs and loads.
   for (size_t t = 0; t < terms.size(); ++t) {
-    if (element_term(terms[t].get())) continue;
+    if (terms[t]->per_element()) continue;
     energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
                                           store_projections ? s.projections[t].data() : nullptr);
   }

@@ -46,6 +46,9 @@ public:
 
   /// Short identifier ("corotated", "strain_limit", ...).
   virtual std::string_view name() const = 0;
+  /// True for per-element terms (a 3×3 polar or SVD per tet): their local step is the expensive
+  /// phase, timed as `local` (the tet terms and the volume term).
+  virtual bool per_element() const { return false; }
   /// Number of constraints (elements, springs); 0 for linear terms.
   virtual int num_constraints() const = 0;
   /// Doubles per constraint in a projection buffer (9 for tets, 3 for springs, 0 if none).

@@ -18,6 +18,7 @@ public:
   explicit TetTerm(TetElements elements) : elements_(std::move(elements)) {}
 
   const TetElements& elements() const { return elements_; }
+  bool per_element() const override { return true; }
   int num_constraints() const override { return elements_.size(); }
   int projection_size() const override { return 9; }
 

@@ -35,6 +35,7 @@ public:
 
   const TetElements& elements() const { return elements_; }
   std::string_view name() const override { return "volume"; }
+  bool per_element() const override { return true; }
   int num_constraints() const override { return elements_.size(); }
   int projection_size() const override { return 9; }
 

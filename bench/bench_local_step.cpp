@@ -8,7 +8,7 @@
 #include "energy/polar_kernel.hpp"
 #include "energy/tet_kernel.hpp"
 #include <xpd/mesh/box.hpp>
-#include <xpd/solver/bench_core.hpp>
+#include "bench_core.hpp"
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
 

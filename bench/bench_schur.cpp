@@ -145,7 +145,7 @@ void BM_DenseRefactorH(benchmark::State& state) {
   Setup& s = setup();
   const auto proxies = s.proxies(static_cast<int>(state.range(0)));
   for (auto _ : state)
-    benchmark::DoNotOptimize(s.schur->solve_collision_system(proxies, s.g2, SchurSolveMethod::dense_refactor).data());
+    benchmark::DoNotOptimize(s.schur->solve_collision_system(proxies, s.g2, SchurSolveMethod::DenseRefactor).data());
   state.counters["k"] = static_cast<double>(proxies.size());
 }
 BENCHMARK(BM_DenseRefactorH)->Arg(5)->Arg(10)->Arg(15)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -167,9 +167,9 @@ void BM_Woodbury(benchmark::State& state) {
   Setup& s = setup();
   const auto proxies = s.proxies(static_cast<int>(state.range(0)));
   for (auto _ : state)
-    benchmark::DoNotOptimize(s.schur->solve_collision_system(proxies, s.g2, SchurSolveMethod::woodbury).data());
+    benchmark::DoNotOptimize(s.schur->solve_collision_system(proxies, s.g2, SchurSolveMethod::Woodbury).data());
   state.counters["k"] = static_cast<double>(proxies.size());
-  state.counters["auto_is_woodbury"] = s.schur->choose_method(proxies) == SchurSolveMethod::woodbury;
+  state.counters["auto_is_woodbury"] = s.schur->choose_method(proxies) == SchurSolveMethod::Woodbury;
 }
 BENCHMARK(BM_Woodbury)->Arg(5)->Arg(10)->Arg(15)->Unit(benchmark::kMillisecond)->UseRealTime();
 

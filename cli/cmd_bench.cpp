@@ -2,7 +2,7 @@
 // the machine's noise; absolute times are not).
 #include "commands.hpp"
 
-#include <xpd/solver/bench_core.hpp>
+#include "bench_core.hpp"
 
 #include <fmt/format.h>
 #include <iostream>

@@ -4,7 +4,7 @@
 
 #include <iostream>
 #include <memory>
-#include <xpd/solver/bench_collisions.hpp>
+#include "bench_collisions.hpp"
 
 #include "commands.hpp"
 
@@ -40,9 +40,9 @@ void add_bench_collisions_command(CLI::App& bench) {
   c->add_option("--threads", o->bench.threads, "Threads (0 = all)")->check(CLI::Range(0, 1024));
   c->add_flag("--json", o->json, "Print JSON");
   c->callback([o] {
-    o->bench.schur_solve = o->method == "woodbury"         ? SchurSolveMethod::woodbury
-                           : o->method == "dense_refactor" ? SchurSolveMethod::dense_refactor
-                                                           : SchurSolveMethod::automatic;
+    o->bench.schur_solve = o->method == "woodbury"         ? SchurSolveMethod::Woodbury
+                           : o->method == "dense_refactor" ? SchurSolveMethod::DenseRefactor
+                                                           : SchurSolveMethod::Automatic;
     const CollisionBenchResult r = bench_collisions(o->bench);
     if (o->json) {
       std::cout << r.to_json() << "\n";

@@ -8,7 +8,7 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
-#include <xpd/solver/bench_collisions.hpp>
+#include "bench_collisions.hpp"
 #include <xpd/solver/pd_solver.hpp>
 
 namespace xpd {
@@ -61,7 +61,7 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
   ModelDesc d;
   d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
   d.mu = {1e4};
-  d.density = 1000.0;
+  d.density = {1000.0};
   for (int i = 0; i < N * N; ++i)  // bottom layer z = 0
     d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
   r.nodes = d.mesh.nodes.rows();
@@ -130,7 +130,7 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
     r.pd_phases_1inner.other = cs.pd.timings_ms.other / cs.pd.iterations;
     if (schur.schur()) {
       const SchurSolveMethod m = schur.schur()->last_method();
-      r.schur_solve = m == SchurSolveMethod::woodbury ? "woodbury" : "dense_refactor";
+      r.schur_solve = m == SchurSolveMethod::Woodbury ? "woodbury" : "dense_refactor";
     }
   }
   {
@@ -143,7 +143,7 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
   // Baseline (a): springs in the sparse matrix, numeric refactorization per iteration.
   if (o.refactor_iterations > 0) {
     CollisionOptions ca = co;
-    ca.method = CollisionMethod::full_refactor;
+    ca.method = CollisionMethod::FullRefactor;
     CollisionSolver refactor(model, proxies, region, detector, ca);
     State s = pressed;
     SolverOptions so = measure;
@@ -154,7 +154,7 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
   // Baseline (c): PCG with a Jacobi preconditioner, 100 iterations per global step.
   {
     CollisionOptions cc = co;
-    cc.method = CollisionMethod::pcg;
+    cc.method = CollisionMethod::Pcg;
     CollisionSolver pcg(model, proxies, region, detector, cc);
     State s = pressed;
     SolverOptions so = measure;

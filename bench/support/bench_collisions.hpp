@@ -19,7 +19,7 @@ struct CollisionBenchOptions {
   double indent = 0.08;         ///< sphere indentation depth below the undeformed top face (box side = 1)
   double sphere_radius = 0.3;
   int threads = 0;  ///< ≤ 0: TBB default
-  SchurSolveMethod schur_solve = SchurSolveMethod::automatic;
+  SchurSolveMethod schur_solve = SchurSolveMethod::Automatic;
 };
 
 struct CollisionBenchResult {

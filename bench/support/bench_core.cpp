@@ -1,4 +1,4 @@
-#include <xpd/solver/bench_core.hpp>
+#include "bench_core.hpp"
 
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
@@ -50,7 +50,7 @@ CoreBenchResult bench_core(int box_n, int iterations, int threads, double lambda
   d.volume_matrix = volume_matrix;
   r.lambda = lambda;
   r.volume_matrix = lambda == 0.0 ? "none" : volume_matrix == VolumeMatrix::Coupled ? "coupled" : "isotropic";
-  d.density = 1000.0;
+  d.density = {1000.0};
   d.gravity = Vec3(0, 0, -9.81);
   for (int i = 0; i < box_n * box_n; ++i)  // bottom layer z = 0: nodes i + N (j + N·0)
     d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});

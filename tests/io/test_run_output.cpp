@@ -87,58 +87,5 @@ TEST(IoRunOutput, RefusesAFileAsFolder) {
 }
 
 // `xpd run` on a tiny scene: scene.json holds the attachment and every named selection.
-TEST(IoRunOutput, XpdRunWritesSceneOverlay) {
-  const fs::path work = test::scratch_dir("run_output_cli");
-  const fs::path scene = work / "tiny.json";
-  std::ofstream(scene) << R"({
-    "mesh": { "generator": "box", "nodes": [4, 2, 2], "min": [0, 0, 0], "max": [1, 0.3, 0.3] },
-    "selections": {
-      "clamp": { "type": "half_space", "normal": [1, 0, 0], "offset": 0.001 },
-      "tip": { "type": "box", "min": [0.9, -1, -1], "max": [2, 1, 1] }
-    },
-    "materials": [{ "youngs_modulus": 1e5, "poisson_ratio": 0.0, "density": 1000 }],
-    "attachments": [{ "type": "fixed", "selection": "clamp", "stiffness": 1e7 }],
-    "loads": [{ "type": "gravity", "acceleration": [0, 0, -9.81] }],
-    "solver": { "type": "quasistatic", "frames": 2, "max_iterations": 20, "tolerance": 1e-4 },
-    "outputs": { "fields": ["displacement", "velocity", "external_force", "material", "volume_ratio"] }
-  })";
-  const fs::path out = work / "out";
-  const std::string cmd = std::string("\"") + XPD_CLI_PATH + "\" run -q \"" + scene.string() + "\" -o \"" +
-                          out.string() + "\" > \"" + (work / "log.txt").string() + "\" 2>&1";
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0) {
-    std::ifstream log(work / "log.txt");
-    std::stringstream ss;
-    ss << log.rdbuf();
-    FAIL() << cmd << " exited with " << rc << ":\n" << ss.str();
-  }
-
-  const nlohmann::json j = read_json(out / "scene.json");
-  ASSERT_EQ(j.at("attachments").size(), 1u);
-  const auto& a = j.at("attachments")[0];
-  EXPECT_EQ(a.at("type"), "fixed");
-  EXPECT_EQ(a.at("selection"), "clamp");
-  EXPECT_EQ(a.at("nodes"), nlohmann::json({0, 4, 8, 12}));  // x = 0 face of the 4×2×2 node grid
-  EXPECT_FALSE(a.contains("truncated"));
-  EXPECT_EQ(j.at("selections").at("clamp"), a.at("nodes"));
-  EXPECT_EQ(j.at("selections").at("tip"), nlohmann::json({3, 7, 11, 15}));
-  EXPECT_EQ(j.at("obstacles"), nlohmann::json::array());
-
-  EXPECT_EQ(read_json(out / "stats.json").at("frames").size(), 3u);
-  for (int f = 0; f <= 2; ++f) {
-    char name[16];
-    std::snprintf(name, sizeof name, "%04d", f);
-    const fs::path vtu = out / "frames" / (std::string(name) + ".vtu");
-    ASSERT_TRUE(fs::is_regular_file(vtu)) << f;
-    // Every requested outputs.fields entry is an array of the frame.
-    std::ifstream in(vtu, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string header = bytes.substr(0, bytes.find("<AppendedData"));
-    for (const char* field : {"displacement", "velocity", "external_force", "material", "volume_ratio"})
-      EXPECT_NE(header.find(std::string("Name=\"") + field + "\""), std::string::npos) << field << " in " << vtu;
-  }
-  EXPECT_TRUE(temporaries(out).empty()) << temporaries(out).front();
-}
-
 }  // namespace
 }  // namespace xpd

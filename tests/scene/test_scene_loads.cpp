@@ -1,6 +1,7 @@
 // Node forces of scene loads on a box, against totals computed by hand.
 #include <xpd/core/error.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/solver/model.hpp>
 
 #include <gtest/gtest.h>
 
@@ -27,17 +28,28 @@ Scene bar_scene(const json& loads) {
 
 Vec3 total(const Points& f) { return f.colwise().sum().transpose(); }
 
-TEST(SceneLoads, GravityUsesLumpedMass) {
-  const Scene s = bar_scene(json::parse(R"([{"type": "gravity", "acceleration": [0, 0, -9.81]}])"));
+// The model's lumped masses (per-tet densities of the materials) for the bar.
+Eigen::VectorXd bar_masses(const Scene& s, const TetMesh& mesh) {
+  ModelDesc d;
+  d.mesh = mesh;
+  d.mu = {1.0};
+  d.density = tet_densities(s, assign_materials(s, mesh));
+  d.allow_unattached = true;
+  return build_model(d).masses();
+}
+
+TEST(SceneLoads, GravityActsOnTheModelsLumpedMasses) {
+  const Scene s = bar_scene(
+      json::parse(R"([{"type": "gravity", "acceleration": [0, 0, -9.81], "ramp": {"scale": [0.5, 1]}}])"));
   const TetMesh mesh = make_generated_mesh(s.mesh);
-  const std::vector<int> material = assign_materials(s, mesh);
-  const std::vector<double> mass = lumped_masses(s, mesh, material);
-  double m = 0;
-  for (double v : mass) m += v;
-  EXPECT_NEAR(m, 1000, 1e-9);
-  const Points f = external_forces(s, mesh, material, 1);
-  EXPECT_TRUE(total(f).isApprox(Vec3(0, 0, -9810), 1e-12));
-  for (Eigen::Index n = 0; n < f.rows(); ++n) EXPECT_NEAR(f(n, 2), -9.81 * mass[static_cast<std::size_t>(n)], 1e-9);
+  const Eigen::VectorXd mass = bar_masses(s, mesh);
+  EXPECT_NEAR(mass.sum(), 1000, 1e-9);
+  const Points f1 = external_forces(s, mesh, mass, 1);
+  const Points f2 = external_forces(s, mesh, mass, 2);
+  EXPECT_TRUE(total(f1).isApprox(Vec3(0, 0, -4905), 1e-12)) << total(f1).transpose();
+  EXPECT_TRUE(total(f2).isApprox(Vec3(0, 0, -9810), 1e-12)) << total(f2).transpose();
+  for (Eigen::Index n = 0; n < f2.rows(); ++n) EXPECT_NEAR(f2(n, 2), -9.81 * mass(n), 1e-9);
+  EXPECT_THROW((void)external_forces(s, mesh, Eigen::VectorXd::Ones(3), 1), Error);
 }
 
 TEST(SceneLoads, NodeAndTotalForcesWithRamps) {
@@ -47,14 +59,13 @@ TEST(SceneLoads, NodeAndTotalForcesWithRamps) {
     {"type": "total_force", "selection": "top_face", "force": [0, 0, -8], "distribution": "area"}
   ])"));
   const TetMesh mesh = make_generated_mesh(s.mesh);
-  const std::vector<int> material = assign_materials(s, mesh);
   // Frame 1: the tip's 9 nodes get (0, 1/4, 0) each and (3 * 0.5) / 9 in x; the top face -8 in z.
-  const Points f1 = external_forces(s, mesh, material, 1);
+  const Points f1 = external_forces(s, mesh, bar_masses(s, mesh), 1);
   EXPECT_TRUE(total(f1).isApprox(Vec3(1.5, 9 * 0.25, -8), 1e-12)) << total(f1).transpose();
   const std::vector<int> tip = select_nodes("tip", s.selections, mesh);
   ASSERT_EQ(tip.size(), 9u);
   for (int n : tip) EXPECT_NEAR(f1(n, 0), 1.5 / 9, 1e-12);
-  const Points f9 = external_forces(s, mesh, material, 9);
+  const Points f9 = external_forces(s, mesh, bar_masses(s, mesh), 9);
   EXPECT_TRUE(total(f9).isApprox(Vec3(6, 9, -8), 1e-12)) << total(f9).transpose();
   // Area weights on the 2 × 1 top face with spacing 0.5: interior nodes carry 0.25 m^2, edges 0.125,
   // corners sum to what is left; the force per node is -8 * area / 2.
@@ -72,7 +83,7 @@ TEST(SceneLoads, AreaLoadWithoutSurfaceIsAnError) {
           {"type": "total_force", "selection": "inside", "force": [1, 0, 0], "distribution": "area"}])"));
   const TetMesh mesh = make_generated_mesh(s.mesh);
   try {
-    (void)external_forces(s, mesh, assign_materials(s, mesh), 1);
+    (void)external_forces(s, mesh, bar_masses(s, mesh), 1);
     FAIL();
   } catch (const SceneError& e) {
     EXPECT_EQ(e.json_path(), "/loads/1/selection") << e.what();

@@ -57,7 +57,7 @@ inline ModelDesc beam_desc(const BeamSpec& b) {
   d.mesh = beam_mesh(b);
   const double mu = 0.5 * b.youngs;
   d.mu = {mu};
-  d.density = 1000.0;
+  d.density = {1000.0};
   const double h = b.length / (b.nx - 1);
   for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i)
     if (d.mesh.nodes(i, 0) < 1e-9)

@@ -63,7 +63,7 @@ inline ModelDesc loaded_desc(const TetMesh& mesh, double gravity = 30.0, unsigne
   std::uniform_real_distribution<double> u(0.7, 1.3);
   d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
   for (auto& m : d.mu) m = 1e3 * u(rng);
-  d.density = 100.0;
+  d.density = {100.0};
   d.gravity = Vec3(0.3, 0.0, -1.0) * gravity;
   attach_min_face(d, 0, 1e6);  // attach the x = min face: the body bends under gravity
   return d;

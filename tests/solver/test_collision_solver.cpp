@@ -48,7 +48,7 @@ struct SlabCase {
 
 double max_row_diff(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
 
-CollisionOptions options(CollisionMethod m, SchurSolveMethod s = SchurSolveMethod::automatic, int inner = 1) {
+CollisionOptions options(CollisionMethod m, SchurSolveMethod s = SchurSolveMethod::Automatic, int inner = 1) {
   CollisionOptions o;
   o.stiffness = 1e5;
   o.method = m;
@@ -66,7 +66,7 @@ SolverOptions iterations(int k, double tol = 0.0) {
 
 TEST(CollisionSolver, RegionIsTheNodesOfTheProxyTetsAndBetaElementsLieInIt) {
   SlabCase c;
-  CollisionSolver s = c.solver(options(CollisionMethod::schur));
+  CollisionSolver s = c.solver(options(CollisionMethod::Schur));
   const auto& x2 = s.region_nodes();
   std::vector<int> expected;
   for (int p = 0; p < c.proxies.size(); ++p)
@@ -84,9 +84,9 @@ TEST(CollisionSolver, RegionIsTheNodesOfTheProxyTetsAndBetaElementsLieInIt) {
 TEST(CollisionSolver, OneInnerIterationEqualsFullRefactorizationStep) {
   SlabCase c;
   Points results[3];
-  const CollisionOptions opts[3] = {options(CollisionMethod::schur, SchurSolveMethod::dense_refactor),
-                                    options(CollisionMethod::schur, SchurSolveMethod::woodbury),
-                                    options(CollisionMethod::full_refactor)};
+  const CollisionOptions opts[3] = {options(CollisionMethod::Schur, SchurSolveMethod::DenseRefactor),
+                                    options(CollisionMethod::Schur, SchurSolveMethod::Woodbury),
+                                    options(CollisionMethod::FullRefactor)};
   int active = 0;
   for (int i = 0; i < 3; ++i) {
     CollisionSolver s = c.solver(opts[i]);
@@ -115,7 +115,7 @@ TEST(CollisionSolver, WithoutContactsEqualsPlainPd) {
   loaded.gravity = Vec3(0, 0, -30.0);
   Model model = build_model(loaded);
   // Forced Schur path, one iteration.
-  CollisionOptions forced = options(CollisionMethod::schur);
+  CollisionOptions forced = options(CollisionMethod::Schur);
   forced.plain_path_without_contacts = false;
   CollisionSolver s(model, c.proxies, c.region, *c.detector, forced);
   State a = make_state(model), b = make_state(model);
@@ -127,7 +127,7 @@ TEST(CollisionSolver, WithoutContactsEqualsPlainPd) {
   test::report("forced Schur iteration vs plain PD", err, 1e-10);
   EXPECT_LT(err, 1e-10);
   // Default: plain path, whole frame, bitwise.
-  CollisionSolver p(model, c.proxies, c.region, *c.detector, options(CollisionMethod::schur));
+  CollisionSolver p(model, c.proxies, c.region, *c.detector, options(CollisionMethod::Schur));
   State x = make_state(model), y = make_state(model);
   SolverOptions so;
   so.max_iterations = 30;
@@ -146,7 +146,7 @@ TEST(CollisionSolver, EmptyRegionIsBitwisePlain) {
   loaded.gravity = Vec3(0, 0, -30.0);
   Model model = build_model(loaded);
   CollisionDetector none(c.mesh, c.proxies, {}, {});
-  CollisionSolver s(model, c.proxies, {}, none, options(CollisionMethod::schur));
+  CollisionSolver s(model, c.proxies, {}, none, options(CollisionMethod::Schur));
   EXPECT_EQ(s.schur(), nullptr);
   State x = make_state(model), y = make_state(model);
   s.step(x, iterations(10), 1.0);
@@ -159,19 +159,19 @@ TEST(CollisionSolver, EmptyRegionIsBitwisePlain) {
 TEST(CollisionSolver, MethodsReachTheSameEquilibrium) {
   SlabCase c;
   auto opts = [](CollisionMethod m, int inner = 1) {
-    CollisionOptions o = options(m, SchurSolveMethod::automatic, inner);
+    CollisionOptions o = options(m, SchurSolveMethod::Automatic, inner);
     o.stiffness = 1e4;
     return o;
   };
   const SolverOptions so = iterations(3000, 1e-8);
-  CollisionSolver ref = c.solver(opts(CollisionMethod::schur, 3));
+  CollisionSolver ref = c.solver(opts(CollisionMethod::Schur, 3));
   State r = make_state(c.model);
   const CollisionFrameStats rs = ref.step(r, so, 1.0);
   ASSERT_TRUE(rs.pd.converged) << rs.pd.residual;
   EXPECT_GT(rs.active_proxies, 0);
   const double scale = (r.x - c.mesh.nodes).cwiseAbs().maxCoeff();
   for (CollisionMethod m :
-       {CollisionMethod::full_refactor, CollisionMethod::projective_skinning, CollisionMethod::pcg}) {
+       {CollisionMethod::FullRefactor, CollisionMethod::ProjectiveSkinning, CollisionMethod::Pcg}) {
     CollisionSolver s = c.solver(opts(m));
     State st = make_state(c.model);
     const CollisionFrameStats fs = s.step(st, so, 1.0);
@@ -188,7 +188,7 @@ TEST(CollisionSolver, MethodsReachTheSameEquilibrium) {
 // safeguard) reaches the same equilibrium in fewer iterations.
 TEST(CollisionSolver, AndersonReachesTheSameEquilibriumFaster) {
   SlabCase c;
-  CollisionOptions o = options(CollisionMethod::schur);
+  CollisionOptions o = options(CollisionMethod::Schur);
   o.stiffness = 1e4;
   SolverOptions plain = iterations(3000, 1e-8);
   SolverOptions accel = plain;
@@ -216,7 +216,7 @@ TEST(CollisionSolver, InnerIterationsReduceTheResidual) {
   double residual[2];
   const int inner[2] = {1, 5};
   for (int i = 0; i < 2; ++i) {
-    CollisionSolver s = c.solver(options(CollisionMethod::schur, SchurSolveMethod::automatic, inner[i]));
+    CollisionSolver s = c.solver(options(CollisionMethod::Schur, SchurSolveMethod::Automatic, inner[i]));
     State st = make_state(c.model);
     const CollisionFrameStats fs = s.step(st, iterations(2), 1.0);
     residual[i] = fs.pd.residual;
@@ -231,7 +231,7 @@ TEST(CollisionSolver, ContactsReleaseWhenTheObstacleLeaves) {
   c.obstacles[0].keyframes = {Keyframe{1.0, Vec3::Zero(), Eigen::Quaterniond::Identity()},
                               Keyframe{2.0, Vec3(0, 0, 2.0), Eigen::Quaterniond::Identity()}};
   c.detector = std::make_unique<CollisionDetector>(c.mesh, c.proxies, c.region, c.obstacles);
-  CollisionSolver s = c.solver(options(CollisionMethod::schur));
+  CollisionSolver s = c.solver(options(CollisionMethod::Schur));
   State st = make_state(c.model);
   const CollisionFrameStats pressed = s.step(st, iterations(300, 1e-8), 1.0);
   EXPECT_GT(pressed.active_proxies, 0);
@@ -246,7 +246,7 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
   double depth[2];
   const double stiffness[2] = {1e4, 1e6};
   for (int i = 0; i < 2; ++i) {
-    CollisionOptions o = options(CollisionMethod::schur, SchurSolveMethod::automatic, 2);
+    CollisionOptions o = options(CollisionMethod::Schur, SchurSolveMethod::Automatic, 2);
     o.stiffness = stiffness[i];
     CollisionSolver s = c.solver(o);
     State st = make_state(c.model);
@@ -261,13 +261,13 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
 
 TEST(CollisionSolver, GuardsAndBudget) {
   SlabCase c;
-  CollisionOptions bad = options(CollisionMethod::schur);
+  CollisionOptions bad = options(CollisionMethod::Schur);
   bad.stiffness = 0;
   EXPECT_THROW(c.solver(bad), SolverError);
-  bad = options(CollisionMethod::schur);
+  bad = options(CollisionMethod::Schur);
   bad.inner_iterations = 0;
   EXPECT_THROW(c.solver(bad), SolverError);
-  CollisionOptions tiny = options(CollisionMethod::schur);
+  CollisionOptions tiny = options(CollisionMethod::Schur);
   tiny.schur.dense_memory_budget_bytes = 1000;
   try {
     c.solver(tiny);
@@ -276,10 +276,71 @@ TEST(CollisionSolver, GuardsAndBudget) {
     EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
   }
   EXPECT_THROW(CollisionSolver(c.model, c.proxies, {static_cast<int>(c.proxies.size())}, *c.detector,
-                               options(CollisionMethod::schur)),
+                               options(CollisionMethod::Schur)),
                SolverError);
-  EXPECT_EQ(collision_method_from_string("pcg"), CollisionMethod::pcg);
+  EXPECT_EQ(collision_method_from_string("pcg"), CollisionMethod::Pcg);
   EXPECT_THROW(collision_method_from_string("magic"), Error);
+}
+
+// Model / state: one constant CollisionModel serves two states (two sphere depths, each with its
+// own detector) interleaved frame by frame, and each ends bit for bit where a CollisionSolver of its
+// own (own model, own state) ends; both kinds of object keep working after a move.
+TEST(CollisionModelState, OneModelServesManyStates) {
+  SlabCase slab;
+  const std::vector<Obstacle> deep = {Obstacle{Sphere{Vec3(0.5, 0.5, 0.8), 0.4}, {}}};
+  CollisionDetector det_a(slab.mesh, slab.proxies, slab.region, slab.obstacles);
+  CollisionDetector det_b(slab.mesh, slab.proxies, slab.region, deep);
+  CollisionDetector ref_det_a(slab.mesh, slab.proxies, slab.region, slab.obstacles);
+  CollisionDetector ref_det_b(slab.mesh, slab.proxies, slab.region, deep);
+  const CollisionOptions o = options(CollisionMethod::Schur, SchurSolveMethod::Automatic, 2);
+  CollisionModel shared_model(slab.model, slab.proxies, slab.region, o);
+  CollisionModel model = std::move(shared_model);  // movable
+  CollisionState a(model, det_a), b0(model, det_b);
+  CollisionState b = std::move(b0);
+  CollisionSolver ref_a(slab.model, slab.proxies, slab.region, ref_det_a, o);
+  CollisionSolver ref_b(slab.model, slab.proxies, slab.region, ref_det_b, o);
+  State sa = make_state(slab.model), sb = make_state(slab.model);
+  State ra = make_state(slab.model), rb = make_state(slab.model);
+  SolverOptions so = iterations(12);
+  so.anderson = true;
+  for (int frame = 1; frame <= 2; ++frame) {
+    const CollisionFrameStats fa = collision_step(model, a, sa, so, frame);
+    const CollisionFrameStats fb = collision_step(model, b, sb, so, frame);
+    const CollisionFrameStats ga = ref_a.step(ra, so, frame);
+    const CollisionFrameStats gb = ref_b.step(rb, so, frame);
+    EXPECT_EQ(fa.inner_iterations, ga.inner_iterations);
+    EXPECT_EQ(fb.inner_iterations, gb.inner_iterations);
+    EXPECT_EQ(fa.active_proxies, ga.active_proxies);
+    EXPECT_EQ(fb.active_proxies, gb.active_proxies);
+  }
+  EXPECT_GT(b.contacts().size(), a.contacts().size());
+  EXPECT_EQ(max_row_diff(sa.x, ra.x), 0.0);
+  EXPECT_EQ(max_row_diff(sb.x, rb.x), 0.0);
+  EXPECT_GT(max_row_diff(sa.x, sb.x), 1e-3);  // the two states really differ
+}
+
+TEST(CollisionModelState, StateOfAnotherModelIsRefused) {
+  SlabCase slab;
+  const CollisionOptions o = options(CollisionMethod::Schur);
+  CollisionModel m1(slab.model, slab.proxies, slab.region, o);
+  CollisionModel m2(slab.model, slab.proxies, slab.region, o);
+  CollisionState st(m1, *slab.detector);
+  State s = make_state(slab.model);
+  EXPECT_THROW(collision_step(m2, st, s, iterations(2), 1.0), SolverError);
+}
+
+TEST(CollisionModelState, ChebyshevIsRefusedByName) {
+  SlabCase slab;
+  CollisionSolver solver = slab.solver(options(CollisionMethod::Schur));
+  State s = make_state(slab.model);
+  SolverOptions so = iterations(3);
+  so.accelerator = Accelerator::Chebyshev;
+  try {
+    solver.step(s, so, 1.0);
+    FAIL() << "Chebyshev accepted";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("Chebyshev"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // shape targeting, implicit Euler properties.
 #include <xpd/core/error.hpp>
 #include <xpd/energy/tet_term.hpp>
-#include <xpd/solver/bench_core.hpp>
+#include "bench_core.hpp"
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
@@ -37,7 +37,7 @@ ModelDesc free_body_desc(int variant = 0) {
     d.lambda = {1000.0};
     d.volume_matrix = variant == 1 ? VolumeMatrix::Coupled : VolumeMatrix::Isotropic;
   }
-  d.density = 50.0;
+  d.density = {50.0};
   d.integrator = Integrator::ImplicitEuler;
   d.time_step = 0.01;
   return d;

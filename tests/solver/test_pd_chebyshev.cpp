@@ -1,9 +1,9 @@
 // Chebyshev semi-iterative acceleration (Wang 2015) of the PD iteration, min_iterations, and the
 // accelerator / thread settings of scenes.
 #include <xpd/core/error.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/solver/pd_solver.hpp>
-#include <xpd/solver/scene_simulation.hpp>
+#include <xpd/scene/scene_simulation.hpp>
 
 #include "solver/beam_fixtures.hpp"
 #include "solver/pd_fixtures.hpp"

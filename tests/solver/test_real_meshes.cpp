@@ -41,10 +41,10 @@ ModelDesc hanging_desc(const TetMesh& mesh, double load = 0.4, unsigned seed = 5
   const double mu = 1e3;
   d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
   for (auto& m : d.mu) m = mu * u(rng);
-  d.density = 100.0;
+  d.density = {100.0};
   const Vec3 lo = mesh.nodes.colwise().minCoeff(), hi = mesh.nodes.colwise().maxCoeff();
   const double L = test::bbox_diagonal(mesh.nodes);
-  d.gravity = Vec3(0.3, -1.0, 0.0) * (load * mu / (d.density * L));
+  d.gravity = Vec3(0.3, -1.0, 0.0) * (load * mu / (d.density[0] * L));
   // Attach the top (max-y) band: the body hangs and swings sideways.
   const double band = hi.y() - 0.08 * (hi.y() - lo.y());
   for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)

@@ -174,10 +174,10 @@ TEST_P(SchurMeshes, RefactorWoodburyAndSparseBaselineAgree) {
 
     Eigen::MatrixXd y1, g2;
     schur.forward(f, y1, g2);
-    const Eigen::MatrixXd u2_dense = schur.solve_collision_system(proxies, g2, SchurSolveMethod::dense_refactor);
-    EXPECT_EQ(schur.last_method(), SchurSolveMethod::dense_refactor);
-    const Eigen::MatrixXd u2_wood = schur.solve_collision_system(proxies, g2, SchurSolveMethod::woodbury);
-    EXPECT_EQ(schur.last_method(), SchurSolveMethod::woodbury);
+    const Eigen::MatrixXd u2_dense = schur.solve_collision_system(proxies, g2, SchurSolveMethod::DenseRefactor);
+    EXPECT_EQ(schur.last_method(), SchurSolveMethod::DenseRefactor);
+    const Eigen::MatrixXd u2_wood = schur.solve_collision_system(proxies, g2, SchurSolveMethod::Woodbury);
+    EXPECT_EQ(schur.last_method(), SchurSolveMethod::Woodbury);
     const Eigen::MatrixXd u2_auto = schur.solve_collision_system(proxies, g2);
     EXPECT_LT(rel_error(u2_wood, u2_dense), kCollisionTol) << "k = " << k;
     EXPECT_LT(rel_error(u2_auto, u2_dense), kCollisionTol) << "k = " << k;
@@ -285,14 +285,14 @@ TEST(SchurEdgeCases, AutomaticChoiceFollowsCostModel) {
   const int m = schur.m();
   std::vector<SchurProxy> few = test::random_proxies(p.mesh, p.beta_tets, schur, std::max(1, m / 20), 1.0, 1);
   std::vector<SchurProxy> many = test::random_proxies(p.mesh, p.beta_tets, schur, 3 * m, 1.0, 2);
-  EXPECT_EQ(schur.choose_method(few), SchurSolveMethod::woodbury);
-  EXPECT_EQ(schur.choose_method(many), SchurSolveMethod::dense_refactor);
+  EXPECT_EQ(schur.choose_method(few), SchurSolveMethod::Woodbury);
+  EXPECT_EQ(schur.choose_method(many), SchurSolveMethod::DenseRefactor);
   // Without Σ⁻¹ only the refactor is possible.
   SchurOptions opt;
   opt.precompute_inverse = false;
   SchurFactorization no_inv(p.K, p.region, opt);
-  EXPECT_EQ(no_inv.choose_method(few), SchurSolveMethod::dense_refactor);
-  EXPECT_THROW(no_inv.solve_collision_system(few, Eigen::MatrixXd::Zero(m, 3), SchurSolveMethod::woodbury),
+  EXPECT_EQ(no_inv.choose_method(few), SchurSolveMethod::DenseRefactor);
+  EXPECT_THROW(no_inv.solve_collision_system(few, Eigen::MatrixXd::Zero(m, 3), SchurSolveMethod::Woodbury),
                SolverError);
 }
 

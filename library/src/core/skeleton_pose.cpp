@@ -5,7 +5,7 @@
 
 namespace xpd {
 
-std::vector<int> bone_parents(const io::Skeleton& skeleton) {
+std::vector<int> bone_parents(const Skeleton& skeleton) {
   const int nb = static_cast<int>(skeleton.bones.rows());
   std::vector<int> parent(static_cast<std::size_t>(nb), -1);
   for (int b = 0; b < nb; ++b)
@@ -17,7 +17,7 @@ std::vector<int> bone_parents(const io::Skeleton& skeleton) {
   return parent;
 }
 
-std::vector<RigidTransform> forward_kinematics(const io::Skeleton& skeleton,
+std::vector<RigidTransform> forward_kinematics(const Skeleton& skeleton,
                                                const std::vector<Eigen::Quaterniond>& relative) {
   const int nb = static_cast<int>(skeleton.bones.rows());
   if (static_cast<int>(relative.size()) != nb)

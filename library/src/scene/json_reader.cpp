@@ -1,4 +1,4 @@
-#include "io/json_reader.hpp"
+#include "scene/json_reader.hpp"
 
 #include <algorithm>
 #include <cmath>

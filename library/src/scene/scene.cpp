@@ -1,10 +1,10 @@
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/box.hpp>
 
-#include "io/json_reader.hpp"
+#include "scene/json_reader.hpp"
 #include "io/text_cursor.hpp"
 
 #include <algorithm>
@@ -447,7 +447,7 @@ Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
     a.type = Attachment::Type::Bone;
     const JsonReader skel = r.child("skeleton");
     a.bone.skeleton = ctx.existing_file(skel);
-    io::Skeleton skeleton;
+    Skeleton skeleton;
     try {
       skeleton = io::read_tgf(a.bone.skeleton);
     } catch (const IoError& e) {

@@ -8,7 +8,7 @@
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
-#include <xpd/solver/scene_collision.hpp>
+#include <xpd/scene/scene_collision.hpp>
 
 namespace xpd {
 
@@ -131,9 +131,9 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   co.stiffness = sc->stiffness;
   co.inner_iterations = cs.inner_iterations;
   co.method = collision_method_from_string(cs.method);
-  co.schur_solve = cs.schur_solve == "woodbury"         ? SchurSolveMethod::woodbury
-                   : cs.schur_solve == "dense_refactor" ? SchurSolveMethod::dense_refactor
-                                                        : SchurSolveMethod::automatic;
+  co.schur_solve = cs.schur_solve == "woodbury"         ? SchurSolveMethod::Woodbury
+                   : cs.schur_solve == "dense_refactor" ? SchurSolveMethod::DenseRefactor
+                                                        : SchurSolveMethod::Automatic;
   co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   try {

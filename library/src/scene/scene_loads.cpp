@@ -1,34 +1,28 @@
 // Node forces of a scene's loads (docs/scene-format.md §7).
 #include <xpd/core/error.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
 
 namespace xpd {
 
-std::vector<double> lumped_masses(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material) {
-  if (tet_material.size() != static_cast<std::size_t>(mesh.tets.rows()))
-    throw Error("lumped_masses: tet_material has " + std::to_string(tet_material.size()) + " entries for " +
-                std::to_string(mesh.tets.rows()) + " tets");
-  std::vector<double> mass(static_cast<std::size_t>(mesh.nodes.rows()), 0.0);
-  for (Eigen::Index e = 0; e < mesh.tets.rows(); ++e) {
-    const Material& m = scene.materials.at(static_cast<std::size_t>(tet_material[static_cast<std::size_t>(e)]));
-    const auto x = [&](int k) -> Vec3 { return mesh.nodes.row(mesh.tets(e, k)).transpose(); };
-    const double quarter = m.density * std::abs(signed_volume(x(0), x(1), x(2), x(3))) / 4.0;
-    for (int k = 0; k < 4; ++k) mass[static_cast<std::size_t>(mesh.tets(e, k))] += quarter;
-  }
-  return mass;
+std::vector<double> tet_densities(const Scene& scene, const std::vector<int>& tet_material) {
+  std::vector<double> rho(tet_material.size());
+  for (std::size_t t = 0; t < tet_material.size(); ++t)
+    rho[t] = scene.materials.at(static_cast<std::size_t>(tet_material[t])).density;
+  return rho;
 }
 
-Points external_forces(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material, int frame) {
+Points external_forces(const Scene& scene, const TetMesh& mesh, const Eigen::VectorXd& masses, int frame) {
+  if (masses.size() != mesh.nodes.rows())
+    throw Error("external_forces: " + std::to_string(masses.size()) + " masses for " +
+                std::to_string(mesh.nodes.rows()) + " nodes");
   Points f = Points::Zero(mesh.nodes.rows(), 3);
-  std::vector<double> mass;  // computed on first use
   for (std::size_t i = 0; i < scene.loads.size(); ++i) {
     const Load& load = scene.loads[i];
     const double scale = load.scale_at(frame);
     if (scale == 0) continue;
     const Vec3 v = scale * load.value;
     if (load.type == Load::Type::Gravity) {
-      if (mass.empty()) mass = lumped_masses(scene, mesh, tet_material);
-      for (Eigen::Index n = 0; n < f.rows(); ++n) f.row(n) += mass[static_cast<std::size_t>(n)] * v.transpose();
+      for (Eigen::Index n = 0; n < f.rows(); ++n) f.row(n) += masses(n) * v.transpose();
       continue;
     }
     const std::string pointer = "/loads/" + std::to_string(i) + "/selection";

@@ -1,6 +1,6 @@
 // Kept apart from scene.cpp so that parsing scenes does not pull in every mesh-file reader.
 #include <xpd/io/mesh_io.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/embedding.hpp>
 

@@ -1,8 +1,9 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
-#include <xpd/solver/scene_simulation.hpp>
+#include <xpd/scene/scene_simulation.hpp>
 
 #include <chrono>
 #include <optional>
@@ -14,7 +15,7 @@ namespace xpd {
 namespace {
 
 // Rest-pose nearest bone among `bones` for node position p.
-int nearest_bone(const io::Skeleton& sk, const std::vector<int>& bones, const Vec3& p) {
+int nearest_bone(const Skeleton& sk, const std::vector<int>& bones, const Vec3& p) {
   int best = bones.front();
   double best_d = std::numeric_limits<double>::infinity();
   for (int b : bones) {
@@ -55,9 +56,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     if (m.strain_limit)
       desc.strain_limits.push_back({t, m.strain_limit->stiffness, m.strain_limit->sigma_min, m.strain_limit->sigma_max});
   }
-  // The model lumps masses with one density; per-material densities enter through the scene's
-  // external forces (gravity) and, for implicit Euler, the first material's density.
-  desc.density = scene_.materials.front().density;
+  // Per-tet densities: the model's lumped masses carry both gravity and inertia.
+  desc.density = tet_densities(scene_, tet_material_);
   desc.volume_matrix = scene_.solver.volume_matrix == SolverSettings::VolumeMatrix::Coupled ? VolumeMatrix::Coupled
                                                                                           : VolumeMatrix::Isotropic;
 
@@ -84,7 +84,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       desc.attachments.push_back({BaryPoint::node(v), att.stiffness, mesh_.nodes.row(v).transpose()});
     }
   }
-  desc.nodal_forces = external_forces(scene_, mesh_, tet_material_, 1);
+  // Node forces (gravity on the model's masses) are set once the model exists.
   desc.integrator = scene_.solver.type == SolverSettings::Type::ImplicitEuler ? Integrator::ImplicitEuler
                                                                               : Integrator::Quasistatic;
   desc.time_step = scene_.solver.time_step;
@@ -97,16 +97,21 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   }
 
   try {
-    model_ = build_model(desc);
+    model_ = std::make_unique<Model>(build_model(desc));
   } catch (const SolverError& e) {
     // Name the scene (e.g. "scene.json: model: connected component #1 (...) has no attachment").
     throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
   }
-  state_ = make_state(model_);
+  state_ = make_state(*model_);
+  state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), 1);
+  if (scene_.collision && scene_.solver.accelerator == SolverSettings::Accelerator::Chebyshev)
+    throw SceneError(scene_.file, "/solver/accelerator",
+                     "chebyshev cannot be combined with collision handling (the contact set changes the matrix "
+                     "between iterations); use anderson or none");
   if (scene_.collision) {
     double max_mu = 0;
     for (const Material& m : scene_.materials) max_mu = std::max(max_mu, m.mu);
-    collision_ = make_scene_collision(scene_, mesh_, model_, surface_, embedding_, max_mu);
+    collision_ = make_scene_collision(scene_, mesh_, *model_, surface_, embedding_, max_mu);
   }
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
@@ -146,7 +151,7 @@ void SceneSimulation::set_frame_inputs(int frame) {
     }
     targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
   }
-  state_.inputs.nodal_forces = external_forces(scene_, mesh_, tet_material_, frame);
+  state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), frame);
 }
 
 FrameStats SceneSimulation::advance(int frame) {
@@ -157,13 +162,13 @@ FrameStats SceneSimulation::advance(int frame) {
   const Points current = state_.x;  // x_{k−1}
   // No extrapolation with collisions: the guess is judged by the elastic energy alone, which happily
   // drives contacting parts through each other, deeper than detection can see.
-  if (extrapolate_ && !collision_ && model_.integrator() == Integrator::Quasistatic &&
+  if (extrapolate_ && !collision_ && model_->integrator() == Integrator::Quasistatic &&
       previous_x_.rows() == current.rows()) {
     // Warm start: linear extrapolation of the displacement, kept only when it lowers the objective
     // at this frame's inputs (two local steps, cheap next to the solve).
-    const double e_current = evaluate(model_, state_);
+    const double e_current = evaluate(*model_, state_);
     state_.x = 2.0 * current - previous_x_;
-    const double e_guess = evaluate(model_, state_);
+    const double e_guess = evaluate(*model_, state_);
     if (std::isfinite(e_guess) && e_guess < e_current)
       last_extrapolated_ = true;
     else
@@ -174,13 +179,15 @@ FrameStats SceneSimulation::advance(int frame) {
     collision_stats_ = collision_->solver->step(state_, options_, frame);
     st = collision_stats_->pd;
   } else {
-    st = step(model_, state_, options_);
+    st = step(*model_, state_, options_);
   }
   previous_x_ = current;
   return st;
 }
 
 SceneSimulation::~SceneSimulation() = default;
+SceneSimulation::SceneSimulation(SceneSimulation&&) noexcept = default;
+SceneSimulation& SceneSimulation::operator=(SceneSimulation&&) noexcept = default;
 
 std::optional<SurfaceMesh> SceneSimulation::embedded_surface() const {
   if (!surface_) return std::nullopt;

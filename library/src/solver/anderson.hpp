@@ -1,11 +1,17 @@
 #pragma once
-// Internal: Anderson acceleration step shared by the PD drivers (pd_solver, collision_solver).
+// Internal: Anderson acceleration step of the frame loop (frame_loop.cpp).
 #include <xpd/solver/state.hpp>
 
 #include <Eigen/Core>
 #include <algorithm>
 
 namespace xpd::detail {
+
+// Forgets the history (start of a frame, rejected iterate, line search).
+inline void anderson_reset(AndersonScratch& a) {
+  a.history = a.head = 0;
+  a.has_prev = false;
+}
 
 // Anderson acceleration (type II, Walker & Ni 2011) of G(x) = x + K⁻¹ f(x); returns the next
 // iterate in `x` (a 3n vector view of state.x); the plain iterate is kept in a.x_pd.
@@ -20,7 +26,10 @@ inline void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::Ve
     a.x_pd.resize(N);
     a.normal.resize(window, window);
     a.normal_k.resize(window, window);
-    a.ldlt = Eigen::LDLT<Eigen::MatrixXd>(window);
+    // Size the LDLT's storage by factoring the identity once (a default-constructed LDLT copied
+    // into place would carry an uninitialized ComputationInfo).
+    a.normal_k.setIdentity();
+    a.ldlt.compute(a.normal_k);
     a.gamma.resize(window);
     a.dFtF.resize(window);
     a.history = a.head = 0;

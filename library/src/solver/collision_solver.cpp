@@ -9,27 +9,27 @@
 #include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
-#include "anderson.hpp"
+#include <xpd/solver/frame_loop.hpp>
 
 namespace xpd {
 
 std::string to_string(CollisionMethod method) {
   switch (method) {
-    case CollisionMethod::schur:
+    case CollisionMethod::Schur:
       return "schur";
-    case CollisionMethod::full_refactor:
+    case CollisionMethod::FullRefactor:
       return "full_refactor";
-    case CollisionMethod::projective_skinning:
+    case CollisionMethod::ProjectiveSkinning:
       return "projective_skinning";
-    case CollisionMethod::pcg:
+    case CollisionMethod::Pcg:
       return "pcg";
   }
   return "?";
 }
 
 CollisionMethod collision_method_from_string(const std::string& name) {
-  for (CollisionMethod m : {CollisionMethod::schur, CollisionMethod::full_refactor,
-                            CollisionMethod::projective_skinning, CollisionMethod::pcg})
+  for (CollisionMethod m : {CollisionMethod::Schur, CollisionMethod::FullRefactor,
+                            CollisionMethod::ProjectiveSkinning, CollisionMethod::Pcg})
     if (to_string(m) == name) return m;
   throw Error(
       fmt::format("unknown collision method '{}' (expected schur, full_refactor, projective_skinning or pcg)", name));
@@ -56,11 +56,13 @@ struct BetaList {
 
 }  // namespace
 
-struct CollisionSolver::Impl {
+// ---------------------------------------------------------------------------------------------
+// The constant part: partition, E_β, A22^(β), the factorization of the method.
+struct CollisionModel::Impl {
   const Model* model = nullptr;
   ProxySet proxies;
   std::vector<int> region;  // proxy indices
-  ContactDetector* detector = nullptr;
+  std::vector<char> region_mask;  // per proxy
   CollisionOptions opt;
   std::vector<int> nodes2;    // x2, region-local order
   std::vector<int> local_of;  // node → region-local index or −1
@@ -68,24 +70,11 @@ struct CollisionSolver::Impl {
   int num_beta = 0;
   Eigen::SparseMatrix<double> a22_beta;  // m × m, region-local: Σ_β w Gᵀ G
   std::optional<SchurFactorization> schur;
-  std::optional<SparseCholesky> sparse;  // baseline (a): analyzed on K; (b): K + all region springs
+  std::optional<SparseCholesky> skinning;  // baseline (b): K + all region springs, factored once
   double setup_ms = 0;
-  std::vector<ProxyContact> contacts;
-  // Springs of the current global step: every proxy active at some detection of this frame
-  // (keep_active_in_frame) or of the last detection; target = contact target, or the proxy's
-  // current position when it is not in contact now (zero force, stiffness kept in the matrix).
-  std::vector<char> in_springs;   // per proxy
-  std::vector<int> out_count;     // per proxy: detections in a row out of contact while in springs
-  std::vector<int> spring_proxy;  // sorted
-  std::vector<Vec3> spring_target;
-  // Scratch.
-  Points fb;  // #V × 3, zero outside of use (only x2 rows are ever written)
-  Eigen::MatrixXd rhs, y1, g2, g_alpha, fbeta, fcol, g, u2, u2_total, sigma_u2, u;
-  Points x_old, delta;  // Anderson: the iterate before the global step, and the step
-  std::vector<double> inner_residuals;  // see CollisionSolver::inner_residuals()
-  std::vector<SchurProxy> schur_proxies;
 
   int m() const { return static_cast<int>(nodes2.size()); }
+  bool in_region_proxy(int p) const { return region_mask[static_cast<size_t>(p)] != 0; }
 
   Vec3 proxy_position(const Points& x, int p) const {
     const Tets& tets = model->tets();
@@ -93,123 +82,6 @@ struct CollisionSolver::Impl {
     Vec3 xp = Vec3::Zero();
     for (int a = 0; a < 4; ++a) xp += proxies.weights(p, a) * x.row(tets(t, a)).transpose();
     return xp;
-  }
-
-  void reset_springs() {
-    for (const int p : spring_proxy) in_springs[static_cast<size_t>(p)] = 0, out_count[static_cast<size_t>(p)] = 0;
-    spring_proxy.clear();
-    spring_target.clear();
-  }
-
-  // Springs after a detection at x (contacts sorted by proxy). A spring out of contact keeps its
-  // stiffness (target = its current position) until it has been out for release_after detections
-  // in a row: proxies that flicker in and out on the contact boundary keep one matrix, proxies that
-  // really separate are freed after a few detections instead of being dragged by their springs.
-  void update_springs(const Points& x) {
-    if (!opt.keep_active_in_frame) reset_springs();
-    for (const ProxyContact& ct : contacts) {
-      out_count[static_cast<size_t>(ct.proxy)] = 0;
-      if (!in_springs[static_cast<size_t>(ct.proxy)]) {
-        in_springs[static_cast<size_t>(ct.proxy)] = 1;
-        spring_proxy.push_back(ct.proxy);
-      }
-    }
-    std::sort(spring_proxy.begin(), spring_proxy.end());
-    spring_target.clear();
-    size_t c = 0, kept = 0;
-    for (size_t i = 0; i < spring_proxy.size(); ++i) {
-      const int p = spring_proxy[i];
-      while (c < contacts.size() && contacts[c].proxy < p) ++c;
-      const bool touching = c < contacts.size() && contacts[c].proxy == p;
-      if (!touching && ++out_count[static_cast<size_t>(p)] >= opt.release_after) {
-        in_springs[static_cast<size_t>(p)] = 0;
-        out_count[static_cast<size_t>(p)] = 0;
-        continue;
-      }
-      spring_proxy[kept++] = p;
-      if (!touching) {
-        spring_target.push_back(proxy_position(x, p));
-      } else if (contacts[c].source == ProxyContact::Source::Self) {
-        // Both sides of a self-contact are proxies, each pulled towards the other side's surface:
-        // with full targets the two surfaces would swap places every iteration (a 2-cycle for a
-        // stiff penalty). Half-way targets make the pair meet in the middle.
-        const Vec3 xp = proxy_position(x, p);
-        spring_target.push_back(xp + 0.5 * (contacts[c].target - xp));
-      } else {
-        spring_target.push_back(contacts[c].target);
-      }
-    }
-    spring_proxy.resize(kept);
-  }
-
-  // Collision energy Σ c/2 ||x_p − t||² of the springs at x; adds −c (x_p − t) w_a to f rows.
-  double add_collision_forces(const Points& x, Points& f) const {
-    const Tets& tets = model->tets();
-    const double c = opt.stiffness;
-    double e = 0.0;
-    for (size_t i = 0; i < spring_proxy.size(); ++i) {
-      const int p = spring_proxy[i];
-      const int t = proxies.tet[static_cast<size_t>(p)];
-      const Vec3 d = proxy_position(x, p) - spring_target[i];
-      e += 0.5 * c * d.squaredNorm();
-      for (int a = 0; a < 4; ++a) f.row(tets(t, a)) -= (c * proxies.weights(p, a)) * d.transpose();
-    }
-    return e;
-  }
-
-  void detect(const Points& x, double frame, CollisionTimings& tm) {
-    PhaseTimer pt;
-    detector->detect(x, frame, contacts);
-    for (size_t i = 0; i < contacts.size(); ++i) {
-      const ProxyContact& ct = contacts[i];
-      if (ct.proxy < 0 || ct.proxy >= proxies.size() || !in_region_proxy(ct.proxy))
-        throw SolverError(
-            fmt::format("collision detector reported proxy {}, which is not in the collision region", ct.proxy));
-      if (i > 0 && !(contacts[i - 1].proxy < ct.proxy))
-        throw SolverError("collision detector: contacts must be sorted by proxy, one per proxy");
-      if (!ct.target.allFinite())
-        throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
-    }
-    update_springs(x);
-    pt.lap(tm.detect);
-  }
-
-  std::vector<char> region_mask;  // per proxy
-  bool in_region_proxy(int p) const { return region_mask[static_cast<size_t>(p)] != 0; }
-
-  // E_β forces at x, gathered into out (m × 3, region-local).
-  void beta_forces(const State& s, Eigen::MatrixXd& out) {
-    for (const BetaList& b : beta) b.term->project_add_force_subset(s.x, s.inputs, fb, b.elements);
-    out.resize(m(), 3);
-    for (int i = 0; i < m(); ++i) {
-      const int node = nodes2[static_cast<size_t>(i)];
-      out.row(i) = fb.row(node);
-      fb.row(node).setZero();
-    }
-  }
-
-  // The springs as region-local SchurProxy springs, and their forces (m × 3) at x.
-  void contact_springs(const Points& x, Eigen::MatrixXd& force) {
-    const Tets& tets = model->tets();
-    schur_proxies.clear();
-    force.setZero(m(), 3);
-    for (size_t i = 0; i < spring_proxy.size(); ++i) {
-      const int p = spring_proxy[i];
-      const int t = proxies.tet[static_cast<size_t>(p)];
-      SchurProxy sp;
-      Vec3 xp = Vec3::Zero();
-      for (int a = 0; a < 4; ++a) {
-        sp.nodes[static_cast<size_t>(a)] = local_of[static_cast<size_t>(tets(t, a))];
-        sp.weights[static_cast<size_t>(a)] = proxies.weights(p, a);
-        xp += proxies.weights(p, a) * x.row(tets(t, a)).transpose();
-      }
-      sp.stiffness = opt.stiffness;
-      const Vec3 d = xp - spring_target[i];
-      for (int a = 0; a < 4; ++a)
-        force.row(sp.nodes[static_cast<size_t>(a)]) -=
-            (opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
-      schur_proxies.push_back(sp);
-    }
   }
 
   // K + Σ_springs c w wᵀ with K's pattern (every spring lies in one tet, so its entries exist).
@@ -226,14 +98,153 @@ struct CollisionSolver::Impl {
     }
     return A;
   }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The per-state part: springs, contacts, scratch of the solves.
+struct CollisionState::Impl {
+  const CollisionModel::Impl* cm = nullptr;
+  ContactDetector* detector = nullptr;
+  int inner_iterations = 1;
+  std::vector<ProxyContact> contacts;
+  // Springs of the current global step: every proxy active at some detection of this frame
+  // (keep_active_in_frame) or of the last detection; target = contact target, or the proxy's
+  // current position when it is not in contact now (zero force, stiffness kept in the matrix).
+  std::vector<char> in_springs;   // per proxy
+  std::vector<int> out_count;     // per proxy: detections in a row out of contact while in springs
+  std::vector<int> spring_proxy;  // sorted
+  std::vector<Vec3> spring_target;
+  std::optional<SparseCholesky> refactor;  // baseline (a): analyzed on K, refactored per iteration
+  SchurWorkspace ws;
+  // Scratch.
+  Points fb;  // #V × 3, zero outside of use (only x2 rows are ever written)
+  Eigen::MatrixXd rhs, y1, g2, g_alpha, fbeta, fcol, g, u2, u2_total, sigma_u2, u;
+  std::vector<double> inner_residuals;  // see CollisionState::inner_residuals()
+  std::vector<SchurProxy> schur_proxies;
+
+  int m() const { return cm->m(); }
+
+  void reset_springs() {
+    for (const int p : spring_proxy) in_springs[static_cast<size_t>(p)] = 0, out_count[static_cast<size_t>(p)] = 0;
+    spring_proxy.clear();
+    spring_target.clear();
+  }
+
+  // Springs after a detection at x (contacts sorted by proxy). A spring out of contact keeps its
+  // stiffness (target = its current position) until it has been out for release_after detections
+  // in a row: proxies that flicker in and out on the contact boundary keep one matrix, proxies that
+  // really separate are freed after a few detections instead of being dragged by their springs.
+  void update_springs(const Points& x) {
+    if (!cm->opt.keep_active_in_frame) reset_springs();
+    for (const ProxyContact& ct : contacts) {
+      out_count[static_cast<size_t>(ct.proxy)] = 0;
+      if (!in_springs[static_cast<size_t>(ct.proxy)]) {
+        in_springs[static_cast<size_t>(ct.proxy)] = 1;
+        spring_proxy.push_back(ct.proxy);
+      }
+    }
+    std::sort(spring_proxy.begin(), spring_proxy.end());
+    spring_target.clear();
+    size_t c = 0, kept = 0;
+    for (size_t i = 0; i < spring_proxy.size(); ++i) {
+      const int p = spring_proxy[i];
+      while (c < contacts.size() && contacts[c].proxy < p) ++c;
+      const bool touching = c < contacts.size() && contacts[c].proxy == p;
+      if (!touching && ++out_count[static_cast<size_t>(p)] >= cm->opt.release_after) {
+        in_springs[static_cast<size_t>(p)] = 0;
+        out_count[static_cast<size_t>(p)] = 0;
+        continue;
+      }
+      spring_proxy[kept++] = p;
+      if (!touching) {
+        spring_target.push_back(cm->proxy_position(x, p));
+      } else if (contacts[c].source == ProxyContact::Source::Self) {
+        // Both sides of a self-contact are proxies, each pulled towards the other side's surface:
+        // with full targets the two surfaces would swap places every iteration (a 2-cycle for a
+        // stiff penalty). Half-way targets make the pair meet in the middle.
+        const Vec3 xp = cm->proxy_position(x, p);
+        spring_target.push_back(xp + 0.5 * (contacts[c].target - xp));
+      } else {
+        spring_target.push_back(contacts[c].target);
+      }
+    }
+    spring_proxy.resize(kept);
+  }
+
+  // Collision energy Σ c/2 ||x_p − t||² of the springs at x; adds −c (x_p − t) w_a to f rows.
+  double add_collision_forces(const Points& x, Points& f) const {
+    const Tets& tets = cm->model->tets();
+    const double c = cm->opt.stiffness;
+    double e = 0.0;
+    for (size_t i = 0; i < spring_proxy.size(); ++i) {
+      const int p = spring_proxy[i];
+      const int t = cm->proxies.tet[static_cast<size_t>(p)];
+      const Vec3 d = cm->proxy_position(x, p) - spring_target[i];
+      e += 0.5 * c * d.squaredNorm();
+      for (int a = 0; a < 4; ++a) f.row(tets(t, a)) -= (c * cm->proxies.weights(p, a)) * d.transpose();
+    }
+    return e;
+  }
+
+  void detect(const Points& x, double frame, CollisionTimings& tm) {
+    PhaseTimer pt;
+    detector->detect(x, frame, contacts);
+    for (size_t i = 0; i < contacts.size(); ++i) {
+      const ProxyContact& ct = contacts[i];
+      if (ct.proxy < 0 || ct.proxy >= cm->proxies.size() || !cm->in_region_proxy(ct.proxy))
+        throw SolverError(
+            fmt::format("collision detector reported proxy {}, which is not in the collision region", ct.proxy));
+      if (i > 0 && !(contacts[i - 1].proxy < ct.proxy))
+        throw SolverError("collision detector: contacts must be sorted by proxy, one per proxy");
+      if (!ct.target.allFinite())
+        throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
+    }
+    update_springs(x);
+    pt.lap(tm.detect);
+  }
+
+  // E_β forces at x, gathered into out (m × 3, region-local).
+  void beta_forces(const State& s, Eigen::MatrixXd& out) {
+    for (const BetaList& b : cm->beta) b.term->project_add_force_subset(s.x, s.inputs, fb, b.elements);
+    out.resize(m(), 3);
+    for (int i = 0; i < m(); ++i) {
+      const int node = cm->nodes2[static_cast<size_t>(i)];
+      out.row(i) = fb.row(node);
+      fb.row(node).setZero();
+    }
+  }
+
+  // The springs as region-local SchurProxy springs, and their forces (m × 3) at x.
+  void contact_springs(const Points& x, Eigen::MatrixXd& force) {
+    const Tets& tets = cm->model->tets();
+    schur_proxies.clear();
+    force.setZero(m(), 3);
+    for (size_t i = 0; i < spring_proxy.size(); ++i) {
+      const int p = spring_proxy[i];
+      const int t = cm->proxies.tet[static_cast<size_t>(p)];
+      SchurProxy sp;
+      Vec3 xp = Vec3::Zero();
+      for (int a = 0; a < 4; ++a) {
+        sp.nodes[static_cast<size_t>(a)] = cm->local_of[static_cast<size_t>(tets(t, a))];
+        sp.weights[static_cast<size_t>(a)] = cm->proxies.weights(p, a);
+        xp += cm->proxies.weights(p, a) * x.row(tets(t, a)).transpose();
+      }
+      sp.stiffness = cm->opt.stiffness;
+      const Vec3 d = xp - spring_target[i];
+      for (int a = 0; a < 4; ++a)
+        force.row(sp.nodes[static_cast<size_t>(a)]) -=
+            (cm->opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
+      schur_proxies.push_back(sp);
+    }
+  }
 
   // One outer iteration of Algorithm 1 from s.x with s.force = f(x) + f_col(x).
   void schur_iteration(State& s, double frame, CollisionFrameStats& st) {
     CollisionTimings& tm = st.timings_ms;
     PhaseTimer pt;
-    SchurFactorization& S = *schur;
+    const SchurFactorization& S = *cm->schur;
     rhs = s.force;  // row-major → column-major n × 3
-    S.forward(rhs, y1, g2);
+    S.forward(ws, rhs, y1, g2);
     pt.lap(tm.forward);
     // g_α = g2 − f_β(x) − f_col(x): the α part of the reduced right-hand side.
     beta_forces(s, fbeta);
@@ -243,7 +254,7 @@ struct CollisionSolver::Impl {
     u2_total.setZero(m(), 3);
     inner_residuals.clear();
     pt.lap(tm.schur_update);
-    for (int j = 0; j < opt.inner_iterations; ++j) {
+    for (int j = 0; j < inner_iterations; ++j) {
       if (j > 0) {
         pt.skip();
         detect(s.x, frame, tm);
@@ -255,13 +266,13 @@ struct CollisionSolver::Impl {
       g = g_alpha + fbeta + fcol;
       inner_residuals.push_back(g.norm());
       pt.skip();
-      S.solve_collision_system(schur_proxies, g, opt.schur_solve, u2);
-      const SchurSolveTimings& lt = S.last_timings();
+      S.solve_collision_system(ws, schur_proxies, g, cm->opt.schur_solve, u2);
+      const SchurSolveTimings& lt = ws.last_timings();
       tm.schur_update += lt.update;
       tm.schur_factor += lt.factor;
       tm.schur_solve += lt.solve;
       pt.skip();
-      for (int i = 0; i < m(); ++i) s.x.row(nodes2[static_cast<size_t>(i)]) += u2.row(i);
+      for (int i = 0; i < m(); ++i) s.x.row(cm->nodes2[static_cast<size_t>(i)]) += u2.row(i);
       u2_total += u2;
       // Step 4.7: g_α −= Σ_α u2 with Σ_α u2 = (g − C22 u2) − A22^(β) u2 (H u2 = g, H = Σ + C22).
       sigma_u2 = g;
@@ -271,19 +282,19 @@ struct CollisionSolver::Impl {
         for (int a = 0; a < 4; ++a)
           sigma_u2.row(sp.nodes[static_cast<size_t>(a)]) -= (sp.stiffness * sp.weights[static_cast<size_t>(a)]) * wu;
       }
-      sigma_u2.noalias() -= a22_beta * u2;
+      sigma_u2.noalias() -= cm->a22_beta * u2;
       g_alpha -= sigma_u2;
       ++st.inner_iterations;
       pt.lap(tm.schur_solve);
     }
-    S.backward(y1, u2_total, u);
+    S.backward(ws, y1, u2_total, u);
     for (Eigen::Index i = 0; i < u.rows(); ++i)
-      if (local_of[static_cast<size_t>(i)] < 0) s.x.row(i) += u.row(i);
+      if (cm->local_of[static_cast<size_t>(i)] < 0) s.x.row(i) += u.row(i);
     pt.lap(tm.backward);
   }
 
   // PCG with a Jacobi preconditioner on A δ = b (3 independent columns), fixed iteration count.
-  Eigen::MatrixXd pcg(const Eigen::SparseMatrix<double>& A, const Eigen::MatrixXd& b, int iterations) const {
+  static Eigen::MatrixXd pcg(const Eigen::SparseMatrix<double>& A, const Eigen::MatrixXd& b, int iterations) {
     const Eigen::VectorXd inv_diag = A.diagonal().cwiseInverse();
     Eigen::MatrixXd xk = Eigen::MatrixXd::Zero(b.rows(), b.cols());
     for (Eigen::Index c = 0; c < b.cols(); ++c) {
@@ -307,14 +318,13 @@ struct CollisionSolver::Impl {
   }
 };
 
-CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region,
-                                 ContactDetector& detector, CollisionOptions options)
+CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region,
+                               CollisionOptions options)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   Timer setup;
   d.model = &model;
   d.proxies = proxies;
-  d.detector = &detector;
   d.opt = options;
   if (model.has_volume_term())
     throw SolverError(
@@ -334,8 +344,6 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
   std::sort(region.begin(), region.end());
   region.erase(std::unique(region.begin(), region.end()), region.end());
   d.region_mask.assign(static_cast<size_t>(proxies.size()), 0);
-  d.in_springs.assign(static_cast<size_t>(proxies.size()), 0);
-  d.out_count.assign(static_cast<size_t>(proxies.size()), 0);
   d.local_of.assign(static_cast<size_t>(n), -1);
   for (const int p : region) {
     if (p < 0 || p >= proxies.size())
@@ -385,182 +393,191 @@ CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, st
   }
   d.a22_beta.resize(m, m);
   d.a22_beta.setFromTriplets(trip.begin(), trip.end());
-  d.fb = Points::Zero(n, 3);
   switch (options.method) {
-    case CollisionMethod::schur:
+    case CollisionMethod::Schur:
       if (m > 0) {
         SchurOptions so = options.schur;
-        if (options.schur_solve != SchurSolveMethod::dense_refactor) so.precompute_inverse = true;
+        if (options.schur_solve != SchurSolveMethod::DenseRefactor) so.precompute_inverse = true;
         d.schur.emplace(model.matrix(), d.nodes2, so);
       }
       break;
-    case CollisionMethod::full_refactor:
-      d.sparse.emplace(CholeskyBackend::Cholmod);
-      d.sparse->analyze(model.matrix());
+    case CollisionMethod::FullRefactor:  // analyzed and refactored per state (CollisionState)
       break;
-    case CollisionMethod::projective_skinning:
-      d.sparse.emplace(CholeskyBackend::Cholmod);
-      d.sparse->compute(d.matrix_with_springs(d.region));
+    case CollisionMethod::ProjectiveSkinning:
+      d.skinning.emplace(CholeskyBackend::Cholmod);
+      d.skinning->compute(d.matrix_with_springs(d.region));
       break;
-    case CollisionMethod::pcg:
+    case CollisionMethod::Pcg:
       break;
   }
   d.setup_ms = setup.elapsed_ms();
 }
 
+CollisionModel::~CollisionModel() = default;
+CollisionModel::CollisionModel(CollisionModel&&) noexcept = default;
+CollisionModel& CollisionModel::operator=(CollisionModel&&) noexcept = default;
+
+const Model& CollisionModel::model() const { return *impl_->model; }
+const ProxySet& CollisionModel::proxies() const { return impl_->proxies; }
+const std::vector<int>& CollisionModel::region() const { return impl_->region; }
+const CollisionOptions& CollisionModel::options() const { return impl_->opt; }
+const std::vector<int>& CollisionModel::region_nodes() const { return impl_->nodes2; }
+int CollisionModel::num_beta_elements() const { return impl_->num_beta; }
+const SchurFactorization* CollisionModel::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
+double CollisionModel::setup_ms() const { return impl_->setup_ms; }
+
+CollisionState::CollisionState(const CollisionModel& model, ContactDetector& detector)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  const CollisionModel::Impl& cm = *model.impl_;
+  d.cm = &cm;
+  d.detector = &detector;
+  d.inner_iterations = cm.opt.inner_iterations;
+  d.in_springs.assign(static_cast<size_t>(cm.proxies.size()), 0);
+  d.out_count.assign(static_cast<size_t>(cm.proxies.size()), 0);
+  d.fb = Points::Zero(cm.model->num_nodes(), 3);
+  if (cm.opt.method == CollisionMethod::FullRefactor) {
+    d.refactor.emplace(CholeskyBackend::Cholmod);
+    d.refactor->analyze(cm.model->matrix());
+  }
+}
+CollisionState::~CollisionState() = default;
+CollisionState::CollisionState(CollisionState&&) noexcept = default;
+CollisionState& CollisionState::operator=(CollisionState&&) noexcept = default;
+
+void CollisionState::set_inner_iterations(int j) {
+  if (j < 1) throw SolverError(fmt::format("collision: inner_iterations must be >= 1 (got {})", j));
+  impl_->inner_iterations = j;
+}
+int CollisionState::inner_iterations() const { return impl_->inner_iterations; }
+const std::vector<ProxyContact>& CollisionState::contacts() const { return impl_->contacts; }
+const std::vector<double>& CollisionState::inner_residuals() const { return impl_->inner_residuals; }
+const SchurWorkspace& CollisionState::schur_workspace() const { return impl_->ws; }
+
+namespace {
+
+// Algorithm 1 and its baselines as a strategy of the frame loop. The global step moves x in place
+// (the Schur path updates x2 inside the inner loop, then x1), so the loop takes δ as the difference
+// when Anderson needs it.
+class CollisionStep final : public GlobalStep {
+public:
+  CollisionStep(const CollisionModel::Impl& cm, CollisionState::Impl& cs, double frame, CollisionFrameStats& stats)
+      : cm_(cm), d_(cs), frame_(frame), stats_(stats) {}
+
+  const char* name() const override { return "collision step"; }
+  bool supports(Accelerator a) const override { return a != Accelerator::Chebyshev; }
+  const char* unsupported_reason(Accelerator) const override {
+    return "Chebyshev acceleration is not defined while the contact set (hence the matrix) changes; use "
+           "Anderson";
+  }
+  bool in_place() const override { return true; }
+  void begin_frame(State&) override { d_.reset_springs(); }
+  // Round-off floor: a frame that starts at equilibrium (nothing moves, no loads) has a residual of
+  // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.
+  double residual_floor(const State& s) const override {
+    return 1e-13 * cm_.model->matrix().diagonal().cwiseAbs().maxCoeff() * s.x.norm();
+  }
+
+  // f(x) + f_col(x) into s.force, objective (elastic + penalty) into the return value.
+  double evaluate(State& s, FrameStats& st) override {
+    PhaseTimer pt;
+    double e = xpd::evaluate(*cm_.model, s, &st.timings_ms);
+    pt.skip();
+    if (cm_.m() > 0)
+      d_.detect(s.x, frame_, stats_.timings_ms);
+    else
+      d_.contacts.clear();  // (no springs either)
+    pt.skip();
+    e += d_.add_collision_forces(s.x, s.force);
+    pt.lap(st.timings_ms.rhs);
+    return e;
+  }
+
+  void iterate(State& s, FrameStats& st) override {
+    PhaseTimer pt;
+    CollisionTimings& tm = stats_.timings_ms;
+    const Model& model = *cm_.model;
+    const bool plain = cm_.m() == 0 || (d_.spring_proxy.empty() && cm_.opt.plain_path_without_contacts &&
+                                        cm_.opt.method != CollisionMethod::ProjectiveSkinning);
+    if (plain) {
+      solve_global(model, s);
+      pt.lap(st.timings_ms.solve);
+      s.step = s.rhs;
+      s.x += s.step;
+      ++stats_.plain_iterations;
+      return;
+    }
+    switch (cm_.opt.method) {
+      case CollisionMethod::Schur:
+        d_.schur_iteration(s, frame_, stats_);
+        break;
+      case CollisionMethod::FullRefactor:
+      case CollisionMethod::ProjectiveSkinning: {
+        const SparseCholesky* factor = &*cm_.skinning;
+        if (cm_.opt.method == CollisionMethod::FullRefactor) {
+          d_.refactor->factorize(cm_.matrix_with_springs(d_.spring_proxy));
+          pt.lap(tm.refactor);
+          factor = &*d_.refactor;
+        }
+        d_.rhs = s.force;
+        factor->solve_in_place(d_.rhs);
+        s.step = d_.rhs;
+        s.x += s.step;
+        pt.lap(st.timings_ms.solve);
+        break;
+      }
+      case CollisionMethod::Pcg: {
+        const Eigen::SparseMatrix<double> A = cm_.matrix_with_springs(d_.spring_proxy);
+        d_.rhs = s.force;
+        s.step = CollisionState::Impl::pcg(A, d_.rhs, cm_.opt.pcg_iterations);
+        s.x += s.step;
+        pt.lap(tm.pcg);
+        break;
+      }
+    }
+  }
+
+  void end_frame(State&, FrameStats&) override {
+    stats_.active_proxies = static_cast<int>(d_.contacts.size());
+    for (const ProxyContact& ct : d_.contacts) stats_.max_penetration = std::max(stats_.max_penetration, ct.depth);
+  }
+
+  // The constant PD matrix of the model (the contact springs change per iteration and are not part
+  // of it): adjoint solves of a contact-free state.
+  void solve_with_matrix(Eigen::MatrixXd& b) const override { cm_.model->factor().solve_in_place(b); }
+
+private:
+  const CollisionModel::Impl& cm_;
+  CollisionState::Impl& d_;
+  double frame_;
+  CollisionFrameStats& stats_;
+};
+
+}  // namespace
+
+CollisionFrameStats collision_step(const CollisionModel& model, CollisionState& cstate, State& s,
+                                   const SolverOptions& options, double frame) {
+  const CollisionModel::Impl& cm = *model.impl_;
+  CollisionState::Impl& cs = *cstate.impl_;
+  if (cs.cm != &cm) throw SolverError("collision step: the collision state belongs to another collision model");
+  if (s.x.rows() != cm.model->num_nodes()) throw SolverError("collision step: state does not belong to the model");
+  CollisionFrameStats stats;
+  CollisionStep strategy(cm, cs, frame, stats);
+  stats.pd = run_frame(*cm.model, s, strategy, options);
+  return stats;
+}
+
+// ---------------------------------------------------------------------------------------------
+CollisionSolver::CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region,
+                                 ContactDetector& detector, CollisionOptions options)
+    : model_(std::make_unique<CollisionModel>(model, proxies, std::move(region), std::move(options))),
+      state_(std::make_unique<CollisionState>(*model_, detector)) {}
 CollisionSolver::~CollisionSolver() = default;
 CollisionSolver::CollisionSolver(CollisionSolver&&) noexcept = default;
 CollisionSolver& CollisionSolver::operator=(CollisionSolver&&) noexcept = default;
 
-const CollisionOptions& CollisionSolver::options() const { return impl_->opt; }
-void CollisionSolver::set_inner_iterations(int j) {
-  if (j < 1) throw SolverError(fmt::format("collision: inner_iterations must be >= 1 (got {})", j));
-  impl_->opt.inner_iterations = j;
-}
-const std::vector<int>& CollisionSolver::region_nodes() const { return impl_->nodes2; }
-int CollisionSolver::num_beta_elements() const { return impl_->num_beta; }
-const SchurFactorization* CollisionSolver::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
-double CollisionSolver::setup_ms() const { return impl_->setup_ms; }
-const std::vector<ProxyContact>& CollisionSolver::contacts() const { return impl_->contacts; }
-const std::vector<double>& CollisionSolver::inner_residuals() const { return impl_->inner_residuals; }
-
-CollisionFrameStats CollisionSolver::step(State& s, const SolverOptions& opt, double frame) {
-  Impl& d = *impl_;
-  const Model& model = *d.model;
-  if (opt.max_iterations < 0) throw SolverError("collision step: max_iterations must be >= 0");
-  if (s.x.rows() != model.num_nodes()) throw SolverError("collision step: state does not belong to the model");
-  if (!s.inputs.attachment_targets.allFinite() || !s.inputs.shape_targets.allFinite() ||
-      !s.inputs.gravity.allFinite() || !s.inputs.nodal_forces.allFinite())
-    throw SolverError(fmt::format("collision step: non-finite frame input at frame {}", s.frame));
-  Timer wall;
-  CollisionFrameStats cs;
-  FrameStats& st = cs.pd;
-  CollisionTimings& tm = cs.timings_ms;
-  PhaseTimer pt;
-  s.x_start = s.x;
-  if (model.integrator() == Integrator::ImplicitEuler) {
-    s.inertia_target = s.x + model.time_step() * s.velocity;
-    s.x = s.inertia_target;
-  }
-  st.load_scale = load_norm(model, s);
-  pt.lap(st.timings_ms.other);
-
-  // f(x) + f_col(x) into s.force, objective into the return value.
-  auto evaluate_all = [&]() {
-    double e = evaluate(model, s, &st.timings_ms);
-    pt.skip();
-    if (d.m() > 0)
-      d.detect(s.x, frame, tm);
-    else
-      d.contacts.clear();  // (no springs either)
-    pt.skip();
-    e += d.add_collision_forces(s.x, s.force);
-    pt.lap(st.timings_ms.rhs);
-    return e;
-  };
-  auto check_finite = [&](double e, double r) {
-    if (!std::isfinite(e) || !std::isfinite(r))
-      throw SolverError(fmt::format("non-finite {} at frame {}, iteration {} (energy={}, residual={})",
-                                    std::isfinite(e) ? "forces" : "energy", s.frame, st.iterations, e, r));
-  };
-
-  d.reset_springs();
-  double energy = evaluate_all();
-  double residual = s.force.norm();
-  check_finite(energy, residual);
-  st.initial_residual = residual;
-  const double scale = std::max(residual, st.load_scale);
-  // Round-off floor: a frame that starts at equilibrium (nothing moves, no loads) has a residual of
-  // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.
-  const double floor = 1e-13 * model.matrix().diagonal().cwiseAbs().maxCoeff() * s.x.norm();
-  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
-  // Anderson acceleration of the outer iteration x ↦ G(x). G depends on the spring set (the matrix
-  // K + WᵀCW); an accelerated iterate whose total energy (elastic + penalty) exceeds the previous one
-  // is replaced by the plain iterate and the history restarts. (Restarting on every change of the
-  // spring set was tried: the set changes every few iterations at the contact rim, so Anderson
-  // never engaged.)
-  const bool anderson = opt.anderson || opt.accelerator == Accelerator::Anderson;
-  if (anderson && opt.anderson_window < 1) throw SolverError("collision step: anderson_window must be >= 1");
-  if (anderson) {
-    s.anderson.history = s.anderson.head = 0;
-    s.anderson.has_prev = false;
-  }
-  Points& x_old = d.x_old;
-  while ((!converged(residual) || st.iterations < opt.min_iterations) && st.iterations < opt.max_iterations) {
-    pt.skip();
-    if (anderson) {
-      x_old = s.x;
-    }
-    const bool plain = d.m() == 0 || (d.spring_proxy.empty() && d.opt.plain_path_without_contacts &&
-                                      d.opt.method != CollisionMethod::projective_skinning);
-    if (plain) {
-      solve_global(model, s);
-      pt.lap(st.timings_ms.solve);
-      s.force = s.rhs;
-      s.x += s.force;
-      ++cs.plain_iterations;
-    } else {
-      switch (d.opt.method) {
-        case CollisionMethod::schur:
-          d.schur_iteration(s, frame, cs);
-          break;
-        case CollisionMethod::full_refactor:
-        case CollisionMethod::projective_skinning:
-          if (d.opt.method == CollisionMethod::full_refactor) {
-            d.sparse->factorize(d.matrix_with_springs(d.spring_proxy));
-            pt.lap(tm.refactor);
-          }
-          d.rhs = s.force;
-          d.sparse->solve_in_place(d.rhs);
-          s.force = d.rhs;
-          s.x += s.force;
-          pt.lap(st.timings_ms.solve);
-          break;
-        case CollisionMethod::pcg: {
-          const Eigen::SparseMatrix<double> A = d.matrix_with_springs(d.spring_proxy);
-          d.rhs = s.force;
-          s.force = d.pcg(A, d.rhs, d.opt.pcg_iterations);
-          s.x += s.force;
-          pt.lap(tm.pcg);
-          break;
-        }
-      }
-    }
-    ++st.iterations;
-    if (!s.x.allFinite())
-      throw SolverError(
-          fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame, st.iterations));
-    bool accelerated = false;
-    if (anderson) {
-      Points& delta = d.delta;
-      delta = s.x - x_old;
-      s.x = x_old;
-      Eigen::Map<Eigen::VectorXd> xv(s.x.data(), s.x.size());
-      detail::anderson_update(s.anderson, opt.anderson_window, xv,
-                              Eigen::Map<const Eigen::VectorXd>(delta.data(), delta.size()));
-      accelerated = s.anderson.history > 0;
-    }
-    const double previous = energy;
-    energy = evaluate_all();
-    if (accelerated && !(energy <= previous + 1e-12 * std::abs(previous))) {
-      Eigen::Map<Eigen::VectorXd>(s.x.data(), s.x.size()) = s.anderson.x_pd;
-      s.anderson.history = s.anderson.head = 0;
-      s.anderson.has_prev = false;
-      ++st.anderson_rejections;
-      energy = evaluate_all();
-    }
-    residual = s.force.norm();
-    check_finite(energy, residual);
-  }
-  st.converged = converged(residual);
-  if (model.integrator() == Integrator::ImplicitEuler) s.velocity = (s.x - s.x_start) / model.time_step();
-  st.energy = energy;
-  st.residual = residual;
-  cs.active_proxies = static_cast<int>(d.contacts.size());
-  for (const ProxyContact& ct : d.contacts) cs.max_penetration = std::max(cs.max_penetration, ct.depth);
-  ++s.frame;
-  st.wall_ms = wall.elapsed_ms();
-  return cs;
+CollisionFrameStats CollisionSolver::step(State& state, const SolverOptions& options, double frame) {
+  return collision_step(*model_, *state_, state, options, frame);
 }
 
 }  // namespace xpd

@@ -49,8 +49,12 @@ void validate_desc(const ModelDesc& d) {
   for (size_t t = 0; t < d.lambda.size(); ++t)
     if (!(d.lambda[t] >= 0.0) || !std::isfinite(d.lambda[t]))
       throw SolverError(fmt::format("model: lambda must be >= 0 and finite, tet {} has lambda={}", t, d.lambda[t]));
-  if (!(d.density > 0.0) || !std::isfinite(d.density))
-    throw SolverError(fmt::format("model: density must be positive, got {}", d.density));
+  if (d.density.size() != 1 && d.density.size() != static_cast<size_t>(nt))
+    throw SolverError(fmt::format("model: density needs 1 or #T = {} values, got {}", nt, d.density.size()));
+  for (size_t t = 0; t < d.density.size(); ++t)
+    if (!(d.density[t] > 0.0) || !std::isfinite(d.density[t]))
+      throw SolverError(fmt::format("model: density must be positive and finite, tet {} has density={}", t,
+                                    d.density[t]));
   if (d.integrator == Integrator::ImplicitEuler && (!(d.time_step > 0.0) || !std::isfinite(d.time_step)))
     throw SolverError(fmt::format("model: time step h must be positive, got {}", d.time_step));
   if (!d.gravity.allFinite()) throw SolverError("model: gravity is not finite");
@@ -106,12 +110,14 @@ Model build_model(const ModelDesc& d) {
   TetElements coro = make_tet_elements(d.mesh, coro_ids, coro_mu);  // validates volumes too
   // Lumped masses from the rest volumes.
   m.masses_ = Eigen::VectorXd::Zero(nv);
-  auto add_mass = [&](const TetElements& e) {
-    for (int k = 0; k < e.size(); ++k)
-      for (int a = 0; a < 4; ++a)
-        m.masses_(e.nodes[static_cast<size_t>(k)][static_cast<size_t>(a)]) += d.density * e.volume[static_cast<size_t>(k)] / 4.0;
-  };
-  add_mass(coro);
+  // One mass path: gravity (LoadTerm, and the scene layer's gravity forces) and inertia (M/h²,
+  // implicit Euler) use these masses, each tet with its own density, summed in tet order.
+  auto density_of = [&](int t) { return d.density.size() == 1 ? d.density[0] : d.density[static_cast<size_t>(t)]; };
+  for (int t = 0; t < nt; ++t) {
+    const auto x = [&](int a) -> Vec3 { return d.mesh.nodes.row(d.mesh.tets(t, a)).transpose(); };
+    const double quarter = density_of(t) * std::abs(signed_volume(x(0), x(1), x(2), x(3))) / 4.0;
+    for (int a = 0; a < 4; ++a) m.masses_(d.mesh.tets(t, a)) += quarter;
+  }
   if (coro.size() > 0) m.terms_.push_back(std::make_unique<CorotatedTerm>(std::move(coro)));
   if (m.has_volume_)
     m.terms_.push_back(std::make_unique<VolumeTerm>(make_tet_elements(d.mesh, volume_ids, volume_half_lambda),
@@ -124,7 +130,6 @@ Model build_model(const ModelDesc& d) {
       mus.push_back(mu_of(s.tet));
     }
     TetElements st = make_tet_elements(d.mesh, ids, mus);
-    add_mass(st);
     m.terms_.push_back(std::make_unique<ShapeTargetTerm>(std::move(st)));
   }
   if (!d.strain_limits.empty()) {

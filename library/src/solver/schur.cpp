@@ -59,32 +59,18 @@ cholmod_dense dense_view(const double* data, Eigen::Index rows, Eigen::Index col
 
 }  // namespace
 
-struct SchurFactorization::Impl {
+// Per-state scratch of the solves: its own CHOLMOD common (cholmod_solve2 writes status and
+// workspace into it) and dense blocks sized on first use, so that the factorization is read only.
+struct SchurWorkspace::Impl {
   cholmod_common c{};
-  cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
-  cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
-  cholmod_dense* X = nullptr;   // cholmod_solve2 workspace, reused across calls
+  cholmod_dense* X = nullptr;  // cholmod_solve2 workspace, reused across calls
   cholmod_dense* Y = nullptr;
   cholmod_dense* E = nullptr;
-
-  int n = 0, m = 0, n1 = 0;
-  std::vector<int> region;     // x2, region-local order
-  std::vector<int> region_of;  // node -> region index or -1
-  std::vector<int> perm;       // factor position -> node
-  std::vector<int> fpos2;      // region-local index -> position inside the trailing block (0..m-1)
-  SchurOptions options;
-  SchurStats stats;
-  SchurSolveMethod last_method = SchurSolveMethod::dense_refactor;
+  SchurSolveMethod last_method = SchurSolveMethod::DenseRefactor;
   SchurSolveTimings last_timings;
-
-  Eigen::MatrixXd sigma;      // Σ, full symmetric
-  Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
-  Eigen::MatrixXd sigma_inv;  // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
-  Eigen::MatrixXd h_work;     // H = Σ + C22 and its Cholesky factor (dense_refactor)
-  // Scratch of the per-iteration calls, sized on first use (the solves then never allocate).
-  Eigen::MatrixXd fwd_b, fwd_g2f, bwd_z, bwd_t, sol_u;
+  Eigen::MatrixXd fwd_b, fwd_g2f, bwd_z, bwd_t, sol_u, h;
   std::vector<SchurProxy> active;
-  mutable std::vector<char> seen;  // choose_method
+  std::vector<char> seen;  // choose_method
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, 4>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
@@ -94,6 +80,40 @@ struct SchurFactorization::Impl {
     cholmod_free_dense(&X, &c);
     cholmod_free_dense(&Y, &c);
     cholmod_free_dense(&E, &c);
+    cholmod_finish(&c);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+};
+
+SchurWorkspace::SchurWorkspace() : impl_(std::make_unique<Impl>()) {}
+SchurWorkspace::~SchurWorkspace() = default;
+SchurWorkspace::SchurWorkspace(SchurWorkspace&&) noexcept = default;
+SchurWorkspace& SchurWorkspace::operator=(SchurWorkspace&&) noexcept = default;
+SchurSolveMethod SchurWorkspace::last_method() const { return impl_->last_method; }
+const SchurSolveTimings& SchurWorkspace::last_timings() const { return impl_->last_timings; }
+
+struct SchurFactorization::Impl {
+  cholmod_common c{};
+  cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
+  cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
+  SchurWorkspace own;           // workspace of the single-user overloads
+
+  int n = 0, m = 0, n1 = 0;
+  std::vector<int> region;     // x2, region-local order
+  std::vector<int> region_of;  // node -> region index or -1
+  std::vector<int> perm;       // factor position -> node
+  std::vector<int> fpos2;      // region-local index -> position inside the trailing block (0..m-1)
+  SchurOptions options;
+  SchurStats stats;
+
+  Eigen::MatrixXd sigma;      // Σ, full symmetric
+  Eigen::MatrixXd l22;        // chol(Σ) in factor order (lower): Σ(i, j) = (L22 L22ᵀ)(fpos2[i], fpos2[j])
+  Eigen::MatrixXd sigma_inv;  // Σ⁻¹ in region order, full symmetric (empty unless precompute_inverse)
+  Eigen::MatrixXd h_work;     // scratch of the factorization (Σ and Σ⁻¹ in factor order)
+
+  Impl() { cholmod_start(&c); }
+  ~Impl() {
     cholmod_free_factor(&L, &c);
     cholmod_free_sparse(&A, &c);
     cholmod_finish(&c);
@@ -300,28 +320,32 @@ struct SchurFactorization::Impl {
   }
 
   // cholmod_solve2 of `sys` on b (n × r, already in the order `sys` expects); result in X.
-  const double* cholmod_solve_into(int sys, const double* b, Eigen::Index r) {
+  const double* cholmod_solve_into(SchurWorkspace::Impl& w, int sys, const double* b, Eigen::Index r) const {
     cholmod_dense bv = dense_view(b, n, r);
-    if (!cholmod_solve2(sys, L, &bv, nullptr, &X, nullptr, &Y, &E, &c)) check_cholmod("solve");
-    check_cholmod("solve");
-    return static_cast<const double*>(X->x);
+    const int ok = cholmod_solve2(sys, L, &bv, nullptr, &w.X, nullptr, &w.Y, &w.E, &w.c);
+    if (!ok || w.c.status < CHOLMOD_OK)
+      throw SolverError("Schur factorization: CHOLMOD solve failed (status " + std::to_string(w.c.status) + ")");
+    return static_cast<const double*>(w.X->x);
   }
 
   // H u2 = g with H = L22 L22ᵀ = Σ (no proxies).
-  void solve_sigma(const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& out) {
+  void solve_sigma(SchurWorkspace::Impl& w, const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& out) const {
     PhaseTimer pt;
+    Eigen::MatrixXd& sol_u = w.sol_u;
     rows_to_factor(g, sol_u);
     const int r = static_cast<int>(sol_u.cols());
     int info = 0;
     if (m > 0 && r > 0) dpotrs_("L", &m, &r, l22.data(), &m, sol_u.data(), &m, &info);
     rows_to_region(sol_u, out);
-    pt.lap(last_timings.solve);
+    pt.lap(w.last_timings.solve);
   }
 
-  void solve_refactor(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
-                      Eigen::MatrixXd& u) {
+  void solve_refactor(SchurWorkspace::Impl& w, const std::vector<SchurProxy>& proxies,
+                      const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& u) const {
     // H (lower) = Σ (lower) + Σ_j c_j w_j w_jᵀ, then dpotrf/dpotrs.
     PhaseTimer pt;
+    Eigen::MatrixXd& h_work = w.h;
+    SchurSolveTimings& last_timings = w.last_timings;
     if (h_work.rows() != m) h_work.resize(m, m);
     for (int j = 0; j < m; ++j)
       std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j,
@@ -353,9 +377,14 @@ struct SchurFactorization::Impl {
   // Equal to Σ⁻¹ g − Σ⁻¹Wᵀ (C⁻¹ + WΣ⁻¹Wᵀ)⁻¹ W Σ⁻¹ g; memory traffic m q + m²/2 doubles instead of
   // m²/2 + 6 m k for the explicit Z = Σ⁻¹Wᵀ.
   // Scratch: sized with resize() / assign(), which keep their storage once it is large enough.
-  void solve_woodbury(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
-                      Eigen::MatrixXd& u) {
+  void solve_woodbury(SchurWorkspace::Impl& w, const std::vector<SchurProxy>& proxies,
+                      const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& u) const {
     PhaseTimer pt;
+    SchurSolveTimings& last_timings = w.last_timings;
+    Eigen::MatrixXd &wb_gc = w.wb_gc, &wb_vn = w.wb_vn, &wb_b = w.wb_b, &wb_y = w.wb_y, &wb_s = w.wb_s,
+                    &wb_t = w.wb_t, &wb_h = w.wb_h;
+    std::vector<int>&wb_slot = w.wb_slot, &wb_nodes = w.wb_nodes;
+    std::vector<std::array<int, 4>>& wb_local = w.wb_local;
     const int k = static_cast<int>(proxies.size());
     const int r = static_cast<int>(g.cols());
     Eigen::MatrixXd& gc = wb_gc;
@@ -540,69 +569,85 @@ int SchurFactorization::factor_position(int region_index) const {
 const SchurStats& SchurFactorization::stats() const { return impl_->stats; }
 const Eigen::MatrixXd& SchurFactorization::schur_complement() const { return impl_->sigma; }
 const Eigen::MatrixXd& SchurFactorization::schur_factor() const { return impl_->l22; }
-SchurSolveMethod SchurFactorization::last_method() const { return impl_->last_method; }
-const SchurSolveTimings& SchurFactorization::last_timings() const { return impl_->last_timings; }
+SchurSolveMethod SchurFactorization::last_method() const { return impl_->own.last_method(); }
+const SchurSolveTimings& SchurFactorization::last_timings() const { return impl_->own.last_timings(); }
 
-Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd>& f) {
-  Impl& d = *impl_;
+Eigen::MatrixXd SchurFactorization::solve(const Eigen::Ref<const Eigen::MatrixXd>& f) { return solve(impl_->own, f); }
+
+Eigen::MatrixXd SchurFactorization::solve(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f) const {
+  const Impl& d = *impl_;
   if (f.rows() != d.n)
     throw SolverError("Schur solve: right-hand side has " + std::to_string(f.rows()) +
                       " rows, expected n = " + std::to_string(d.n));
   const Eigen::MatrixXd b = f;  // contiguous, leading dimension n
-  const double* x = d.cholmod_solve_into(CHOLMOD_A, b.data(), b.cols());
+  const double* x = d.cholmod_solve_into(*ws.impl_, CHOLMOD_A, b.data(), b.cols());
   return Eigen::Map<const Eigen::MatrixXd>(x, d.n, b.cols());
 }
 
 void SchurFactorization::forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2) {
-  Impl& d = *impl_;
+  forward(impl_->own, f, y1, g2);
+}
+
+void SchurFactorization::forward(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1,
+                                 Eigen::MatrixXd& g2) const {
+  const Impl& d = *impl_;
+  SchurWorkspace::Impl& w = *ws.impl_;
   if (f.rows() != d.n)
     throw SolverError("Schur forward: right-hand side has " + std::to_string(f.rows()) +
                       " rows, expected n = " + std::to_string(d.n));
   const Eigen::Index r = f.cols();
   // b = P f, y = L⁻¹ b (full supernodal forward solve).
-  Eigen::MatrixXd& b = d.fwd_b;
+  Eigen::MatrixXd& b = w.fwd_b;
   if (b.rows() != d.n || b.cols() != r) b.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n; ++p) b(p, col) = f(d.perm[static_cast<size_t>(p)], col);
-  const double* y = d.cholmod_solve_into(CHOLMOD_L, b.data(), r);
+  const double* y = d.cholmod_solve_into(w, CHOLMOD_L, b.data(), r);
   Eigen::Map<const Eigen::MatrixXd> ym(y, d.n, r);
   y1 = ym.topRows(d.n1);
   // g2 = L22 y2 = f2 − L21 y1.
-  Eigen::MatrixXd& g2f = d.fwd_g2f;
+  Eigen::MatrixXd& g2f = w.fwd_g2f;
   g2f = ym.bottomRows(d.m);
   const int ri = static_cast<int>(r);
   const double one = 1.0;
-  if (d.m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &d.m, &ri, &one, d.l22.data(), &d.m, g2f.data(), &d.m);
+  int m = d.m;
+  if (m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &m, &ri, &one, d.l22.data(), &m, g2f.data(), &m);
   d.rows_to_region(g2f, g2);
 }
 
 Eigen::MatrixXd SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2) {
   Eigen::MatrixXd u;
-  backward(y1, u2, u);
+  backward(impl_->own, y1, u2, u);
   return u;
 }
 
 void SchurFactorization::backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2,
                                   Eigen::MatrixXd& u) {
-  Impl& d = *impl_;
+  backward(impl_->own, y1, u2, u);
+}
+
+void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
+                                  const Eigen::Ref<const Eigen::MatrixXd>& u2, Eigen::MatrixXd& u) const {
+  const Impl& d = *impl_;
+  SchurWorkspace::Impl& w = *ws.impl_;
   if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
     throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
                       ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
                       std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   const Eigen::Index r = y1.cols();
   // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v.
-  Eigen::MatrixXd& z = d.bwd_z;
+  Eigen::MatrixXd& z = w.bwd_z;
   if (z.rows() != d.n || z.cols() != r) z.resize(d.n, r);
   z.topRows(d.n1) = y1;
   const int ri = static_cast<int>(r);
   const double one = 1.0;
-  if (d.m > 0 && ri > 0) {
-    Eigen::MatrixXd& t = d.bwd_t;
+  int m = d.m;
+  if (m > 0 && ri > 0) {
+    Eigen::MatrixXd& t = w.bwd_t;
     d.rows_to_factor(u2, t);
-    dtrmm_("L", "L", "T", "N", &d.m, &ri, &one, d.l22.data(), &d.m, t.data(), &d.m);
+    dtrmm_("L", "L", "T", "N", &m, &ri, &one, d.l22.data(), &m, t.data(), &m);
     z.bottomRows(d.m) = t;
   }
-  const double* v = d.cholmod_solve_into(CHOLMOD_Lt, z.data(), r);
+  const double* v = d.cholmod_solve_into(w, CHOLMOD_Lt, z.data(), r);
   if (u.rows() != d.n || u.cols() != r) u.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n1; ++p) u(d.perm[static_cast<size_t>(p)], col) = v[col * d.n + p];
@@ -618,12 +663,18 @@ Eigen::MatrixXd SchurFactorization::apply_schur(const Eigen::Ref<const Eigen::Ma
   const Eigen::MatrixXd in = u2;
   const int r = static_cast<int>(u2.cols());
   const double one = 1.0, zero = 0.0;
-  if (d.m > 0 && r > 0)
-    dsymm_("L", "L", &d.m, &r, &one, d.sigma.data(), &d.m, in.data(), &d.m, &zero, out.data(), &d.m);
+  int m = d.m;
+  if (m > 0 && r > 0) dsymm_("L", "L", &m, &r, &one, d.sigma.data(), &m, in.data(), &m, &zero, out.data(), &m);
   return out;
 }
 
 SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>& proxies, int r) const {
+  std::vector<char> seen;
+  return choose_method(proxies, r, seen);
+}
+
+SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>& proxies, int r,
+                                                   std::vector<char>& seen) const {
   const Impl& d = *impl_;
   bool woodbury_ok = d.options.precompute_inverse;
   double k = 0;
@@ -632,9 +683,8 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
     if (!(p.stiffness > 0.0)) woodbury_ok = false;
     k += 1;
   }
-  if (!woodbury_ok) return SchurSolveMethod::dense_refactor;
+  if (!woodbury_ok) return SchurSolveMethod::DenseRefactor;
   // q = distinct nodes touched by the proxies.
-  std::vector<char>& seen = d.seen;
   seen.assign(static_cast<size_t>(d.m), 0);
   double q = 0;
   for (const SchurProxy& p : proxies)
@@ -649,27 +699,34 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
   const double m = d.m;
   const double refactor = m * m * m / 3.0 + kMemoryWeight * (m * m / 2.0 + m * m * r);
   const double woodbury = k * k * k / 3.0 + kMemoryWeight * (m * q + m * m / 2.0 + 4.0 * q * k + 4.0 * k * k);
-  return woodbury <= refactor ? SchurSolveMethod::woodbury : SchurSolveMethod::dense_refactor;
+  return woodbury <= refactor ? SchurSolveMethod::Woodbury : SchurSolveMethod::DenseRefactor;
 }
 
 Eigen::MatrixXd SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& proxies,
                                                            const Eigen::Ref<const Eigen::MatrixXd>& g,
                                                            SchurSolveMethod method) {
   Eigen::MatrixXd u2;
-  solve_collision_system(proxies, g, method, u2);
+  solve_collision_system(impl_->own, proxies, g, method, u2);
   return u2;
 }
 
 void SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& proxies,
                                                 const Eigen::Ref<const Eigen::MatrixXd>& g, SchurSolveMethod method,
                                                 Eigen::MatrixXd& u2) {
-  Impl& d = *impl_;
-  d.last_timings = {};
+  solve_collision_system(impl_->own, proxies, g, method, u2);
+}
+
+void SchurFactorization::solve_collision_system(SchurWorkspace& ws, const std::vector<SchurProxy>& proxies,
+                                                const Eigen::Ref<const Eigen::MatrixXd>& g, SchurSolveMethod method,
+                                                Eigen::MatrixXd& u2) const {
+  const Impl& d = *impl_;
+  SchurWorkspace::Impl& w = *ws.impl_;
+  w.last_timings = {};
   if (g.rows() != d.m)
     throw SolverError("Schur collision system: g has " + std::to_string(g.rows()) +
                       " rows, expected m = " + std::to_string(d.m));
   // Zero-stiffness proxies contribute nothing; negative or non-finite ones are errors.
-  std::vector<SchurProxy>& active = d.active;
+  std::vector<SchurProxy>& active = w.active;
   active.clear();
   for (size_t j = 0; j < proxies.size(); ++j) {
     const SchurProxy& p = proxies[j];
@@ -688,16 +745,16 @@ void SchurFactorization::solve_collision_system(const std::vector<SchurProxy>& p
         if (active.back().weights[static_cast<size_t>(a)] == 0.0) active.back().nodes[static_cast<size_t>(a)] = 0;
     }
   }
-  if (method == SchurSolveMethod::automatic) method = choose_method(active, static_cast<int>(g.cols()));
-  if (method == SchurSolveMethod::woodbury && d.sigma_inv.rows() != d.m)
+  if (method == SchurSolveMethod::Automatic) method = choose_method(active, static_cast<int>(g.cols()), w.seen);
+  if (method == SchurSolveMethod::Woodbury && d.sigma_inv.rows() != d.m)
     throw SolverError("Schur collision system: Woodbury needs Σ⁻¹ (SchurOptions::precompute_inverse)");
-  d.last_method = method;
+  w.last_method = method;
   if (active.empty() || d.m == 0)
-    d.solve_sigma(g, u2);
-  else if (method == SchurSolveMethod::woodbury)
-    d.solve_woodbury(active, g, u2);
+    d.solve_sigma(w, g, u2);
+  else if (method == SchurSolveMethod::Woodbury)
+    d.solve_woodbury(w, active, g, u2);
   else
-    d.solve_refactor(active, g, u2);
+    d.solve_refactor(w, active, g, u2);
 }
 
 Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies) {

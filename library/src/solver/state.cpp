@@ -17,11 +17,9 @@ State make_state(const Model& model) {
   s.force = Points::Zero(n, 3);
   s.inertia_target = s.x;
   s.rhs = Eigen::MatrixXd::Zero(n, 3);
-  if (model.has_volume_term()) {
-    if (model.coupled()) s.rhs3 = Eigen::VectorXd::Zero(3 * n);
-    s.x_prev = Points::Zero(n, 3);
-    s.delta = Points::Zero(n, 3);
-  }
+  s.step = Points::Zero(n, 3);
+  s.x_prev = Points::Zero(n, 3);
+  if (model.coupled()) s.rhs3 = Eigen::VectorXd::Zero(3 * n);
   return s;
 }
 

@@ -5,18 +5,18 @@
 //   Q_b = Q_p dQ_b,   T_b = T_p + Q_p r_b − Q_b r_b     (p = parent bone, identity for roots)
 // so that the start joint of b moves with its parent and b turns about it.
 #include <xpd/core/keyframes.hpp>
-#include <xpd/io/skeleton.hpp>
+#include <xpd/core/skeleton.hpp>
 
 #include <vector>
 
 namespace xpd {
 
 /// Parent bone of every bone (−1 for roots): the bone whose end joint is b's start joint.
-std::vector<int> bone_parents(const io::Skeleton& skeleton);
+std::vector<int> bone_parents(const Skeleton& skeleton);
 
 /// Absolute rigid transforms of all bones for relative rotations `relative` (one per bone, unit
 /// quaternions). Throws Error when the sizes disagree or the bone graph has a cycle.
-std::vector<RigidTransform> forward_kinematics(const io::Skeleton& skeleton,
+std::vector<RigidTransform> forward_kinematics(const Skeleton& skeleton,
                                                const std::vector<Eigen::Quaterniond>& relative);
 
 /// Relative rotations read from a libigl pose matrix: #B unit quaternions stored as (x, y, z, w)

@@ -2,22 +2,13 @@
 // Readers of libigl's skeleton and matrix files, used by bone attachments: .tgf ("trivial graph
 // format": joint positions and bones) and .dmat (dense matrices: poses, skinning weights,
 // animations). Both are looked through gzip (read_file_bytes).
-#include <xpd/mesh/tet_mesh.hpp>
+#include <xpd/core/skeleton.hpp>
 
 #include <Eigen/Core>
 #include <string>
 #include <string_view>
 
 namespace xpd::io {
-
-/// #B × 2 bones as 0-based (parent joint, child joint) index pairs.
-using Bones = Eigen::Matrix<int, Eigen::Dynamic, 2, Eigen::RowMajor>;
-
-/// A skeleton: joint rest positions and the bones connecting them.
-struct Skeleton {
-  Points joints;  ///< #J × 3 rest positions
-  Bones bones;    ///< #B × 2, 0-based joint indices, in file order (bone b is row b)
-};
 
 /// Parses .tgf: a joint section of lines "i x y z [ignored columns...]" with i = 1, 2, ... in
 /// order, a line "#", then a bone section of lines "a b [ignored columns...]" with 1-based joint

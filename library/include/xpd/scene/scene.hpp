@@ -57,7 +57,7 @@ struct Material {
 struct BoneBinding {
   std::string skeleton;    ///< .tgf path, resolved
   std::string pose;        ///< .dmat path, resolved
-  std::vector<int> bones;  ///< 0-based bone indices (rows of io::Skeleton::bones), checked against the skeleton
+  std::vector<int> bones;  ///< 0-based bone indices (rows of Skeleton::bones), checked against the skeleton
 };
 
 /// Zero-rest-length springs pulling the nodes of a selection towards targets (w/2 ||x - t||^2 per node).
@@ -190,15 +190,17 @@ std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh);
 /// least one node and index selections are in range. Throws SceneError naming the JSON path.
 void check_scene_against_mesh(const Scene& scene, const TetMesh& mesh);
 
-/// Lumped node masses [kg], #V: each tet gives density · volume / 4 to each of its nodes, with the
-/// density of its material (`tet_material` from assign_materials).
-std::vector<double> lumped_masses(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material);
+/// Density of every tet [kg/m³] from its material (`tet_material` from assign_materials): the
+/// per-tet density of the model (ModelDesc::density), whose lumped masses (Model::masses) carry
+/// gravity and inertia.
+std::vector<double> tet_densities(const Scene& scene, const std::vector<int>& tet_material);
 
 /// The external force on every node [N] while stepping to `frame` (#V × 3): the sum of all loads,
-/// each times its ramp scale (Load::scale_at). Gravity is lumped mass × acceleration; node_force
-/// adds `force` to each selected node; total_force splits `force` over the selected nodes equally or
-/// by lumped boundary area (lumped_boundary_area). Throws SceneError (path of the load) when an
-/// area-distributed load's selection has no boundary area.
-Points external_forces(const Scene& scene, const TetMesh& mesh, const std::vector<int>& tet_material, int frame);
+/// each times its ramp scale (Load::scale_at). Gravity is `masses` × acceleration, with the model's
+/// lumped masses (Model::masses: the same masses as the implicit-Euler inertia); node_force adds
+/// `force` to each selected node; total_force splits `force` over the selected nodes equally or by
+/// lumped boundary area (lumped_boundary_area). Throws SceneError (path of the load) when an
+/// area-distributed load's selection has no boundary area, and Error when `masses` is not #V long.
+Points external_forces(const Scene& scene, const TetMesh& mesh, const Eigen::VectorXd& masses, int frame);
 
 }  // namespace xpd

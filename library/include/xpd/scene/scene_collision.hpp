@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 #include <xpd/collision/detector.hpp>
-#include <xpd/io/scene.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/solver/collision_solver.hpp>
 

@@ -1,6 +1,7 @@
 #pragma once
-// A scene turned into a running simulation: the one place where the parsed scene (io/scene.hpp)
-// meets the PD model (solver/model.hpp). CLI, Python and tests all run scenes through it.
+// A scene turned into a running simulation: the one place where the parsed scene (scene/scene.hpp)
+// meets the PD model (solver/model.hpp). CLI, Python and tests all run scenes through it, and
+// write what they run through the run writer (scene/run_writer.hpp).
 //
 // Per frame k ≥ 1 it sets the frame inputs, then solves the frame (quasistatic equilibrium or one
 // implicit Euler step):
@@ -8,26 +9,27 @@
 //     the rest positions; "bone" → each selected node follows the nearest listed bone (rest-pose
 //     distance to the bone segment), the bones posed by forward kinematics with the relative
 //     rotations of the pose file slerped from identity (frame 0) to the full pose (last frame);
-//   - external forces: io external_forces(scene, mesh, materials, k) (gravity, node and total
-//     forces with their ramps).
+//   - external forces: external_forces(scene, mesh, model.masses(), k): gravity on the model's
+//     lumped masses (per-tet densities of the materials: the same masses as the implicit-Euler
+//     inertia), node and total forces, with their ramps.
 // Quasistatic warm start: frame k starts from the displacement of frame k−1 extrapolated linearly,
 // x⁰_k = x_{k−1} + (x_{k−1} − x_{k−2}) (loads and keyframes of the shipped scenes change smoothly,
 // so this removes the first-order part of the load increment). The extrapolated guess is kept only
 // if its objective at the new inputs is lower than that of x_{k−1}; otherwise the frame starts from
 // x_{k−1}. PD then decreases the energy monotonically from there. Implicit Euler frames start from
 // the inertial position y = x_n + h v_n as before (pd_solver).
-// With a "collision" key, frames are solved by the collision-aware solver (solver/scene_collision.hpp,
+// With a "collision" key, frames are solved by the collision-aware solver (scene/scene_collision.hpp,
 // solver/collision_solver.hpp): same convergence test, plus penalty springs on the active proxies of
 // the collision-prone region; collision_stats() holds the last frame's collision figures.
 // Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
 // anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
 // caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
-#include <xpd/io/scene.hpp>
-#include <xpd/io/skeleton.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/core/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
-#include <xpd/solver/scene_collision.hpp>
+#include <xpd/scene/scene_collision.hpp>
 #include <xpd/solver/state.hpp>
 
 #include <optional>
@@ -41,13 +43,16 @@ public:
   /// Throws SceneError / MeshError / SolverError / IoError with messages naming the cause.
   explicit SceneSimulation(Scene scene);
   ~SceneSimulation();
-  // The collision solver keeps a pointer to the model: not movable.
+  // Movable (the model lives on the heap, so the collision parts' references to it stay valid);
+  // not copyable (the model holds its factorization).
+  SceneSimulation(SceneSimulation&&) noexcept;
+  SceneSimulation& operator=(SceneSimulation&&) noexcept;
   SceneSimulation(const SceneSimulation&) = delete;
   SceneSimulation& operator=(const SceneSimulation&) = delete;
 
   const Scene& scene() const { return scene_; }
   const TetMesh& mesh() const { return mesh_; }
-  const Model& model() const { return model_; }
+  const Model& model() const { return *model_; }
   const State& state() const { return state_; }
   const Points& positions() const { return state_.x; }
   /// Material index (into scene().materials) of every tet.
@@ -81,11 +86,11 @@ private:
   std::vector<int> tet_material_;
   // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
   std::vector<int> attach_owner_, attach_node_, attach_bone_;
-  std::vector<io::Skeleton> skeletons_;                      // per scene attachment (bone type)
+  std::vector<Skeleton> skeletons_;                      // per scene attachment (bone type)
   std::vector<std::vector<Eigen::Quaterniond>> poses_;       // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;
   std::optional<PointEmbedding> embedding_;
-  Model model_;
+  std::unique_ptr<Model> model_;
   State state_;
   std::unique_ptr<SceneCollision> collision_;
   std::optional<CollisionFrameStats> collision_stats_;

@@ -33,6 +33,13 @@
 //
 // An iteration without any active contact takes the plain PD path (one solve with the model's own
 // factor), so a scene that never collides gives the collision-free result bit for bit.
+//
+// Model / state. CollisionModel is constant after construction (region, E_β, A22^(β), the Schur
+// factorization with Σ and Σ⁻¹, or a baseline's constant factor) and may serve any number of
+// CollisionStates at once; a CollisionState holds what one simulation state changes (springs,
+// contacts, the Schur workspace, scratch) and borrows one detector (detectors keep scratch: one per
+// state). collision_step() runs one frame through the frame loop (solver/frame_loop.hpp) with the
+// collision global step as its strategy. CollisionSolver bundles one model and one state.
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,17 +47,18 @@
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/schur.hpp>
+#include <xpd/solver/solver_options.hpp>
 #include <xpd/solver/state.hpp>
 
 namespace xpd {
 
 /// How the global step with penalty springs is solved.
 enum class CollisionMethod {
-  schur,                ///< Algorithm 1: Schur complement of x2, nested inner loop (default)
-  full_refactor,        ///< baseline (a): WᵀCW added to the sparse K, CHOLMOD numeric refactor every iteration
-  projective_skinning,  ///< baseline (b), paper 000 §5.4: K + Σ_region c w wᵀ prefactored once; inactive
-                        ///< proxies target their current position (zero force, but stiffness in the matrix)
-  pcg,                  ///< baseline (c), paper 000 §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
+  Schur,               ///< Algorithm 1: Schur complement of x2, nested inner loop (default)
+  FullRefactor,        ///< baseline (a): WᵀCW added to the sparse K, CHOLMOD numeric refactor every iteration
+  ProjectiveSkinning,  ///< baseline (b), paper 000 §5.4: K + Σ_region c w wᵀ prefactored once; inactive
+                       ///< proxies target their current position (zero force, but stiffness in the matrix)
+  Pcg,                 ///< baseline (c), paper 000 §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
 };
 
 /// "schur", "full_refactor", "projective_skinning", "pcg".
@@ -61,8 +69,8 @@ CollisionMethod collision_method_from_string(const std::string& name);
 struct CollisionOptions {
   double stiffness = 0;      ///< penalty stiffness c per active proxy [N/m], > 0
   int inner_iterations = 1;  ///< J ≥ 1: inner iterations per outer iteration (schur method)
-  CollisionMethod method = CollisionMethod::schur;
-  SchurSolveMethod schur_solve = SchurSolveMethod::automatic;  ///< H u2 = g: dense refactor or Woodbury
+  CollisionMethod method = CollisionMethod::Schur;
+  SchurSolveMethod schur_solve = SchurSolveMethod::Automatic;  ///< H u2 = g: dense refactor or Woodbury
   SchurOptions schur;        ///< dense memory budget etc. (precompute_inverse is set as needed)
   int pcg_iterations = 100;  ///< baseline (c): fixed number of PCG iterations per global step
   /// Extra tets whose nodes join x2 (e.g. the tets a self-collision detector searches, which it
@@ -75,11 +83,7 @@ struct CollisionOptions {
   /// that really separate. The set is reset at the start of every frame. false: springs = the
   /// contacts of the last detection.
   bool keep_active_in_frame = true;
-  int release_after = 3;
-  /// Anderson (SolverOptions::anderson): restart the history whenever the spring set changes
-  /// (false: keep it and rely on the energy safeguard alone).
-  bool anderson_restart_on_contact_change =
-      false;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
+  int release_after = 3;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;
@@ -110,23 +114,28 @@ struct CollisionFrameStats {
   CollisionTimings timings_ms;
 };
 
-/// Collision-aware PD solver for one Model. Holds its own x2-last factorization of model.matrix()
-/// (schur) or the baseline's factor; the detector is borrowed and must outlive the solver.
-class CollisionSolver {
+class CollisionState;
+
+/// The constant part of collision handling for one Model (which must outlive it): the partition
+/// into x1 / x2, the E_β elements, A22^(β), and the factorization of the method (the x2-last Schur
+/// factorization for schur, K + all region springs for projective_skinning). Read only after
+/// construction: one CollisionModel serves any number of CollisionStates. Movable.
+class CollisionModel {
  public:
   /// `proxies`: all proxies of the body; `region`: indices of the proxies of the collision-prone
-  /// region (may be empty: every iteration is plain). The detector must report contacts for region
-  /// proxies only. Throws SolverError on bad indices, a non-positive stiffness or J < 1, and (schur)
-  /// when the region's dense matrices exceed options.schur.dense_memory_budget_bytes.
-  CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region, ContactDetector& detector,
-                  CollisionOptions options);
-  ~CollisionSolver();
-  CollisionSolver(CollisionSolver&&) noexcept;
-  CollisionSolver& operator=(CollisionSolver&&) noexcept;
+  /// region (may be empty: every iteration is plain). Throws SolverError on bad indices, a
+  /// non-positive stiffness or J < 1, λ > 0, and (schur) when the region's dense matrices exceed
+  /// options.schur.dense_memory_budget_bytes.
+  CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region, CollisionOptions options);
+  ~CollisionModel();
+  CollisionModel(CollisionModel&&) noexcept;
+  CollisionModel& operator=(CollisionModel&&) noexcept;
 
+  const Model& model() const;
+  const ProxySet& proxies() const;
+  /// Region proxy indices (sorted, unique).
+  const std::vector<int>& region() const;
   const CollisionOptions& options() const;
-  /// Changes J (≥ 1) for the next steps; no refactorization.
-  void set_inner_iterations(int inner_iterations);
   /// The collision-prone nodes x2 (global node indices, region-local order).
   const std::vector<int>& region_nodes() const;
   /// Number of E_β elements (over all tet terms).
@@ -136,24 +145,89 @@ class CollisionSolver {
   /// Setup time: factorizations of the method [ms].
   double setup_ms() const;
 
-  /// Solves one frame (quasistatic equilibrium or one implicit Euler step) with the current inputs,
-  /// starting from state.x; obstacle keyframes are evaluated at `frame`. Convergence as
-  /// pd_solver's step() on the total force f(x) + f_col(x). Anderson acceleration (SolverOptions::anderson or
-  /// accelerator = Anderson) extrapolates the outer iteration with the energy safeguard on elastic + penalty energy;
-  /// Chebyshev is not used (its spectral radius is not defined while the contact set, hence the matrix, changes).
-  CollisionFrameStats step(State& state, const SolverOptions& options, double frame);
+  struct Impl;  ///< opaque (collision_solver.cpp)
 
+ private:
+  friend class CollisionState;
+  friend CollisionFrameStats collision_step(const CollisionModel&, CollisionState&, State&, const SolverOptions&,
+                                            double);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What one simulation state changes in collision handling: the penalty springs and their
+/// bookkeeping, the contacts of the last detection, the Schur workspace (solve scratch) and the
+/// forward/backward blocks, and, for baseline (a), the refactored sparse factor. Borrows the
+/// CollisionModel and a detector, which must outlive it (detectors keep scratch: one per state).
+/// After the first step, steps of the same size allocate nothing (tests/alloc). Movable.
+class CollisionState {
+ public:
+  /// The detector must report contacts for region proxies of `model` only, sorted by proxy.
+  CollisionState(const CollisionModel& model, ContactDetector& detector);
+  ~CollisionState();
+  CollisionState(CollisionState&&) noexcept;
+  CollisionState& operator=(CollisionState&&) noexcept;
+
+  /// Inner iterations J (≥ 1) of the next steps (initially CollisionOptions::inner_iterations).
+  void set_inner_iterations(int inner_iterations);
+  int inner_iterations() const;
   /// Contacts found at the end of the last step (at the final positions).
   const std::vector<ProxyContact>& contacts() const;
   /// Norm of the reduced right-hand side g (the gradient of the condensed problem in x2, x1 at its
   /// optimum for the frozen α projections) at each inner iteration of the last outer iteration that
-  /// took the Schur path in the last step: decreasing when the inner loop converges. (Kept here, not
-  /// in CollisionFrameStats, so that a step does not allocate.)
+  /// took the Schur path in the last step: decreasing when the inner loop converges.
   const std::vector<double>& inner_residuals() const;
+  /// The Schur solves' workspace (last method and timings of the reduced solve).
+  const SchurWorkspace& schur_workspace() const;
+
+  struct Impl;  ///< opaque (collision_solver.cpp)
 
  private:
-  struct Impl;
+  friend class CollisionModel;
+  friend CollisionFrameStats collision_step(const CollisionModel&, CollisionState&, State&, const SolverOptions&,
+                                            double);
   std::unique_ptr<Impl> impl_;
+};
+
+/// Solves one frame (quasistatic equilibrium or one implicit Euler step) with the current inputs,
+/// starting from state.x; obstacle keyframes are evaluated at `frame`. The frame loop
+/// (solver/frame_loop.hpp) with the collision global step: convergence as for plain PD on the total
+/// force f(x) + f_col(x); Anderson acceleration (SolverOptions::anderson or accelerator = Anderson)
+/// extrapolates the outer iteration with the energy safeguard on elastic + penalty energy;
+/// Chebyshev is refused (its spectral radius is not defined while the contact set, hence the
+/// matrix, changes). Throws SolverError when `cstate` belongs to another model or `state` to
+/// another Model.
+CollisionFrameStats collision_step(const CollisionModel& model, CollisionState& cstate, State& state,
+                                   const SolverOptions& options, double frame);
+
+/// One CollisionModel and one CollisionState, for single-state use (tests, benchmarks, scenes).
+class CollisionSolver {
+ public:
+  /// See CollisionModel and CollisionState; the detector is borrowed and must outlive the solver.
+  CollisionSolver(const Model& model, const ProxySet& proxies, std::vector<int> region, ContactDetector& detector,
+                  CollisionOptions options);
+  ~CollisionSolver();
+  CollisionSolver(CollisionSolver&&) noexcept;
+  CollisionSolver& operator=(CollisionSolver&&) noexcept;
+
+  const CollisionModel& model() const { return *model_; }
+  CollisionState& state() { return *state_; }
+  const CollisionState& state() const { return *state_; }
+
+  const CollisionOptions& options() const { return model_->options(); }
+  void set_inner_iterations(int inner_iterations) { state_->set_inner_iterations(inner_iterations); }
+  const std::vector<int>& region_nodes() const { return model_->region_nodes(); }
+  int num_beta_elements() const { return model_->num_beta_elements(); }
+  const SchurFactorization* schur() const { return model_->schur(); }
+  double setup_ms() const { return model_->setup_ms(); }
+  const std::vector<ProxyContact>& contacts() const { return state_->contacts(); }
+  const std::vector<double>& inner_residuals() const { return state_->inner_residuals(); }
+
+  /// collision_step() with the bundled model and state.
+  CollisionFrameStats step(State& state, const SolverOptions& options, double frame);
+
+ private:
+  std::unique_ptr<CollisionModel> model_;
+  std::unique_ptr<CollisionState> state_;
 };
 
 }  // namespace xpd

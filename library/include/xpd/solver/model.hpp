@@ -55,7 +55,10 @@ struct ModelDesc {
   VolumeMatrix volume_matrix = VolumeMatrix::Coupled;
   std::vector<StrainLimitDesc> strain_limits;
   std::vector<ShapeTargetDesc> shape_targets;
-  double density = 1000.0;                   ///< kg/m³, for lumped masses (gravity, inertia)
+  /// Mass density ρ > 0 [kg/m³], per tet (#T) or one value for all. The lumped masses
+  /// m_i = Σ_{tets ∋ i} ρ_t Vol_t / 4 are the one mass path: gravity (m_i g) and implicit-Euler
+  /// inertia (M/h²) both use them.
+  std::vector<double> density{1000.0};
   std::vector<AttachmentDesc> attachments;
   std::vector<PointSpring> springs;
   Vec3 gravity = Vec3::Zero();               ///< initial gravity (changeable per frame)
@@ -83,7 +86,7 @@ public:
   const Tets& tets() const { return tets_; }
   Integrator integrator() const { return integrator_; }
   double time_step() const { return h_; }
-  /// Lumped nodal masses (#V): Σ over incident tets of ρ Vol / 4.
+  /// Lumped nodal masses (#V): Σ over incident tets of ρ_t Vol_t / 4 (ModelDesc::density).
   const Eigen::VectorXd& masses() const { return masses_; }
   /// All terms (tet terms first, then springs, then loads).
   const std::vector<std::unique_ptr<Term>>& terms() const { return terms_; }

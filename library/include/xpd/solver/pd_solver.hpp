@@ -10,71 +10,12 @@
 // it from above. The global step then yields a quasi-Newton direction δ = K⁻¹ f(x) for the true
 // energy (f = −∇E; for λ = 0 this is exactly the PD step), and a backtracking line search (Armijo,
 // step halving from α = 1) keeps the energy monotone. Anderson works on top; Chebyshev is refused.
+#include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/solver_options.hpp>
 #include <xpd/solver/state.hpp>
 
 namespace xpd {
-
-/// Acceleration of the PD fixed-point iteration x ← G(x) = x + K⁻¹ f(x).
-enum class Accelerator {
-  None,
-  Anderson,  ///< Anderson type II over the last `anderson_window` iterates (Walker & Ni 2011)
-  Chebyshev  ///< Chebyshev semi-iteration (Wang 2015), see SolverOptions::chebyshev_rho
-};
-
-struct SolverOptions {
-  int max_iterations = 100;      ///< global solves per frame
-  /// Never stop (converged or energy test) before this many global solves; ≤ max_iterations
-  /// is not required (max_iterations wins).
-  int min_iterations = 0;
-  /// Converged when ||f||_F ≤ rel_tolerance · scale, scale = max(||f(x_start)||, ||loads||),
-  /// loads = gravity·m + nodal forces.
-  double rel_tolerance = 1e-6;
-  double abs_tolerance = 0.0;    ///< or ||f||_F ≤ abs_tolerance
-  /// Or relative energy decrease over one iteration ≤ energy_tolerance (0 = off).
-  double energy_tolerance = 0.0;
-  bool anderson = false;         ///< Anderson acceleration (same as accelerator = Anderson)
-  int anderson_window = 5;
-  Accelerator accelerator = Accelerator::None;  ///< `anderson = true` also selects Anderson
-  /// Chebyshev: x_{k+1} = ω_{k+1} (G(x_k) − x_{k−1}) + x_{k−1} with ω = 1 for the first
-  /// `chebyshev_warmup` iterations, ω = 2/(2 − ρ²) at the first accelerated one and then
-  /// ω_{k+1} = 4/(4 − ρ² ω_k) (Wang 2015, eq. 11). ρ is the spectral radius of the plain PD
-  /// iteration. `chebyshev_rho` = 0 (default) estimates it: the ratio of the last two step norms
-  /// ||δ_k|| / ||δ_{k−1}|| of the plain warm-up (approaches ρ from below, a safe choice), redone
-  /// every `chebyshev_reestimate` accelerated iterations keeping the largest value seen in the
-  /// frame, capped at 0.9999. A value in (0, 1) fixes ρ (well-tuned fixed values are faster on
-  /// slow problems, e.g. slender beams need ρ ≈ 0.999). An accelerated iterate whose energy
-  /// exceeds the previous one is replaced by the plain iterate G(x_k) and the warm-up restarts
-  /// with a fresh estimate (monotone energy).
-  double chebyshev_rho = 0.0;
-  int chebyshev_warmup = 5;      ///< plain iterations before (and after each restart of) the ω sequence
-  int chebyshev_reestimate = 50; ///< automatic ρ: accelerated iterations between re-estimates (0 = never)
-  bool store_projections = false;  ///< keep per-term projections in State::projections
-};
-
-/// Wall time of the phases (milliseconds), like the paper's Figure 4.
-struct PhaseTimings {
-  double local = 0;  ///< local step: per-element projections fused with the elastic force
-  double rhs = 0;    ///< springs, loads, inertia, residual and right-hand-side assembly
-  double solve = 0;  ///< triangular solves with the factor (3 RHS)
-  double other = 0;  ///< update, Anderson, checks
-};
-
-struct FrameStats {
-  double energy = 0;           ///< objective at the end of the frame
-  double residual = 0;         ///< ||f||_F at the end
-  double initial_residual = 0; ///< ||f||_F at the start
-  double load_scale = 0;       ///< ||gravity·m + nodal forces||_F
-  int iterations = 0;          ///< global solves
-  int anderson_rejections = 0;  ///< accelerated iterates rejected by the energy check (Anderson)
-  int chebyshev_rejections = 0; ///< same for Chebyshev
-  int line_search_halvings = 0; ///< step halvings of the line search (λ volume term only)
-  double chebyshev_rho = 0;     ///< ρ used by Chebyshev in the last ω sequence (0 if none started)
-  bool converged = false;
-  int threads = 0;             ///< TBB's allowed parallelism during the frame
-  double wall_ms = 0;
-  PhaseTimings timings_ms;
-};
 
 /// Local step + forces at state.x: fills state.force = f(x) = −∇E(x) (including inertia for
 /// implicit Euler, with y = state.inertia_target) and returns the objective value E(x).
@@ -90,8 +31,29 @@ double load_norm(const Model& model, const State& state);
 /// (n × 3 column-major).
 void solve_global(const Model& model, State& state);
 
+/// The plain PD global step as a frame-loop strategy: δ = K⁻¹ f(x) with the model's one factor
+/// (solve_global); with the λ volume term the same direction, line-searched by the loop. Supports
+/// every accelerator except Chebyshev with the volume term. Holds only a reference to the model.
+class PdStep final : public GlobalStep {
+public:
+  explicit PdStep(const Model& model, bool store_projections = false)
+      : model_(&model), store_projections_(store_projections) {}
+  const char* name() const override { return "step"; }
+  bool supports(Accelerator a) const override;
+  const char* unsupported_reason(Accelerator a) const override;
+  bool in_place() const override { return false; }
+  bool line_search() const override { return model_->has_volume_term(); }
+  double evaluate(State& state, FrameStats& stats) override;
+  void iterate(State& state, FrameStats& stats) override;
+  void solve_with_matrix(Eigen::MatrixXd& b) const override;
+
+private:
+  const Model* model_;
+  bool store_projections_;
+};
+
 /// Solves one frame (quasistatic equilibrium, or one implicit Euler step) with the current
-/// inputs, starting from state.x. Throws SolverError on non-finite values.
+/// inputs, starting from state.x: run_frame() with a PdStep. Throws SolverError on non-finite values.
 FrameStats step(const Model& model, State& state, const SolverOptions& options = {});
 
 }  // namespace xpd

@@ -42,9 +42,9 @@ struct SchurProxy {
 
 /// How solve_collision_system() solves H u2 = g.
 enum class SchurSolveMethod {
-  automatic,       ///< cheaper of the two by the cost model of choose_method()
-  dense_refactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (paper 000)
-  woodbury,  ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
+  Automatic,      ///< cheaper of the two by the cost model of choose_method()
+  DenseRefactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (paper 000)
+  Woodbury,       ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
 };
 
 struct SchurOptions {
@@ -53,7 +53,7 @@ struct SchurOptions {
   /// SolverError naming m and the budget. Not counted: the transient q × q and q × k matrices of a
   /// Woodbury solve (q ≤ m distinct proxy nodes, k proxies; automatic picks it only for k below m).
   std::size_t dense_memory_budget_bytes = std::size_t{2} << 30;  // 2 GiB
-  /// Precompute Σ⁻¹ (dpotri on L22) at construction; required for SchurSolveMethod::woodbury.
+  /// Precompute Σ⁻¹ (dpotri on L22) at construction; required for SchurSolveMethod::Woodbury.
   bool precompute_inverse = true;
   /// Also analyze K with the unconstrained METIS ordering to report nnz(L) without the
   /// "x2 last" constraint (SchurStats::nnz_L_unconstrained); costs one extra METIS + symbolic pass.
@@ -82,13 +82,42 @@ struct SchurSolveTimings {
   double solve = 0;   ///< triangular solves / the Σ⁻¹ product
 };
 
+class SchurFactorization;
+
+/// Scratch of SchurFactorization's solves for one user (one simulation state, one thread): the
+/// CHOLMOD solve workspace with its own cholmod_common, the dense blocks of the forward, backward
+/// and collision solves (sized on first use; the solves then never allocate), the H = Σ + WᵀCW
+/// workspace of the dense refactor, and what the last collision solve did. With one workspace per
+/// state, one constant factorization serves any number of states.
+class SchurWorkspace {
+ public:
+  SchurWorkspace();
+  ~SchurWorkspace();
+  SchurWorkspace(SchurWorkspace&&) noexcept;
+  SchurWorkspace& operator=(SchurWorkspace&&) noexcept;
+  SchurWorkspace(const SchurWorkspace&) = delete;
+  SchurWorkspace& operator=(const SchurWorkspace&) = delete;
+
+  /// The method used by the last solve_collision_system() with this workspace.
+  SchurSolveMethod last_method() const;
+  /// Phase timings of that call.
+  const SchurSolveTimings& last_timings() const;
+
+ private:
+  friend class SchurFactorization;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Partial Cholesky / Schur-complement factorization of an SPD matrix with a trailing region.
 ///
 /// Phased use (one Model-like object per topology):
 ///   construct (analyze + factorize, once) → refactorize(K') when values change, same pattern →
 ///   per outer iteration forward() → per inner iteration solve_collision_system(), apply_schur() →
 ///   backward().
-/// All solve methods use internal workspace: one object must not be used from two threads at once.
+/// The solves come in two forms: const methods taking a SchurWorkspace (one per state or thread: the
+/// factorization is then shared, read only), and single-user overloads without one, which use a
+/// workspace held inside the object (convenient in tests; not for concurrent use).
 class SchurFactorization {
  public:
   /// K: n × n SPD (both triangles stored, or at least the lower one; only the lower triangle is
@@ -129,6 +158,7 @@ class SchurFactorization {
 
   /// Full solve K u = f. f: n × r (node order). Returns u: n × r.
   Eigen::MatrixXd solve(const Eigen::Ref<const Eigen::MatrixXd>& f);
+  Eigen::MatrixXd solve(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f) const;
 
   /// Partial forward substitution (paper 000 eq. 16, Algorithm 1 step 3).
   /// f: n × r in node order. Outputs
@@ -139,6 +169,8 @@ class SchurFactorization {
   /// g2 = L22 · y[n1:n] (dense trmm, factor order, then gathered into region order). Proof: the last block row of L y =
   /// P f is L21 y1 + L22 y2 = f2, hence L22 y2 = f2 − L21 y1; and L21 y1 = K21 L11⁻ᵀ L11⁻¹ f1 = K21 K11⁻¹ f1.
   void forward(const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1, Eigen::MatrixXd& g2);
+  void forward(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1,
+               Eigen::MatrixXd& g2) const;
 
   /// Partial backward substitution (paper 000 eq. 18, Algorithm 1 step 5).
   /// y1 from forward(), u2: m × r region correction. Returns u: n × r in node order with
@@ -150,6 +182,8 @@ class SchurFactorization {
   /// backward() into u (resized only when its size differs; with the scratch kept inside, repeated
   /// calls of one size never allocate). y1, g2 of forward() are likewise reused when sized.
   void backward(const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2, Eigen::MatrixXd& u);
+  void backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1, const Eigen::Ref<const Eigen::MatrixXd>& u2,
+                Eigen::MatrixXd& u) const;
 
   /// out = Σ u2 (m × r), Algorithm 1 step 4.7 (g_α −= Σ_α u2). One dense symmetric product
   /// (memory-bound, reads m²/2 doubles). Where H u2 = g was just solved, Σ u2 = g − (H − Σ) u2 with
@@ -167,11 +201,14 @@ class SchurFactorization {
   /// Throws SolverError if H (or S) is not numerically positive definite or an index is out of range.
   Eigen::MatrixXd solve_collision_system(const std::vector<SchurProxy>& proxies,
                                          const Eigen::Ref<const Eigen::MatrixXd>& g,
-                                         SchurSolveMethod method = SchurSolveMethod::automatic);
+                                         SchurSolveMethod method = SchurSolveMethod::Automatic);
   /// solve_collision_system() into u2 (m × r, resized only when needed): no allocation once the
   /// internal scratch has grown to the largest contact set seen.
   void solve_collision_system(const std::vector<SchurProxy>& proxies, const Eigen::Ref<const Eigen::MatrixXd>& g,
                               SchurSolveMethod method, Eigen::MatrixXd& u2);
+  void solve_collision_system(SchurWorkspace& ws, const std::vector<SchurProxy>& proxies,
+                              const Eigen::Ref<const Eigen::MatrixXd>& g, SchurSolveMethod method,
+                              Eigen::MatrixXd& u2) const;
 
   /// The method `automatic` picks for k proxies touching q distinct nodes and r right-hand sides.
   /// Cost model in flop equivalents; memory-bound kernels (copies, gathers, products with r
@@ -182,8 +219,10 @@ class SchurFactorization {
   /// for k = 5-15 % of m on 2 CPU cores). Woodbury also requires Σ⁻¹ (precompute_inverse) and every
   /// stiffness > 0.
   SchurSolveMethod choose_method(const std::vector<SchurProxy>& proxies, int r = 3) const;
+  /// choose_method() with caller-held scratch (no allocation once `seen` has m entries).
+  SchurSolveMethod choose_method(const std::vector<SchurProxy>& proxies, int r, std::vector<char>& seen) const;
 
-  /// The method actually used by the last solve_collision_system() call.
+  /// The method actually used by the last single-user solve_collision_system() call.
   SchurSolveMethod last_method() const;
   /// Phase timings of the last solve_collision_system() call.
   const SchurSolveTimings& last_timings() const;

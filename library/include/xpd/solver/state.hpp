@@ -46,10 +46,9 @@ struct State {
   Points force;             ///< #V × 3 f(x) = −∇E(x)
   Points inertia_target;    ///< y = x_n + h v_n (implicit Euler)
   Eigen::MatrixXd rhs;      ///< n × 3 column-major right-hand side / solution of the global step
-  // Only with the λ volume term (Model::has_volume_term), else empty:
-  Eigen::VectorXd rhs3;     ///< 3n right-hand side / solution of the coupled global step (3·node + coordinate)
-  Points x_prev;            ///< #V × 3 iterate before the global step (line search origin)
-  Points delta;             ///< #V × 3 global-step direction (line search)
+  Points step;              ///< #V × 3 δ = G(x) − x of the last global step (frame loop)
+  Points x_prev;            ///< #V × 3 iterate before the global step (line search, accelerators)
+  Eigen::VectorXd rhs3;     ///< 3n right-hand side / solution of the coupled global step (empty unless coupled)
   AndersonScratch anderson;
   ChebyshevScratch chebyshev;
   int frame = 0;

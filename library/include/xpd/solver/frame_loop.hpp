@@ -1,0 +1,80 @@
+#pragma once
+// The one frame loop of xpd. Every solver (plain PD, the Schur-complement collision solver of
+// Wang et al. 2021 and its baselines, and the solvers to come) is a GlobalStep strategy run by
+// run_frame(); nothing else in the tree iterates a frame.
+//
+// One frame (quasistatic equilibrium, or one implicit Euler step) of the fixed-point iteration
+// x ← G(x), G the strategy's global step:
+//   1. input checks (sizes, finite inputs), x_start = x; implicit Euler: y = x + h v, x = y;
+//   2. step.begin_frame(); E = step.evaluate() (f(x) into state.force); scale = max(||f||, ||loads||);
+//   3. while iterations < max_iterations and (iterations < min_iterations or not converged):
+//        plain iterate G(x): step.iterate(), either as a step δ = G(x) − x (state.step, x kept) or
+//        by moving x in place (step.in_place()); the loop converts between the two forms when an
+//        accelerator or the line search needs δ;
+//        Anderson (Walker & Ni 2011) or Chebyshev (Wang 2015) extrapolation of the iterate, when the
+//        strategy supports it; E_new = step.evaluate(); an accelerated iterate with E_new > E
+//        (relative 1e-12) is replaced by the plain one and the accelerator restarts (monotone E);
+//        with step.line_search(): a plain step must satisfy Armijo, E_new ≤ E − 1e-4 α f·δ,
+//        else α halves (up to 40 times; no decrease resolvable → stop at the previous iterate);
+//        step.max_step_fraction() caps α before the first trial (continuous collision detection
+//        bounds of barrier methods); finite checks of E and ||f||;
+//        energy test: |E − E_new| ≤ energy_tolerance · |E_new| stops the frame;
+//   4. converged: ||f|| ≤ rel_tolerance · scale, or ≤ abs_tolerance, or ≤ the strategy's round-off
+//      floor (GlobalStep::residual_floor, taken at the start of the frame);
+//   5. implicit Euler: v = (x − x_start)/h; statistics; ++state.frame; step.end_frame().
+//
+// Strategies to come plug in here: an IPC barrier step (line_search() with a CCD-bounded
+// max_step_fraction), a step whose factor changes with the topology between frames (the strategy
+// owns or borrows the factor; the loop never sees it), and adjoint (backward) solves that reuse the
+// forward factor through GlobalStep::solve_with_matrix().
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/solver_options.hpp>
+#include <xpd/solver/state.hpp>
+
+namespace xpd {
+
+/// A global step of PD: what changes between solvers. Strategies are per-state objects (they may
+/// keep per-state scratch); the Model and any factorization they use are shared and constant.
+class GlobalStep {
+public:
+  virtual ~GlobalStep() = default;
+  /// Short name for messages ("pd", "collision").
+  virtual const char* name() const = 0;
+  /// Whether the strategy can be accelerated by `accelerator`; run_frame() refuses the others.
+  virtual bool supports(Accelerator accelerator) const = 0;
+  /// Why an accelerator is refused (shown in the error).
+  virtual const char* unsupported_reason(Accelerator) const { return ""; }
+  /// true: iterate() moves state.x to G(x) in place; false: it writes δ = G(x) − x into state.step
+  /// and leaves state.x unchanged.
+  virtual bool in_place() const = 0;
+  /// true: plain steps are line-searched (Armijo) on the objective (non-PD energies such as the λ
+  /// volume term, barriers).
+  virtual bool line_search() const { return false; }
+
+  /// Start of a frame, after x_start and the inertia target are set (resets per-frame sets).
+  virtual void begin_frame(State&) {}
+  /// Objective E(x) at state.x, with f(x) = −∇E(x) into state.force (every term of the strategy:
+  /// elastic, springs, loads, inertia, contacts). Adds phase times to stats.timings_ms.
+  virtual double evaluate(State& state, FrameStats& stats) = 0;
+  /// The plain global step from state.x, with state.force = f(x) of the last evaluate() at x.
+  virtual void iterate(State& state, FrameStats& stats) = 0;
+  /// Residual below which the frame counts as converged whatever its relative tolerance, taken at
+  /// the start of the frame (after begin_frame): the round-off level of the strategy's forces.
+  /// 0 = none (plain PD). The collision step uses 1e-13 · max|diag K| · ||x||: a frame that starts
+  /// at equilibrium has a residual of pure round-off that no iteration reduces relative to itself.
+  virtual double residual_floor(const State&) const { return 0.0; }
+  /// Largest admissible fraction of the step δ from state.x_prev (CCD for barriers); 1 = none.
+  virtual double max_step_fraction(const State&) { return 1.0; }
+  /// End of a frame (final statistics of the strategy, e.g. contacts).
+  virtual void end_frame(State&, FrameStats&) {}
+
+  /// Solves A u = b in place with the constant matrix A of the strategy's step (n × r, or 3n × 1
+  /// for a coupled model): the solve adjoint (backward) passes reuse instead of refactoring.
+  virtual void solve_with_matrix(Eigen::MatrixXd& b) const = 0;
+};
+
+/// Runs one frame of `step` on `state` (see the header comment). Throws SolverError on bad inputs,
+/// an unsupported accelerator, and non-finite energies, forces or steps (naming frame and iteration).
+FrameStats run_frame(const Model& model, State& state, GlobalStep& step, const SolverOptions& options);
+
+}  // namespace xpd

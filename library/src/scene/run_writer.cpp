@@ -1,0 +1,218 @@
+// The run writer (scene/run_writer.hpp): the one code path that writes a run's folder.
+#include <xpd/scene/run_writer.hpp>
+
+#include <xpd/mesh/selection.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace xpd {
+namespace {
+
+// Node lists longer than this are cut in scene.json (the viewer only draws them as points).
+constexpr std::size_t kMaxOverlayNodes = 200000;
+
+// {"nodes": [...]} plus "count" and "truncated": true when the list was cut at kMaxOverlayNodes.
+void put_nodes(nlohmann::ordered_json& j, const std::vector<int>& nodes) {
+  const std::size_t n = std::min(nodes.size(), kMaxOverlayNodes);
+  j["nodes"] = std::vector<int>(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(n));
+  if (n < nodes.size()) {
+    j["count"] = nodes.size();
+    j["truncated"] = true;
+  }
+}
+
+// OUT/scene.json (docs/output-format.md): the attachments and named selections as node lists,
+// and "obstacles" (filled by obstacle_overlay).
+nlohmann::ordered_json selection_overlay(const Scene& scene, const TetMesh& mesh) {
+  nlohmann::ordered_json attachments = nlohmann::ordered_json::array();
+  for (const Attachment& a : scene.attachments) {
+    nlohmann::ordered_json j;
+    j["type"] = a.type == Attachment::Type::Fixed ? "fixed" : a.type == Attachment::Type::Rigid ? "rigid" : "bone";
+    j["selection"] = a.selection;
+    put_nodes(j, select_nodes(a.selection, scene.selections, mesh));
+    attachments.push_back(std::move(j));
+  }
+  nlohmann::ordered_json selections = nlohmann::ordered_json::object();
+  for (const auto& [name, selection] : scene.selections) {
+    const std::vector<int> nodes = select_nodes(selection, scene.selections, mesh);
+    if (nodes.size() <= kMaxOverlayNodes) {
+      selections[name] = nodes;
+    } else {
+      nlohmann::ordered_json j;
+      put_nodes(j, nodes);
+      selections[name] = std::move(j);
+    }
+  }
+  return {{"attachments", std::move(attachments)},
+          {"selections", std::move(selections)},
+          {"obstacles", nlohmann::ordered_json::array()}};
+}
+
+// The obstacles the viewer can draw (sphere, plane, box) where they stand at frame 0.
+nlohmann::ordered_json obstacle_overlay(const SceneSimulation& sim) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  const SceneCollision* c = sim.collision();
+  if (!c) return out;
+  auto vec = [](const Vec3& v) { return std::vector<double>{v.x(), v.y(), v.z()}; };
+  for (const Obstacle& o : c->obstacles) {
+    const RigidTransform T = evaluate(o.keyframes, 0.0);
+    if (const auto* sp = std::get_if<Sphere>(&o.shape)) {
+      out.push_back({{"type", "sphere"}, {"center", vec(T.apply(sp->center))}, {"radius", sp->radius}});
+    } else if (const auto* pl = std::get_if<Plane>(&o.shape)) {
+      out.push_back({{"type", "plane"}, {"point", vec(T.apply(pl->point))}, {"normal", vec(T.rotation * pl->normal)}});
+    } else if (const auto* bx = std::get_if<Box>(&o.shape)) {
+      // The viewer draws axis-aligned boxes: the bounding box of the placed one.
+      Vec3 lo = Vec3::Constant(1e300), hi = Vec3::Constant(-1e300);
+      for (int k = 0; k < 8; ++k) {
+        const Vec3 corner((k & 1 ? 1 : -1) * bx->half_extents.x(), (k & 2 ? 1 : -1) * bx->half_extents.y(),
+                          (k & 4 ? 1 : -1) * bx->half_extents.z());
+        lo = lo.cwiseMin(T.apply(corner));
+        hi = hi.cwiseMax(T.apply(corner));
+      }
+      out.push_back({{"type", "box"}, {"min", vec(lo)}, {"max", vec(hi)}});
+    }
+  }
+  return out;
+}
+
+// One entry of outputs.fields as a VTU array ("displacement" is always written by RunOutput).
+void add_field(const SceneSimulation& sim, const std::string& name, std::vector<io::VtuField>& point_fields,
+               std::vector<io::VtuField>& cell_fields) {
+  const auto points = [&](const Points& p) {
+    io::VtuField f{name, 3, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.size()), 0.0)};
+    if (p.rows() == sim.mesh().nodes.rows()) std::copy(p.data(), p.data() + p.size(), f.values.begin());
+    point_fields.push_back(std::move(f));
+  };
+  const Tets& tets = sim.mesh().tets;
+  if (name == "velocity") {
+    points(sim.state().velocity);
+  } else if (name == "external_force") {
+    points(sim.state().inputs.nodal_forces);
+  } else if (name == "material") {
+    cell_fields.push_back({name, 1, std::vector<double>(sim.tet_material().begin(), sim.tet_material().end())});
+  } else if (name == "volume_ratio") {
+    // det F = det(Ds) / det(Dm): current over rest signed volume of each tet.
+    io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(tets.rows()))};
+    const Points& x = sim.positions();
+    const Points& X = sim.mesh().nodes;
+    for (Eigen::Index e = 0; e < tets.rows(); ++e)
+      f.values[static_cast<std::size_t>(e)] =
+          signed_volume(x.row(tets(e, 0)), x.row(tets(e, 1)), x.row(tets(e, 2)), x.row(tets(e, 3))) /
+          signed_volume(X.row(tets(e, 0)), X.row(tets(e, 1)), X.row(tets(e, 2)), X.row(tets(e, 3)));
+    cell_fields.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const std::optional<CollisionFrameStats>& c) {
+  nlohmann::ordered_json j = {{"frame", frame},
+          {"energy", s.energy},
+          {"residual", s.residual},
+          {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
+          {"iterations", s.iterations},
+          {"converged", s.converged},
+          {"wall_ms", s.wall_ms},
+          {"timings_ms",
+           {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
+            {"other", s.timings_ms.other}}}};
+  if (s.line_search_halvings > 0) j["line_search_halvings"] = s.line_search_halvings;
+  if (c) {
+    j["inner_iterations"] = c->inner_iterations;
+    j["plain_iterations"] = c->plain_iterations;
+    j["active_proxies"] = c->active_proxies;
+    j["max_penetration"] = c->max_penetration;
+    const CollisionTimings& t = c->timings_ms;
+    auto& tm = j["timings_ms"];
+    tm["detect"] = t.detect;
+    tm["local_beta"] = t.local_beta;
+    tm["schur_update"] = t.schur_update;
+    tm["schur_factor"] = t.schur_factor;
+    tm["schur_solve"] = t.schur_solve;
+    tm["forward"] = t.forward;
+    tm["backward"] = t.backward;
+    if (t.refactor > 0) tm["refactor"] = t.refactor;
+    if (t.pcg > 0) tm["pcg"] = t.pcg;
+  }
+  return j;
+}
+
+nlohmann::ordered_json scene_overlay(const SceneSimulation& sim) {
+  nlohmann::ordered_json overlay = selection_overlay(sim.scene(), sim.mesh());
+  overlay["obstacles"] = obstacle_overlay(sim);
+  return overlay;
+}
+
+RunWriter::RunWriter(const SceneSimulation& sim, const std::string& out_dir, int frames)
+    : sim_(&sim), out_(out_dir), frames_(frames) {
+  out_.set_metadata("scene", sim.scene().file);
+  out_.set_metadata("nodes", sim.mesh().nodes.rows());
+  out_.set_metadata("tets", sim.mesh().tets.rows());
+  out_.set_metadata("setup_ms", sim.setup_ms());
+  out_.write_scene_overlay(scene_overlay(sim));
+  write_geometry(0);
+  out_.append_stats(nlohmann::ordered_json{{"frame", 0}});
+  out_.set_metadata("frames_computed", frames);
+}
+
+void RunWriter::write_geometry(int frame) {
+  const SceneSimulation& sim = *sim_;
+  const OutputSettings& o = sim.scene().outputs;
+  if (frame % o.every != 0 && frame != frames_) return;
+  if (o.vtu) {
+    std::vector<io::VtuField> point_fields, cell_fields;
+    for (const std::string& name : o.fields) add_field(sim, name, point_fields, cell_fields);
+    out_.write_frame(frame, sim.mesh().nodes, sim.positions(), sim.mesh().tets, point_fields, cell_fields);
+  }
+  if (o.surface != OutputSettings::Surface::None) {
+    const std::string ext = o.surface == OutputSettings::Surface::Obj ? "obj" : "ply";
+    if (auto s = sim.embedded_surface()) out_.write_surface(frame, *s, ext);
+  }
+}
+
+void RunWriter::write_frame(int frame, const FrameStats& stats) {
+  write_geometry(frame);
+  out_.append_stats(frame_stats_json(frame, stats, sim_->collision_stats()));
+}
+
+void RunWriter::finish(const RunSummary& summary) {
+  if (summary.collision) {
+    out_.set_metadata("max_penetration", summary.max_penetration);
+    out_.set_metadata("mean_edge_length", sim_->collision()->mean_edge_length);
+  }
+  out_.set_metadata("unconverged_frames", summary.unconverged_frames);
+}
+
+RunSummary run_scene(SceneSimulation& sim, const std::string& out_dir, const RunOptions& options) {
+  const int frames =
+      options.max_frames > 0 ? std::min(options.max_frames, sim.num_frames()) : sim.num_frames();
+  RunWriter writer(sim, out_dir, frames);
+  RunSummary sum;
+  sum.frames = frames;
+  for (int f = 1; f <= frames; ++f) {
+    const FrameStats s = sim.advance(f);
+    writer.write_frame(f, s);
+    const auto& c = sim.collision_stats();
+    if (c) {
+      if (!sum.collision) sum.collision.emplace();
+      accumulate(sum.collision->timings_ms, c->timings_ms);
+      sum.collision->inner_iterations += c->inner_iterations;
+      sum.collision->plain_iterations += c->plain_iterations;
+      sum.max_penetration = std::max(sum.max_penetration, c->max_penetration);
+    }
+    sum.timings_ms.local += s.timings_ms.local;
+    sum.timings_ms.rhs += s.timings_ms.rhs;
+    sum.timings_ms.solve += s.timings_ms.solve;
+    sum.timings_ms.other += s.timings_ms.other;
+    sum.iterations += s.iterations;
+    sum.wall_ms += s.wall_ms;
+    sum.unconverged_frames += s.converged ? 0 : 1;
+    if (options.on_frame) options.on_frame(FrameReport{f, frames, &s, c ? &*c : nullptr});
+  }
+  writer.finish(sum);
+  return sum;
+}
+
+}  // namespace xpd

@@ -1,0 +1,253 @@
+#include <xpd/solver/frame_loop.hpp>
+
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include "anderson.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+
+namespace xpd {
+namespace {
+
+void check_finite(double energy, double residual, const State& s, int iteration) {
+  if (!std::isfinite(energy) || !std::isfinite(residual))
+    throw SolverError(fmt::format(
+        "non-finite {} at frame {}, iteration {} (energy={}, residual={}): check inputs for NaN, "
+        "stiffness and time-step ranges",
+        std::isfinite(energy) ? "forces" : "energy", s.frame, iteration, energy, residual));
+}
+
+// Chebyshev semi-iteration (Wang 2015) of G(x) = x + δ: returns true when the new iterate in `x`
+// is accelerated (ω ≠ 1); the plain iterate is kept in c.x_pd.
+bool chebyshev_update(ChebyshevScratch& c, const SolverOptions& opt, Eigen::Map<Eigen::VectorXd> x,
+                      const Eigen::Map<const Eigen::VectorXd>& delta) {
+  if (c.x_prev.size() != x.size()) {  // first use: size the buffers once
+    c.x_prev.resize(x.size());
+    c.x_pd.resize(x.size());
+  }
+  c.x_pd = x + delta;
+  const bool estimate = !(opt.chebyshev_rho > 0.0);
+  // Automatic ρ: go back to a plain warm-up every chebyshev_reestimate accelerated iterations.
+  if (estimate && opt.chebyshev_reestimate > 0 && c.accelerated >= opt.chebyshev_reestimate) {
+    c.plain = 0;
+    c.accelerated = 0;
+    c.step_prev = 0.0;
+  }
+  if (c.plain < opt.chebyshev_warmup) {  // warm-up: plain PD, record the contraction ratio
+    const double step = delta.norm();
+    if (c.plain > 0 && c.step_prev > 0.0) c.ratio = step / c.step_prev;
+    c.step_prev = step;
+    ++c.plain;
+    c.omega = 1.0;
+    c.x_prev = x;
+    x = c.x_pd;
+    return false;
+  }
+  if (c.accelerated == 0) {  // first accelerated iteration of this ω sequence
+    // Re-estimates keep the largest ratio seen in the frame (after the fast modes are damped the
+    // plain ratio approaches ρ from below); chebyshev_restart after a rejection forgets it.
+    c.rho = estimate ? std::clamp(std::max(c.rho, c.ratio), 0.0, 0.9999) : opt.chebyshev_rho;
+    c.omega = 2.0 / (2.0 - c.rho * c.rho);
+  } else {
+    c.omega = 4.0 / (4.0 - c.rho * c.rho * c.omega);
+  }
+  ++c.accelerated;
+  // x_{k+1} = ω (G(x_k) − x_{k−1}) + x_{k−1}; x_prev ← x_k.
+  const double w = c.omega;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double xk = x[i];
+    x[i] = w * (c.x_pd[i] - c.x_prev[i]) + c.x_prev[i];
+    c.x_prev[i] = xk;
+  }
+  return true;
+}
+
+// Start of a frame, or an accelerated iterate rejected: plain warm-up, ρ estimated afresh.
+void chebyshev_restart(ChebyshevScratch& c) {
+  c.plain = 0;
+  c.accelerated = 0;
+  c.omega = 1.0;
+  c.rho = 0.0;
+  c.step_prev = 0.0;
+  c.ratio = 0.0;
+}
+
+void check_options(const Model& model, const State& s, const GlobalStep& step, const SolverOptions& opt,
+                   Accelerator accel) {
+  const char* who = step.name();
+  if (opt.max_iterations < 0) throw SolverError(fmt::format("{}: max_iterations must be >= 0", who));
+  if (accel != Accelerator::None && !step.supports(accel))
+    throw SolverError(fmt::format("{}: {}", who, step.unsupported_reason(accel)));
+  if (accel == Accelerator::Anderson && opt.anderson_window < 1)
+    throw SolverError(fmt::format("{}: anderson_window must be >= 1", who));
+  if (accel == Accelerator::Chebyshev) {
+    if (!(opt.chebyshev_rho >= 0.0 && opt.chebyshev_rho < 1.0))
+      throw SolverError(fmt::format("{}: chebyshev_rho must be in [0, 1), got {}", who, opt.chebyshev_rho));
+    if (opt.chebyshev_warmup < (opt.chebyshev_rho > 0.0 ? 1 : 2))
+      throw SolverError(fmt::format(
+          "{}: chebyshev_warmup must be >= 1 (>= 2 when rho is estimated, chebyshev_rho = 0), got {}", who,
+          opt.chebyshev_warmup));
+  }
+  if (s.x.rows() != model.num_nodes() || s.step.rows() != s.x.rows() || s.x_prev.rows() != s.x.rows())
+    throw SolverError(fmt::format("{}: the state does not belong to the model (make_state)", who));
+  if (s.inputs.attachment_targets.rows() != model.initial_inputs().attachment_targets.rows() ||
+      s.inputs.shape_targets.rows() != model.initial_inputs().shape_targets.rows())
+    throw SolverError(fmt::format("{}: State::inputs sizes differ from the model (attachments / shape targets)", who));
+  if (!s.inputs.attachment_targets.allFinite() || !s.inputs.shape_targets.allFinite() ||
+      !s.inputs.gravity.allFinite() || !s.inputs.nodal_forces.allFinite())
+    throw SolverError(fmt::format("{}: non-finite frame input at frame {}", who, s.frame));
+}
+
+}  // namespace
+
+FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const SolverOptions& opt) {
+  const Accelerator accel = opt.anderson ? Accelerator::Anderson : opt.accelerator;
+  check_options(model, s, step, opt, accel);
+  Timer wall;
+  FrameStats st;
+  st.threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  PhaseTimer pt;
+  const Eigen::Index n = s.x.rows();
+
+  s.x_start = s.x;
+  if (model.integrator() == Integrator::ImplicitEuler) {
+    s.inertia_target = s.x + model.time_step() * s.velocity;
+    s.x = s.inertia_target;  // initial guess: inertial position
+  }
+  st.load_scale = load_norm(model, s);
+  step.begin_frame(s);
+  pt.lap(st.timings_ms.other);
+
+  double energy = step.evaluate(s, st);
+  pt.skip();
+  double residual = s.force.norm();
+  check_finite(energy, residual, s, 0);
+  st.initial_residual = residual;
+  const double scale = std::max(residual, st.load_scale);
+  // The strategy's round-off floor (0: none), taken at the start of the frame.
+  const double floor = step.residual_floor(s);
+  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
+  Eigen::Map<Eigen::VectorXd> xv(s.x.data(), 3 * n);
+  const Eigen::Map<const Eigen::VectorXd> delta(s.step.data(), 3 * n);
+  const bool line_search = step.line_search();
+  const bool need_delta = accel != Accelerator::None || line_search;
+  bool energy_stop = false;
+  bool stalled = false;  // the line search found no decrease
+  if (accel == Accelerator::Anderson) detail::anderson_reset(s.anderson);
+  if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
+  pt.lap(st.timings_ms.other);
+
+  while (st.iterations < opt.max_iterations && (st.iterations < opt.min_iterations || !converged(residual))) {
+    // The plain iterate G(x), as the step δ = G(x) − x in s.step when the accelerators or the line
+    // search need it (x stays at the origin), else wherever the strategy leaves it.
+    if (step.in_place()) {
+      if (need_delta) s.x_prev = s.x;
+      pt.lap(st.timings_ms.other);
+      step.iterate(s, st);
+      pt.skip();
+      ++st.iterations;
+      if (!s.x.allFinite())
+        throw SolverError(fmt::format("non-finite positions after the global step at frame {}, iteration {}",
+                                      s.frame, st.iterations));
+      if (need_delta) {
+        s.step = s.x - s.x_prev;
+        s.x = s.x_prev;
+      }
+    } else {
+      step.iterate(s, st);
+      pt.skip();
+      ++st.iterations;
+      if (!s.step.allFinite())
+        throw SolverError(
+            fmt::format("non-finite global-step solution at frame {}, iteration {}", s.frame, st.iterations));
+      if (line_search) s.x_prev = s.x;
+    }
+    // Slope −∇E·δ = f·δ > 0 of the line search, with f = f(x) of the origin.
+    const double slope = line_search ? s.force.cwiseProduct(s.step).sum() : 0.0;
+    double alpha = 1.0;
+    if (line_search) alpha = std::min(1.0, step.max_step_fraction(s));
+    bool accelerated = false;
+    if (accel == Accelerator::Anderson) {
+      detail::anderson_update(s.anderson, opt.anderson_window, xv, delta);
+      accelerated = s.anderson.history > 0;
+    } else if (accel == Accelerator::Chebyshev) {
+      accelerated = chebyshev_update(s.chebyshev, opt, xv, delta);
+      if (accelerated) st.chebyshev_rho = s.chebyshev.rho;
+    } else if (!step.in_place()) {
+      if (alpha < 1.0)
+        s.x += alpha * s.step;
+      else
+        s.x += s.step;
+    } else if (need_delta) {
+      s.x = s.x_prev + alpha * s.step;
+    }
+    pt.lap(st.timings_ms.other);
+    double e_new = step.evaluate(s, st);
+    pt.skip();
+    if (accelerated && !(e_new <= energy + 1e-12 * std::abs(energy))) {
+      // Energy safeguard: reject the accelerated iterate, take the plain one (monotone).
+      if (accel == Accelerator::Anderson) {
+        xv = s.anderson.x_pd;
+        detail::anderson_reset(s.anderson);
+        ++st.anderson_rejections;
+      } else {
+        xv = s.chebyshev.x_pd;
+        chebyshev_restart(s.chebyshev);
+        ++st.chebyshev_rejections;
+      }
+      accelerated = false;
+      pt.lap(st.timings_ms.other);
+      e_new = step.evaluate(s, st);
+      pt.skip();
+    }
+    // An accepted accelerated iterate has already passed the non-increase test; the plain step
+    // must decrease E sufficiently (Armijo).
+    if (line_search && !accelerated &&
+        !(e_new <= energy - 1e-4 * alpha * slope + 1e-12 * std::abs(energy))) {
+      // Backtracking along the plain direction from the previous iterate: the constant matrix does
+      // not majorize the energy, so a full step may raise it.
+      if (accel == Accelerator::Anderson) detail::anderson_reset(s.anderson);
+      bool accepted = false;
+      for (int ls = 0; ls < 40 && !accepted; ++ls) {
+        alpha *= 0.5;
+        ++st.line_search_halvings;
+        s.x = s.x_prev + alpha * s.step;
+        e_new = step.evaluate(s, st);
+        accepted = e_new <= energy - 1e-4 * alpha * slope + 1e-12 * std::abs(energy);
+      }
+      if (!accepted) {  // no decrease resolvable at this precision: stay at the previous iterate
+        s.x = s.x_prev;
+        e_new = step.evaluate(s, st);
+        stalled = true;
+      }
+      pt.skip();
+    }
+    residual = s.force.norm();
+    check_finite(e_new, residual, s, st.iterations);
+    const double decrease = energy - e_new;
+    energy = e_new;
+    pt.lap(st.timings_ms.rhs);
+    if (stalled) break;
+    if (opt.energy_tolerance > 0.0 && st.iterations >= opt.min_iterations &&
+        std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) {
+      energy_stop = true;
+      break;
+    }
+  }
+  st.converged = converged(residual) || energy_stop;
+  if (model.integrator() == Integrator::ImplicitEuler) s.velocity = (s.x - s.x_start) / model.time_step();
+  st.energy = energy;
+  st.residual = residual;
+  ++s.frame;
+  step.end_frame(s, st);
+  pt.lap(st.timings_ms.other);
+  st.wall_ms = wall.elapsed_ms();
+  return st;
+}
+
+}  // namespace xpd

@@ -1,0 +1,110 @@
+// The run writer (scene/run_writer.hpp): what a run writes (docs/output-format.md), through the
+// library, as every front end writes it: scene.json's overlay, every frame with the requested
+// fields, stats.json with per-frame and collision statistics, no temporaries left behind.
+#include <xpd/scene/run_writer.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_simulation.hpp>
+
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+namespace xpd {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  EXPECT_TRUE(in.good()) << p;
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename().string().find(".tmp") != std::string::npos)
+      found.push_back(e.path().string());
+  return found;
+}
+
+TEST(RunWriter, WritesSceneOverlayFramesAndFields) {
+  const fs::path work = test::scratch_dir("run_output_cli");
+  const fs::path scene = work / "tiny.json";
+  std::ofstream(scene) << R"({
+    "mesh": { "generator": "box", "nodes": [4, 2, 2], "min": [0, 0, 0], "max": [1, 0.3, 0.3] },
+    "selections": {
+      "clamp": { "type": "half_space", "normal": [1, 0, 0], "offset": 0.001 },
+      "tip": { "type": "box", "min": [0.9, -1, -1], "max": [2, 1, 1] }
+    },
+    "materials": [{ "youngs_modulus": 1e5, "poisson_ratio": 0.0, "density": 1000 }],
+    "attachments": [{ "type": "fixed", "selection": "clamp", "stiffness": 1e7 }],
+    "loads": [{ "type": "gravity", "acceleration": [0, 0, -9.81] }],
+    "solver": { "type": "quasistatic", "frames": 2, "max_iterations": 20, "tolerance": 1e-4 },
+    "outputs": { "fields": ["displacement", "velocity", "external_force", "material", "volume_ratio"] }
+  })";
+  const fs::path out = work / "out";
+  SceneSimulation sim(load_scene(scene.string()));
+  const RunSummary sum = run_scene(sim, out.string());
+  EXPECT_EQ(sum.frames, 2);
+
+  const nlohmann::json j = read_json(out / "scene.json");
+  ASSERT_EQ(j.at("attachments").size(), 1u);
+  const auto& a = j.at("attachments")[0];
+  EXPECT_EQ(a.at("type"), "fixed");
+  EXPECT_EQ(a.at("selection"), "clamp");
+  EXPECT_EQ(a.at("nodes"), nlohmann::json({0, 4, 8, 12}));  // x = 0 face of the 4×2×2 node grid
+  EXPECT_FALSE(a.contains("truncated"));
+  EXPECT_EQ(j.at("selections").at("clamp"), a.at("nodes"));
+  EXPECT_EQ(j.at("selections").at("tip"), nlohmann::json({3, 7, 11, 15}));
+  EXPECT_EQ(j.at("obstacles"), nlohmann::json::array());
+
+  const nlohmann::json stats = read_json(out / "stats.json");
+  EXPECT_EQ(stats.at("frames").size(), 3u);
+  EXPECT_EQ(stats.at("unconverged_frames"), sum.unconverged_frames);
+  for (int f = 0; f <= 2; ++f) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%04d", f);
+    const fs::path vtu = out / "frames" / (std::string(name) + ".vtu");
+    ASSERT_TRUE(fs::is_regular_file(vtu)) << f;
+    // Every requested outputs.fields entry is an array of the frame.
+    std::ifstream in(vtu, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string header = bytes.substr(0, bytes.find("<AppendedData"));
+    for (const char* field : {"displacement", "velocity", "external_force", "material", "volume_ratio"})
+      EXPECT_NE(header.find(std::string("Name=\"") + field + "\""), std::string::npos) << field << " in " << vtu;
+  }
+  EXPECT_TRUE(temporaries(out).empty()) << temporaries(out).front();
+}
+
+
+TEST(RunWriter, ReportsEveryFrameAndHonoursMaxFrames) {
+  const fs::path work = test::scratch_dir("run_writer_frames");
+  SceneSimulation sim(load_scene(std::string(XPD_SOURCE_DIR) + "/scenes/twist.json"));
+  std::vector<int> seen;
+  RunOptions o;
+  o.max_frames = 2;
+  o.on_frame = [&](const FrameReport& r) {
+    seen.push_back(r.frame);
+    EXPECT_EQ(r.frames, 2);
+    ASSERT_NE(r.stats, nullptr);
+    EXPECT_GT(r.stats->iterations, 0);
+  };
+  const RunSummary sum = run_scene(sim, (work / "out").string(), o);
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  const nlohmann::json stats = read_json(work / "out" / "stats.json");
+  ASSERT_EQ(stats.at("frames").size(), 3u);
+  EXPECT_EQ(stats.at("frames_computed"), 2);
+  int iterations = 0;
+  for (int f = 1; f <= 2; ++f) iterations += stats["frames"][static_cast<size_t>(f)]["iterations"].get<int>();
+  EXPECT_EQ(iterations, sum.iterations);
+  EXPECT_EQ(stats.at("unconverged_frames"), sum.unconverged_frames);
+}
+
+}  // namespace
+}  // namespace xpd

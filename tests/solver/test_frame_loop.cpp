@@ -1,0 +1,98 @@
+// The one frame loop (solver/frame_loop.hpp) with strategies other than the shipped ones: a step
+// bound (the hook of CCD-limited barrier steps) is honoured by the line search and still reaches
+// the same equilibrium; the strategy's constant-matrix solve (the hook of adjoint passes) is the
+// model's factor; unsupported accelerators are refused by name.
+#include <xpd/core/error.hpp>
+#include <xpd/solver/frame_loop.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include "solver/pd_fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+namespace xpd {
+namespace {
+
+// Plain PD whose steps may go at most half way (as a continuous-collision bound would cap them).
+class HalfBoundedStep final : public GlobalStep {
+public:
+  explicit HalfBoundedStep(const Model& model) : pd_(model) {}
+  const char* name() const override { return "half-bounded step"; }
+  bool supports(Accelerator a) const override { return a == Accelerator::None; }
+  const char* unsupported_reason(Accelerator) const override { return "test strategy: no accelerator"; }
+  bool in_place() const override { return false; }
+  bool line_search() const override { return true; }
+  double evaluate(State& s, FrameStats& st) override { return pd_.evaluate(s, st); }
+  void iterate(State& s, FrameStats& st) override { pd_.iterate(s, st); }
+  double max_step_fraction(const State&) override {
+    ++bounds;
+    return 0.5;
+  }
+  void solve_with_matrix(Eigen::MatrixXd& b) const override { pd_.solve_with_matrix(b); }
+  int bounds = 0;
+
+private:
+  PdStep pd_;
+};
+
+TEST(FrameLoop, StepBoundIsHonouredAndReachesTheSameEquilibrium) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::loaded_desc(mesh));
+  SolverOptions o;
+  o.max_iterations = 5000;
+  o.rel_tolerance = 1e-10;
+  State plain = make_state(model);
+  const FrameStats sp = step(model, plain, o);
+  ASSERT_TRUE(sp.converged);
+
+  State bounded = make_state(model);
+  HalfBoundedStep half(model);
+  // One iteration: the iterate is exactly x + δ/2 (the bound caps α; the Armijo test accepts it on
+  // this convex start).
+  SolverOptions one = o;
+  one.max_iterations = 1;
+  State probe = make_state(model);
+  HalfBoundedStep half1(model);
+  run_frame(model, probe, half1, one);
+  State ref = make_state(model);
+  PdStep pd(model);
+  FrameStats scratch;
+  (void)pd.evaluate(ref, scratch);
+  pd.iterate(ref, scratch);
+  EXPECT_LE((probe.x - (ref.x + 0.5 * ref.step)).cwiseAbs().maxCoeff(), 1e-14 * test::bbox_diagonal(ref.x));
+
+  const FrameStats sb = run_frame(model, bounded, half, o);
+  EXPECT_TRUE(sb.converged);
+  EXPECT_EQ(half.bounds, sb.iterations);
+  EXPECT_GT(sb.iterations, sp.iterations);  // half steps: slower, same fixed point
+  EXPECT_LE((bounded.x - plain.x).cwiseAbs().maxCoeff(), 1e-7 * test::bbox_diagonal(plain.x));
+}
+
+TEST(FrameLoop, ConstantMatrixSolveIsTheModelsFactor) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::loaded_desc(mesh));
+  PdStep pd(model);
+  Eigen::MatrixXd b = Eigen::MatrixXd::Random(model.num_nodes(), 3);
+  const Eigen::MatrixXd rhs = b;
+  pd.solve_with_matrix(b);
+  const Eigen::MatrixXd residual = model.matrix() * b - rhs;
+  EXPECT_LE(residual.norm(), 1e-10 * rhs.norm());
+}
+
+TEST(FrameLoop, UnsupportedAcceleratorIsRefusedByName) {
+  const TetMesh mesh = test::jittered_box(3);
+  const Model model = build_model(test::loaded_desc(mesh));
+  State s = make_state(model);
+  HalfBoundedStep half(model);
+  SolverOptions o;
+  o.accelerator = Accelerator::Anderson;
+  try {
+    run_frame(model, s, half, o);
+    FAIL() << "accepted an accelerator the strategy does not support";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("half-bounded step: test strategy"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace xpd

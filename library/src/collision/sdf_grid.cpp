@@ -12,7 +12,7 @@
 namespace xpd {
 
 Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
-  // Voronoi-region walk of Ericson §5.1.5: vertex regions, then edge regions, then the face.
+  // Voronoi-region walk of Ericson 2005, §5.1.5: vertex regions, then edge regions, then the face.
   const Vec3 ab = b - a, ac = c - a, ap = p - a;
   const double d1 = ab.dot(ap), d2 = ac.dot(ap);
   if (d1 <= 0 && d2 <= 0) return a;
@@ -34,7 +34,7 @@ Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, cons
 
 namespace {
 
-// 2D orientation with Simulation-of-Simplicity tie-breaking (Bridson's SDFGen): the sign of
+// 2D orientation with Simulation-of-Simplicity tie-breaking (as in SDFGen): the sign of
 // y1 x2 − x1 y2, and on an exact zero a lexicographic rule that is antisymmetric under swapping
 // the two points. Because the two triangles sharing an edge evaluate the same products on the same
 // (identically translated) coordinates, a grid line through an edge or vertex is attributed to
@@ -145,7 +145,7 @@ SdfGrid::SdfGrid(const SurfaceMesh& s, const SdfGridOptions& options) {
     }
   });
 
-  // ---- 2. Outside the band: closest-triangle propagation (the idea of Bridson's SDFGen). Nodes
+  // ---- 2. Outside the band: closest-triangle propagation (the idea of SDFGen). Nodes
   // are swept plane by plane along ±x, ±y, ±z; every node of a plane looks at the 9 nodes of the
   // previous plane it touches and adopts a neighbour's triangle when that one is nearer (exact
   // distance to that triangle, so values only decrease and never drop below the true distance).

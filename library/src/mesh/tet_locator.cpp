@@ -8,7 +8,7 @@
 namespace xpd {
 namespace {
 
-// Closest point to p on triangle (a,b,c) (Ericson, Real-Time Collision Detection, 5.1.5).
+// Closest point to p on triangle (a,b,c) (Ericson 2005, §5.1.5).
 Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
   const Vec3 ab = b - a, ac = c - a, ap = p - a;
   const double d1 = ab.dot(ap), d2 = ac.dot(ap);

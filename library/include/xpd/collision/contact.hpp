@@ -3,12 +3,12 @@
 // (solver/collision_solver.hpp): collision proxies bound to the simulation mesh, the contacts a
 // detector reports for them, and the detector interface.
 //
-// A proxy is a point of the body embedded in one simulation tet (paper 000 §4.1): its position is
-// x_p = Σ_a W(p, a) x[tets(tet[p], a)] with barycentric weights W (Σ_a W = 1). Proxies are either
-// surface vertices of the simulation mesh (one weight 1) or vertices of a high-resolution surface
-// embedded in a coarser lattice (mesh/embedding.hpp). An active proxy gets a zero-rest-length
-// penalty spring c/2 ||x_p − t||² to its projection t onto free space (the PD projection of the
-// non-penetration constraint), recomputed at every detection.
+// A proxy is a point of the body embedded in one simulation tet (Wang et al. 2021, §4.1): its
+// position is x_p = Σ_a W(p, a) x[tets(tet[p], a)] with barycentric weights W (Σ_a W = 1). Proxies
+// are either surface vertices of the simulation mesh (one weight 1) or vertices of a
+// high-resolution surface embedded in a coarser lattice (mesh/embedding.hpp). An active proxy gets
+// a zero-rest-length penalty spring c/2 ||x_p − t||² to its projection t onto free space (the PD
+// projection of the non-penetration constraint), recomputed at every detection.
 #include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 

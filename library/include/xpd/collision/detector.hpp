@@ -1,5 +1,5 @@
 #pragma once
-// The collision detector the collision-aware solver uses (Algorithm 1 step 4.1 of paper 000,
+// The collision detector the collision-aware solver uses (Wang et al. 2021, Algorithm 1 step 4.1,
 // "C(x2) ← DetectCollisions(x2)"): kinematic obstacles (analytic shapes and mesh SDF grids, moved by
 // keyframes) plus optional rest-pose level-set self-collision, over the proxies of the collision
 // region only.
@@ -25,9 +25,10 @@ struct CollisionDetectorOptions {
   double margin = 0;          ///< obstacle contact margin (≥ 0): contacts for sd < margin
   SelfCollisionOptions self;  ///< used when a rest SDF is given
   /// Tets searched for self-collision; empty: proxy_region_tets(tets, proxies, region_proxies)
-  /// (E_β of paper 000). With node proxies that is one tet per proxy, so penetrations deeper than
-  /// that layer go unseen: pass a thicker layer here. Every node of these tets is read by detect()
-  /// and so must belong to the collision-prone set x2 when used inside the Schur inner loop.
+  /// (E_β of Wang et al. 2021). With node proxies that is one tet per proxy, so penetrations
+  /// deeper than that layer go unseen: pass a thicker layer here. Every node of these tets is read
+  /// by detect() and so must belong to the collision-prone set x2 when used inside the Schur inner
+  /// loop.
   std::vector<int> self_region;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // Building collision proxies (collision/contact.hpp) and the collision-prone region they define.
 //
-// Paper 000 (Wang et al. 2021) §3.2 / §4.2: proxies are either surface vertices of the simulation
+// Wang et al. 2021, §3.2 / §4.2: proxies are either surface vertices of the simulation
 // mesh (one weight 1) or points embedded in simulation tets by barycentric weights. The tets that
 // hold proxies form E_β; their nodes form the collision-prone set x2 of the Schur partition
 // (DESIGN.md §3 "Partition").
@@ -27,7 +27,8 @@ ProxySet proxies_from_embedding(const TetMesh& mesh, const std::vector<int>& tet
                                 const BarycentricWeights& weights);
 
 /// Sorted unique tets holding the proxies `which` (all proxies when `which` is empty, as in
-/// proxy_positions): the element set E_β of paper 000 §4.2. Throws Error on an index out of range.
+/// proxy_positions): the element set E_β of Wang et al. 2021, §4.2. Throws Error on an index out
+/// of range.
 std::vector<int> proxy_region_tets(const Tets& tets, const ProxySet& proxies, const std::vector<int>& which = {});
 
 /// Sorted unique nodes of proxy_region_tets(tets, proxies, which): the collision-prone node set x2

@@ -1,15 +1,16 @@
 #pragma once
 // Signed distance to a closed triangle surface, sampled on a uniform grid and interpolated
 // trilinearly: the "signed distance grids of triangle meshes" of DESIGN.md §3 (obstacles) and the
-// rest-pose level set of the body for self-collision (McAdams et al. 2011, paper 000 §5.1).
+// rest-pose level set of the body for self-collision (McAdams et al. 2011, as used in
+// Wang et al. 2021, §5.1).
 //
 // Grid: nodes X_ijk = origin + h (i, j, k), 0 ≤ i < dims[0] etc., covering the surface's bounding
 // box plus `padding` cells on every side. Stored value φ_ijk (negative inside):
 //   * |φ_ijk| is the exact Euclidean distance to the nearest triangle for every node whose true
 //     distance is ≤ band·h (every triangle is tested against all nodes within band·h of its
 //     bounding box). Farther nodes hold the exact distance to a triangle found by closest-triangle
-//     propagation from neighbouring nodes (plane sweeps, after Bridson's SDFGen): never smaller
-//     than the true distance and close to it (measured ≤ 0.07 h on a sphere, exact for a box).
+//     propagation from neighbouring nodes (plane sweeps, as in SDFGen): never smaller than the
+//     true distance and close to it (measured ≤ 0.07 h on a sphere, exact for a box).
 //   * sign: the node is inside when its winding number is non-zero (non-zero rule, so the
 //     orientation of the surface does not matter). Winding numbers come from one +x ray per grid
 //     line (y_j, z_k): crossings of the projected triangles are decided with Simulation of
@@ -86,7 +87,7 @@ class SdfGrid {
   std::vector<double> phi_;
 };
 
-/// Closest point to p on triangle (a, b, c) (Ericson, Real-Time Collision Detection §5.1.5).
+/// Closest point to p on triangle (a, b, c) (Ericson 2005, §5.1.5).
 Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c);
 
 }  // namespace xpd

@@ -1,6 +1,6 @@
 #pragma once
 // Self-collision by rest-pose level sets (McAdams et al. 2011, "Efficient elasticity for character
-// skinning with contact and collisions", as used in paper 000 §5.1 and DESIGN.md §3).
+// skinning with contact and collisions", as used in Wang et al. 2021, §5.1, and DESIGN.md §3).
 //
 // The body's rest shape is described by a signed distance grid φ of its closed surface (negative
 // inside). A proxy p at deformed position x_p = Σ_a W(p, a) x_a penetrates another part of the body
@@ -96,7 +96,7 @@ class SelfCollision final : public ContactDetector {
   int iterations_ = 4;
   double projection_tolerance_ = 0;
   // Rest-space point location over the region tets: the projected rest point is carried back to
-  // deformed space by the tet that contains it (McAdams et al.), not by extrapolating T's map.
+  // deformed space by the tet that contains it (McAdams et al. 2011), not by extrapolating T's map.
   std::unique_ptr<TetLocator> rest_locator_;
   // Spatial hash scratch (reused between calls).
   std::vector<Vec3> box_lo_, box_hi_;

@@ -1,5 +1,5 @@
 #pragma once
-// Wall-clock timers for per-frame statistics (the phases of the paper's Figure 4).
+// Wall-clock timers for per-frame statistics (the phases of Wang et al. 2021, Figure 4).
 #include <chrono>
 
 namespace xpd {

@@ -1,5 +1,5 @@
 #pragma once
-// Corotated elasticity with λ = 0 (paper 000 eq. 1–3): E = Σ_e μ_e Vol_e ||F_e − R_e||²,
+// Corotated elasticity with λ = 0 (Wang et al. 2021, eq. 1–3): E = Σ_e μ_e Vol_e ||F_e − R_e||²,
 // R_e = polar rotation of F_e (always a rotation, also for inverted elements).
 #include <xpd/energy/tet_term.hpp>
 

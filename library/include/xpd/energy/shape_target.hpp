@@ -1,9 +1,9 @@
 #pragma once
-// Shape targeting (thesis §6.3, Klár et al. 2020): E = Σ_e μ_e Vol_e min_{R ∈ SO(3)} ||F_e − R S_e||²
-// with a symmetric target S_e (6 parameters per tet, FrameInputs::shape_targets, changeable per
-// frame). The minimizer is R* = polar rotation of F S (tr(Rᵀ F S) is maximal there), so the
-// projection is p = R* S; the matrix equals the corotated one (same weight 2 μ Vol). S = I gives
-// the corotated energy.
+// Shape targeting (Wang 2025, §6.3; Klár et al. 2020):
+// E = Σ_e μ_e Vol_e min_{R ∈ SO(3)} ||F_e − R S_e||² with a symmetric target S_e (6 parameters per
+// tet, FrameInputs::shape_targets, changeable per frame). The minimizer is R* = polar rotation of
+// F S (tr(Rᵀ F S) is maximal there), so the projection is p = R* S; the matrix equals the
+// corotated one (same weight 2 μ Vol). S = I gives the corotated energy.
 #include <xpd/energy/tet_term.hpp>
 
 namespace xpd {

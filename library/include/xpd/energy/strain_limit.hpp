@@ -1,7 +1,8 @@
 #pragma once
-// Strain limiting (paper 000 §5.3): E = Σ_e μ′_e Vol_e ||F_e − Q_e||², Q = U clamp(Σ, σmin, σmax) Vᵀ
-// with the signed SVD F = U Σ Vᵀ. Zero while all singular values lie in [σmin, σmax]; its weight
-// adds μ′ to the constant matrix (so K is the same whether or not a limit is active).
+// Strain limiting (Wang et al. 2021, §5.3): E = Σ_e μ′_e Vol_e ||F_e − Q_e||²,
+// Q = U clamp(Σ, σmin, σmax) Vᵀ with the signed SVD F = U Σ Vᵀ. Zero while all singular values lie
+// in [σmin, σmax]; its weight adds μ′ to the constant matrix (so K is the same whether or not a
+// limit is active).
 #include <xpd/energy/tet_term.hpp>
 
 namespace xpd {

@@ -1,11 +1,11 @@
 #pragma once
 // The one interface every Projective Dynamics energy term implements.
 //
-// A PD term is E_i(x) = min_{p ∈ C_i} w_i/2 ||G_i x − p||² (Bouaziz et al. 2014; Wang et al. 2021
+// A PD term is E_i(x) = min_{p ∈ C_i} w_i/2 ||G_i x − p||² (Bouaziz et al. 2014; Wang et al. 2021,
 // §3): G_i is a constant linear operator per coordinate (a deformation gradient row, a spring
 // difference), p its projection onto the constraint set (local step), w_i > 0 a weight. With p
 // frozen the term is quadratic in x with the constant Hessian w_i G_iᵀ G_i: identical for x, y, z
-// (thesis App. A), so each term contributes to ONE n × n matrix (`add_matrix`). Linear terms
+// (Wang 2025, App. A), so each term contributes to ONE n × n matrix (`add_matrix`). Linear terms
 // (gravity, nodal loads) have no projection and no matrix.
 //
 // Shapes: positions x are #V × 3 row-major (`Points`); forces and gradients likewise. Projections
@@ -20,7 +20,7 @@ namespace xpd {
 
 using Triplet = Eigen::Triplet<double>;
 /// Per shape-targeted tet the 6 parameters b of the symmetric target
-/// S_t = [[1+b0, b1, b2], [b1, 1+b3, b4], [b2, b4, 1+b5]] (thesis eq. 6.3, 0-based).
+/// S_t = [[1+b0, b1, b2], [b1, 1+b3, b4], [b2, b4, 1+b5]] (Wang 2025, eq. 6.3, 0-based).
 using ShapeTargetParams = Eigen::Matrix<double, Eigen::Dynamic, 6, Eigen::RowMajor>;
 
 /// Inputs that may change every frame without refactorization (they live in the State).
@@ -31,7 +31,7 @@ struct FrameInputs {
   Points nodal_forces;                ///< #V × 3 external forces, or empty (= zero)
 };
 
-/// Builds S_t from the 6 parameters b (thesis eq. 6.3).
+/// Builds S_t from the 6 parameters b (Wang 2025, eq. 6.3).
 inline Mat3 shape_target_matrix(const double* b) {
   Mat3 S;
   S << 1.0 + b[0], b[1], b[2], b[1], 1.0 + b[3], b[4], b[2], b[4], 1.0 + b[5];
@@ -57,7 +57,7 @@ public:
   /// Adds w Gᵀ G (the n × n scalar block of the constant PD matrix) as triplets.
   virtual void add_matrix(std::vector<Triplet>& triplets) const = 0;
 
-  /// True for a term whose constant matrix couples x, y and z (the λ volume term, thesis §7.2):
+  /// True for a term whose constant matrix couples x, y and z (the λ volume term, Wang 2025, §7.2):
   /// a model with such a term assembles and factors one 3n × 3n matrix (add_matrix3) instead of
   /// the n × n one.
   virtual bool couples_coordinates() const { return false; }

@@ -1,7 +1,7 @@
 #pragma once
 // Base of the per-tetrahedron PD terms: E = Σ_e w_e/2 ||F_e − p_e||², F_e = Ds Dm⁻¹ (3×3),
 // w_e = 2 μ_e Vol_e, p_e = projection of F_e onto the term's constraint set (a 3×3 matrix).
-// The force is the FEM force of the Piola stress P = w_e/Vol_e (F − p) (paper 000 eq. 6):
+// The force is the FEM force of the Piola stress P = w_e/Vol_e (F − p) (Wang et al. 2021, eq. 6):
 // f_{1..3} = −w (F − p) Dm⁻ᵀ, f_0 = −(f_1 + f_2 + f_3). Projections are 9 doubles per element,
 // column-major 3×3, in element (colour) order.
 #include <xpd/energy/tet_elements.hpp>
@@ -35,8 +35,8 @@ public:
   /// Local step and force over an explicit element list (element-order indices, see elements()),
   /// serial, in list order: p_k = project_element(k, F_k), f ← f − w_k (F_k − p_k) ∂F_k/∂x.
   /// Returns Σ_k w_k/2 ||F_k − p_k||² over the list. Used by the collision solver's inner loop,
-  /// which re-projects only the few elements of the collision region (paper 000 Algorithm 1,
-  /// step 4.2); the full-mesh hot path is project_add_force().
+  /// which re-projects only the few elements of the collision region (Wang et al. 2021,
+  /// Algorithm 1, step 4.2); the full-mesh hot path is project_add_force().
   double project_add_force_subset(const Points& x, const FrameInputs& in, Points& f,
                                   const std::vector<int>& elements) const;
 

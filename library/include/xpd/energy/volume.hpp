@@ -1,5 +1,5 @@
 #pragma once
-// The λ (volume) part of corotated elasticity (paper 000 eq. 1; thesis §7.2):
+// The λ (volume) part of corotated elasticity (Wang et al. 2021, eq. 1; Wang 2025, §7.2):
 //   E = Σ_e λ_e Vol_e / 2 · tr²(R_eᵀ F_e − I) = Σ_e w_e / 2 · (Σ_i σ_i(F_e) − 3)²,
 // with R_e the polar rotation of F_e (signed singular values σ, so R_e is a rotation also for
 // inverted elements) and w_e = λ_e Vol_e. ∂E_e/∂F = w_e (R:F − 3) R (R is the maximizer of R:F over
@@ -19,7 +19,8 @@ namespace xpd {
 /// Constant matrix of the global step when the model has the λ volume term (λ > 0 somewhere).
 enum class VolumeMatrix {
   /// The PD matrix ⊗ I₃ plus the volume term's rest Hessian λ Vol (∂ tr F/∂x)(∂ tr F/∂x)ᵀ: one
-  /// 3n × 3n matrix coupling x, y and z (thesis §7.2), exact for the volume term's small strains.
+  /// 3n × 3n matrix coupling x, y and z (Wang 2025, §7.2), exact for the volume term's small
+  /// strains.
   Coupled,
   /// (λ/3) Vol g_a · g_b added to the n × n matrix (the rest Hessian's volume block averaged over
   /// all rotations, λ/3 I₉): keeps one n × n factor for three right-hand sides, and does not

@@ -1,4 +1,4 @@
-// `xpd bench collisions --box N [--json]`: paper 000's Figure 4 experiment on box:N, all figures
+// `xpd bench collisions --box N [--json]`: Wang et al. 2021's Figure 4 experiment on box:N, all figures
 // from one run (solver/bench_collisions.hpp).
 #include <fmt/format.h>
 

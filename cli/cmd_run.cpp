@@ -26,7 +26,7 @@ struct RunCliOptions {
   int max_frames = 0;  // 0 = all frames of the scene
 };
 
-// Per-iteration phase table, laid out like the paper's Figure 4 (averages over all iterations).
+// Per-iteration phase table, laid out like Figure 4 of Wang et al. 2021 (averages over all iterations).
 // With collisions the rows follow the figure's three blocks: outer preamble, inner loop, conclusion.
 void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, int iterations, double wall_ms,
                         const CollisionFrameStats* col) {

@@ -1,6 +1,6 @@
 #pragma once
 // Collision benchmark on the structured box (wired to `xpd bench collisions --box N --json`):
-// paper 000's Figure 4 experiment on box:N. The top face's central patch holds the collision
+// Wang et al. 2021's Figure 4 experiment on box:N. The top face's central patch holds the collision
 // proxies (its nodes; the Schur region x2 is the nodes of their tets), a sphere presses into it so
 // that a fraction of the proxies is in contact, and one run measures, on the same model:
 // a plain PD iteration, an outer iteration of Algorithm 1 with one inner iteration, the cost of

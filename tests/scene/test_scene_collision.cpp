@@ -95,7 +95,7 @@ TEST(SceneCollision, SlabIsHeldOutOfTheSphere) {
 
 // The elbow on a coarser lattice (resolution 60, 10 frames): on the first frame after contact,
 // from one state,, more inner iterations
-// leave a smaller residual after the same number of outer iterations (paper 000 Figure 5).
+// leave a smaller residual after the same number of outer iterations (Wang et al. 2021, Figure 5).
 TEST(SceneCollision, InnerIterationsReduceTheElbowResidual) {
   const std::string root = XPD_SOURCE_DIR;
   json j = read_json(root + "/scenes/elbow.json");

@@ -133,7 +133,7 @@ struct ObstacleSpec {
   std::vector<Keyframe> keyframes;   ///< rigid motion (empty: fixed)
 };
 
-/// Collision handling (paper 000): proxies, the collision-prone region, penalty springs, detection.
+/// Collision handling (Wang et al. 2021): proxies, the collision-prone region, penalty springs, detection.
 struct CollisionSettings {
   enum class Proxies { Surface, EmbeddedSurface };
   Proxies proxies = Proxies::Surface;  ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface

@@ -1,7 +1,7 @@
 #pragma once
 // Collision-aware Projective Dynamics: penalty springs on collision proxies solved in the Schur
-// complement of the collision-safe region, with a nested inner loop (Wang et al. 2021, paper 000
-// §4.2-§4.4 and Algorithm 1; thesis §4.4 and Appendix B), plus the baselines the paper compares to.
+// complement of the collision-safe region, with a nested inner loop (Wang et al. 2021,
+// §4.2-§4.4 and Algorithm 1; Wang 2025, §4.4 and App. B), plus the baselines the paper compares to.
 //
 // Partition. The region proxies (collision/contact.hpp ProxySet, indices `region`) live in tets
 // whose nodes form x2 (m nodes); x1 is the rest. Elements of the model's tet terms whose four nodes
@@ -56,9 +56,9 @@ namespace xpd {
 enum class CollisionMethod {
   Schur,               ///< Algorithm 1: Schur complement of x2, nested inner loop (default)
   FullRefactor,        ///< baseline (a): WᵀCW added to the sparse K, CHOLMOD numeric refactor every iteration
-  ProjectiveSkinning,  ///< baseline (b), paper 000 §5.4: K + Σ_region c w wᵀ prefactored once; inactive
+  ProjectiveSkinning,  ///< baseline (b), Wang et al. 2021, §5.4: K + Σ_region c w wᵀ prefactored once; inactive
                        ///< proxies target their current position (zero force, but stiffness in the matrix)
-  Pcg,                 ///< baseline (c), paper 000 §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
+  Pcg,                 ///< baseline (c), Wang et al. 2021, §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
 };
 
 /// "schur", "full_refactor", "projective_skinning", "pcg".
@@ -89,7 +89,7 @@ struct CollisionOptions {
   bool plain_path_without_contacts = true;
 };
 
-/// Per-frame timings of the collision phases [ms] (paper 000 Figure 4 rows).
+/// Per-frame timings of the collision phases [ms] (Wang et al. 2021, Figure 4 rows).
 struct CollisionTimings {
   double detect = 0;        ///< collision detection (every outer and inner iteration)
   double local_beta = 0;    ///< E_β local step + forces in the inner loop

@@ -17,11 +17,11 @@
 namespace xpd {
 
 enum class Integrator {
-  Quasistatic,   ///< minimize E(x) each frame: K δx = f(x) (paper 000 eq. 6)
+  Quasistatic,   ///< minimize E(x) each frame: K δx = f(x) (Wang et al. 2021, eq. 6)
   ImplicitEuler  ///< minimize E(x) + 1/(2h²)||x − y||²_M, y = x_n + h v_n: (K + M/h²) δx = f
 };
 
-/// Strain limit on one tet (paper 000 §5.3).
+/// Strain limit on one tet (Wang et al. 2021, §5.3).
 struct StrainLimitDesc {
   int tet = -1;
   double stiffness = 0;  ///< μ′ > 0
@@ -29,7 +29,7 @@ struct StrainLimitDesc {
   double sigma_max = 0;  ///< σmax > 1
 };
 
-/// Shape target on one tet (thesis §6.3): S_t from 6 parameters (see shape_target_matrix). The tet
+/// Shape target on one tet (Wang 2025, §6.3): S_t from 6 parameters (see shape_target_matrix). The tet
 /// then uses μ ||F − R S_t||² instead of the corotated μ ||F − R||² (same μ, same matrix).
 struct ShapeTargetDesc {
   int tet = -1;

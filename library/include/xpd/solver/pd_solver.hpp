@@ -1,5 +1,5 @@
 #pragma once
-// Projective Dynamics drivers (paper 000 §3, thesis ch. 3): local step (projections, parallel over
+// Projective Dynamics drivers (Wang et al. 2021, §3; Wang 2025, ch. 3): local step (projections, parallel over
 // elements) + global step K δx = f(x) with the prefactored constant K (one n × n factor, 3 RHS).
 // Quasistatic: minimizes E(x) per frame. Implicit Euler: minimizes E(x) + 1/(2h²)||x − y||²_M.
 // Energy decreases monotonically across local and global steps; both accelerators (Anderson,

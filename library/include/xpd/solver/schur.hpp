@@ -1,7 +1,7 @@
 #pragma once
 // Schur-complement localisation of the PD global step onto the collision-prone nodes (DESIGN §3,
-// "Partition", "One factorization, two uses", "Collisions in the Schur system"; paper 000 §4.3-4.4
-// and Algorithm 1; Woodbury from paper 002 §3.2).
+// "Partition", "One factorization, two uses", "Collisions in the Schur system"; Wang et al. 2021, §4.3-4.4
+// and Algorithm 1; Woodbury from Li et al. 2023, §3.2).
 //
 // Notation. K is the n × n scalar SPD global matrix (λ = 0: the same block for x, y and z, so every
 // right-hand side is n × r with r = 3 typically). The nodes are split into the collision-safe set
@@ -43,8 +43,8 @@ struct SchurProxy {
 /// How solve_collision_system() solves H u2 = g.
 enum class SchurSolveMethod {
   Automatic,      ///< cheaper of the two by the cost model of choose_method()
-  DenseRefactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (paper 000)
-  Woodbury,       ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (paper 002 §3.2)
+  DenseRefactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (Wang et al. 2021)
+  Woodbury,       ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (Li et al. 2023, §3.2)
 };
 
 struct SchurOptions {
@@ -60,7 +60,7 @@ struct SchurOptions {
   bool compare_unconstrained_ordering = false;
 };
 
-/// Sizes and timings (seconds) of the last construction / refactorization.
+/// Sizes and timings (milliseconds, like every timing of xpd) of the last construction / refactorization.
 struct SchurStats {
   int n = 0;                       ///< nodes
   int m = 0;                       ///< region (x2) nodes
@@ -68,14 +68,14 @@ struct SchurStats {
   double nnz_L_unconstrained = 0;  ///< nonzeros of L with plain METIS on K (0 unless requested)
   double nnz_L21 = 0;              ///< stored entries of the L21 block (m rows × n1 columns)
   double nnz_L22 = 0;              ///< stored entries of L22 in the factor (≤ m (m + 1) / 2)
-  double analyze_seconds = 0;      ///< METIS on K11 + CHOLMOD symbolic analysis
-  double factor_seconds = 0;       ///< CHOLMOD supernodal numeric factorization
-  double schur_seconds = 0;        ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
-  double inverse_seconds = 0;      ///< Σ⁻¹ (dpotri), 0 when not precomputed
+  double analyze_ms = 0;           ///< METIS on K11 + CHOLMOD symbolic analysis
+  double factor_ms = 0;            ///< CHOLMOD supernodal numeric factorization
+  double schur_ms = 0;             ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
+  double inverse_ms = 0;           ///< Σ⁻¹ (dpotri), 0 when not precomputed
   std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
 };
 
-/// Wall time (ms) of the phases of the last solve_collision_system() call (paper 000 Figure 4 rows).
+/// Wall time (ms) of the phases of the last solve_collision_system() call (Wang et al. 2021, Figure 4 rows).
 struct SchurSolveTimings {
   double update = 0;  ///< dense_refactor: copy Σ, scatter WᵀCW; woodbury: gather Σ⁻¹[N, N], build S
   double factor = 0;  ///< dense_refactor: dpotrf of H (m × m); woodbury: dpotrf of S (k × k)
@@ -160,7 +160,7 @@ class SchurFactorization {
   Eigen::MatrixXd solve(const Eigen::Ref<const Eigen::MatrixXd>& f);
   Eigen::MatrixXd solve(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f) const;
 
-  /// Partial forward substitution (paper 000 eq. 16, Algorithm 1 step 3).
+  /// Partial forward substitution (Wang et al. 2021, eq. 16, Algorithm 1 step 3).
   /// f: n × r in node order. Outputs
   ///   y1 = L11⁻¹ f1                       (n1 × r, factor order: opaque, pass to backward()),
   ///   g2 = f2 − L21 y1 = f2 − K21 K11⁻¹ f1 (m × r, region-local order).
@@ -172,7 +172,7 @@ class SchurFactorization {
   void forward(SchurWorkspace& ws, const Eigen::Ref<const Eigen::MatrixXd>& f, Eigen::MatrixXd& y1,
                Eigen::MatrixXd& g2) const;
 
-  /// Partial backward substitution (paper 000 eq. 18, Algorithm 1 step 5).
+  /// Partial backward substitution (Wang et al. 2021, eq. 18, Algorithm 1 step 5).
   /// y1 from forward(), u2: m × r region correction. Returns u: n × r in node order with
   ///   u1 = L11⁻ᵀ (y1 − L21ᵀ u2),   u2 copied into the region rows.
   /// Computed as: z = [y1; L22ᵀ u2] (u2 scattered to factor order, dense trmm), u = Pᵀ L⁻ᵀ z (one full CHOLMOD backward

@@ -40,7 +40,7 @@ struct SolverOptions {
   bool store_projections = false;  ///< keep per-term projections in State::projections
 };
 
-/// Wall time of the phases (milliseconds), like the paper's Figure 4.
+/// Wall time of the phases (milliseconds), like Figure 4 of Wang et al. 2021.
 struct PhaseTimings {
   double local = 0;  ///< local step: per-element projections fused with the elastic force
   double rhs = 0;    ///< springs, loads, inertia, residual and right-hand-side assembly

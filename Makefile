@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 FUZZ_RUNS  ?= 1000000
 DEMO_OUT   ?= out/demo
 
-.PHONY: setup configure build test demo sanitize fuzz bench clean
+.PHONY: setup configure build test demo sanitize fuzz bench format clean
 
 setup:
 	@scripts/setup
@@ -36,6 +36,10 @@ fuzz: setup
 	@CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPD_BUILD_FUZZERS=ON -DXPD_BUILD_TESTS=OFF -DXPD_BUILD_BENCH=OFF > /dev/null
 	@cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	@scripts/run-fuzzers $(BUILD_FUZZ) $(FUZZ_RUNS)
+
+# Rewrites every C++ file with the repository's .clang-format (the clang_format test checks it).
+format:
+	@find library cli tests bench fuzz examples -path tests/data -prune -o \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' \) -print 2>/dev/null | xargs clang-format -i --style=file
 
 bench: build
 	@for b in $(BUILD)/bench/xpd_bench_*; do $$b; done

@@ -2,7 +2,10 @@
 // Shared helpers for the test suite: where the shared data and tiny fixtures live.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace xpd::test {
@@ -22,6 +25,21 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+/// Parses a JSON file (empty json and a test failure when it cannot be opened).
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in.good()) return nlohmann::json{};
+  return nlohmann::json::parse(in);
+}
+/// Every regular file under `dir` whose name contains ".tmp" (write_file_atomic's temporaries).
+inline std::vector<std::string> temporaries(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename().string().find(".tmp") != std::string::npos)
+      out.push_back(e.path().string());
+  return out;
 }
 
 }  // namespace xpd::test

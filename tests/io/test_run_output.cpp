@@ -21,21 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  EXPECT_TRUE(in.good()) << p;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());  // throws on a truncated or malformed file
+  EXPECT_TRUE(fs::is_regular_file(p)) << p;
+  return test::read_json_file(p);
 }
-
-// Every regular file under `dir` whose name contains ".tmp" (write_file_atomic's temporaries).
-std::vector<std::string> temporaries(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename().string().find(".tmp") != std::string::npos)
-      out.push_back(e.path().string());
-  return out;
-}
+using test::temporaries;
 
 TEST(IoRunOutput, WritesParseableFilesAtomically) {
   const fs::path dir = test::scratch_dir("run_output") / "out";

@@ -20,18 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  EXPECT_TRUE(in.good()) << p;
-  return nlohmann::json::parse(in);
+  EXPECT_TRUE(fs::is_regular_file(p)) << p;
+  return test::read_json_file(p);
 }
-
-std::vector<std::string> temporaries(const fs::path& dir) {
-  std::vector<std::string> found;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename().string().find(".tmp") != std::string::npos)
-      found.push_back(e.path().string());
-  return found;
-}
+using test::temporaries;
 
 TEST(RunWriter, WritesSceneOverlayFramesAndFields) {
   const fs::path work = test::scratch_dir("run_output_cli");

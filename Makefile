@@ -25,11 +25,15 @@ demo: build
 	@$(BUILD)/cli/xpd run scenes/demo.json -o $(DEMO_OUT)
 	@echo "demo output: $(DEMO_OUT)/frames/*.vtu (open in ParaView) and $(DEMO_OUT)/stats.json"
 
-# The loader tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+
+
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails the
+# test that triggered it: -fno-sanitize-recover=all).
 sanitize: setup
 	@cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPD_SANITIZE=address,undefined -DXPD_BUILD_BENCH=OFF > /dev/null
-	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target xpd_tests
-	@$(BUILD_ASAN)/tests/xpd_tests --gtest_filter='Io*:*Fuzz*:Validate*:Mesh*'
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) --timeout 1800
 
 # libFuzzer harnesses (clang), each run for FUZZ_RUNS executions from its seed corpus.
 fuzz: setup

@@ -1,13 +1,13 @@
 // CHOLMOD phases on the PD matrix of box:N, timed separately: analyze (METIS + symbolic),
 // factorize (numeric, supernodal), solve with 3 right-hand sides (x, y, z at once) and with 1.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
 #include <xpd/energy/corotated.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
-
-#include <benchmark/benchmark.h>
-#include <map>
-#include <memory>
 
 using namespace xpd;
 

@@ -1,14 +1,13 @@
 // Loader throughput: parse time against file size, per format, on real meshes of increasing size.
 // Linear-time loading shows as a constant bytes_per_second across the sizes of one format.
 // Files are read (and gunzipped) once outside the timed loop; the loop times parse + validation.
-#include <xpd/io/file.hpp>
-#include <xpd/io/tet_formats.hpp>
-#include <xpd/mesh/validate.hpp>
-
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <string>
+#include <xpd/io/file.hpp>
+#include <xpd/io/tet_formats.hpp>
+#include <xpd/mesh/validate.hpp>
 
 namespace {
 
@@ -38,12 +37,15 @@ void register_all() {
   const auto medit = [](const std::string& b, const std::string& n) { return xpd::io::parse_medit(b, n); };
   for (const char* f : {"ipc-tetmeshes/bar-2523.msh", "ipc-tetmeshes/bar-14114.msh", "ipc-tetmeshes/sphere5K.msh.gz",
                         "ipc-tetmeshes/Armadillo13K.msh.gz", "ipc-tetmeshes/mat100x100t40.msh.gz"})
-    benchmark::RegisterBenchmark((std::string("msh41/") + f).c_str(), [=](benchmark::State& s) { bench_parse(s, f, msh); })
-        ->Unit(benchmark::kMillisecond);
-  for (const char* f : {"flip-free-tetwild/fish.mesh", "flip-free-tetwild/cow.mesh", "flip-free-tetwild/stuffedtoy.mesh.gz",
-                        "flip-free-tetwild/armadillo.mesh.gz", "flip-free-tetwild/monkey.mesh.gz"})
-    benchmark::RegisterBenchmark((std::string("medit/") + f).c_str(), [=](benchmark::State& s) { bench_parse(s, f, medit); })
-        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("msh41/") + f).c_str(), [=](benchmark::State& s) {
+      bench_parse(s, f, msh);
+    })->Unit(benchmark::kMillisecond);
+  for (const char* f :
+       {"flip-free-tetwild/fish.mesh", "flip-free-tetwild/cow.mesh", "flip-free-tetwild/stuffedtoy.mesh.gz",
+        "flip-free-tetwild/armadillo.mesh.gz", "flip-free-tetwild/monkey.mesh.gz"})
+    benchmark::RegisterBenchmark((std::string("medit/") + f).c_str(), [=](benchmark::State& s) {
+      bench_parse(s, f, medit);
+    })->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

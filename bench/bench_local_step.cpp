@@ -1,22 +1,22 @@
 // The PD local step on box:N: per-tet polar decomposition fused with the elastic force scatter
 // (colour-parallel, deterministic), and the full evaluate() (local + rhs phases).
-#include <xpd/energy/polar.hpp>
-#include <xpd/energy/strain_limit.hpp>
-#include <xpd/energy/tet_term.hpp>
-#include <xpd/energy/volume.hpp>
-
-#include "energy/polar_kernel.hpp"
-#include "energy/tet_kernel.hpp"
-#include <xpd/mesh/box.hpp>
-#include "bench_core.hpp"
-#include <xpd/solver/model.hpp>
-#include <xpd/solver/pd_solver.hpp>
-
 #include <benchmark/benchmark.h>
+
 #include <map>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <xpd/energy/polar.hpp>
+#include <xpd/energy/strain_limit.hpp>
+#include <xpd/energy/tet_term.hpp>
+#include <xpd/energy/volume.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include "bench_core.hpp"
+#include "energy/polar_kernel.hpp"
+#include "energy/tet_kernel.hpp"
 
 using namespace xpd;
 
@@ -66,7 +66,8 @@ static void BM_SignedSvd(benchmark::State& state) {
 }
 
 // The four-lane Newton kernel of the corotated hot path (AVX2 build) on the same matrices as BM_Polar.
-__attribute__((target("avx2"), noinline)) static int polar4_avx2(const detail::Lanes4 (&in)[9], detail::Lanes4 (&out)[9]) {
+__attribute__((target("avx2"), noinline)) static int polar4_avx2(const detail::Lanes4 (&in)[9],
+                                                                 detail::Lanes4 (&out)[9]) {
   return detail::polar_rotation_newton4(in, out);
 }
 static void BM_PolarNewton4(benchmark::State& state) {
@@ -101,7 +102,8 @@ static void BM_LocalStepVariant(benchmark::State& state) {
   const auto& coro = dynamic_cast<const TetTerm&>(*s.model->terms()[0]);
   for (auto _ : state) {
     s.state->force.setZero();
-    benchmark::DoNotOptimize(detail::corotated_project_add_force(coro.elements(), s.state->x, s.state->force, nullptr, fn));
+    benchmark::DoNotOptimize(
+        detail::corotated_project_add_force(coro.elements(), s.state->x, s.state->force, nullptr, fn));
   }
   state.SetItemsProcessed(state.iterations() * s.model->num_tets());
 }

@@ -53,8 +53,8 @@ struct Setup {
         "(%+.1f %%); L21 %.0f, L22 %.0f\nanalyze %.1f ms, factor %.1f ms, Sigma extraction %.1f ms, Sigma^-1 %.1f ms, "
         "dense %.0f MB\n",
         kSide, s.n, static_cast<long>(mesh.tets.rows()), s.m, 100.0 * s.m / s.n, s.nnz_L, s.nnz_L_unconstrained,
-        100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.nnz_L21, s.nnz_L22, s.analyze_ms, s.factor_ms,
-        s.schur_ms, s.inverse_ms, s.dense_bytes / 1e6);
+        100.0 * (s.nnz_L / s.nnz_L_unconstrained - 1.0), s.nnz_L21, s.nnz_L22, s.analyze_ms, s.factor_ms, s.schur_ms,
+        s.inverse_ms, s.dense_bytes / 1e6);
     std::srand(1);
     f = Eigen::MatrixXd::Random(s.n, 3);
     schur->forward(f, y1, g2);

@@ -1,12 +1,12 @@
 // `xpd bench core --box N [--json]`: scenario benchmarks measured in one run (ratios are robust to
 // the machine's noise; absolute times are not).
-#include "commands.hpp"
-
-#include "bench_core.hpp"
-
 #include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
+
+#include "bench_core.hpp"
+#include "commands.hpp"
 
 namespace xpd::cli {
 namespace {
@@ -30,11 +30,13 @@ void add_bench_command(CLI::App& app) {
   CLI::App* core = bench->add_subcommand("core", "One plain PD iteration vs. CHOLMOD's 3-RHS solve on box:N");
   core->add_option("--box", o->box, "Nodes per side of the box mesh (box:48 = 110,592 nodes)")
       ->check(CLI::Range(3, 200));
-  core->add_option("--iterations", o->iterations, "Measured PD iterations (median reported)")->check(CLI::Range(1, 1000));
+  core->add_option("--iterations", o->iterations, "Measured PD iterations (median reported)")
+      ->check(CLI::Range(1, 1000));
   core->add_option("--threads", o->threads, "Threads (0 = all)")->check(CLI::Range(0, 1024));
   core->add_option("--lambda", o->lambda, "First Lame parameter of the box [Pa] (mu = 1e4); > 0 adds the volume term")
       ->check(CLI::NonNegativeNumber);
-  core->add_option("--volume-matrix", o->volume_matrix, "Global matrix with --lambda > 0: coupled (3n x 3n) or isotropic (n x n)")
+  core->add_option("--volume-matrix", o->volume_matrix,
+                   "Global matrix with --lambda > 0: coupled (3n x 3n) or isotropic (n x n)")
       ->check(CLI::IsMember({"coupled", "isotropic"}));
   core->add_flag("--json", o->json, "Print JSON");
   core->callback([o] {

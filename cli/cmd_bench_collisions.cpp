@@ -4,8 +4,8 @@
 
 #include <iostream>
 #include <memory>
-#include "bench_collisions.hpp"
 
+#include "bench_collisions.hpp"
 #include "commands.hpp"
 
 namespace xpd::cli {

@@ -1,6 +1,7 @@
 // `xpd convert IN OUT`: tet mesh -> .vtu (or its boundary surface -> .obj/.ply); surface -> .obj/.ply.
-#include "commands.hpp"
+#include <fmt/format.h>
 
+#include <memory>
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
@@ -8,8 +9,7 @@
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/surface.hpp>
 
-#include <fmt/format.h>
-#include <memory>
+#include "commands.hpp"
 
 namespace xpd::cli {
 namespace {
@@ -47,7 +47,8 @@ void add_convert_command(CLI::App& app) {
   auto o = std::make_shared<ConvertOptions>();
   CLI::App* cmd = app.add_subcommand("convert", "Convert a mesh between formats");
   cmd->add_option("input", o->in, "Input mesh or box:N")->required();
-  cmd->add_option("output", o->out, "Output file: .vtu (tets), .obj/.ply (surface or boundary of a tet mesh)")->required();
+  cmd->add_option("output", o->out, "Output file: .vtu (tets), .obj/.ply (surface or boundary of a tet mesh)")
+      ->required();
   cmd->add_flag("--fix-orientation", o->fix_orientation, "Reorient inverted tets instead of rejecting the mesh");
   cmd->callback([o] { run_convert(*o); });
 }

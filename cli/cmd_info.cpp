@@ -1,17 +1,16 @@
 // `xpd info MESH [--json]`: counts, volume and element quality of a tet mesh or a surface.
-#include "commands.hpp"
+#include <fmt/format.h>
 
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/quality.hpp>
 #include <xpd/mesh/surface.hpp>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <iostream>
-#include <memory>
+#include "commands.hpp"
 
 namespace xpd::cli {
 
@@ -72,7 +71,8 @@ void run_info(const InfoOptions& o) {
 void add_info_command(CLI::App& app) {
   auto o = std::make_shared<InfoOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Print counts, volume and element quality of a mesh");
-  cmd->add_option("mesh", o->mesh, "Mesh file (.msh .mesh .node/.ele .vtu .obj .off .ply .stl, optionally .gz) or box:N")
+  cmd->add_option("mesh", o->mesh,
+                  "Mesh file (.msh .mesh .node/.ele .vtu .obj .off .ply .stl, optionally .gz) or box:N")
       ->required();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_flag("--fix-orientation", o->fix_orientation, "Reorient inverted tets instead of rejecting the mesh");

@@ -1,20 +1,20 @@
 // `xpd run SCENE -o OUT`: load the scene, run it through the library's run writer
 // (scene/run_writer.hpp: the same files every front end writes), with a progress bar, then print
 // a per-phase table like Figure 4 of Wang et al. 2021.
-#include "commands.hpp"
-#include "progress.hpp"
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
 #include <xpd/core/error.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
-#include <algorithm>
-#include <cstddef>
-#include <fmt/format.h>
-#include <optional>
-#include <memory>
-#include <vector>
+#include "commands.hpp"
+#include "progress.hpp"
 
 namespace xpd::cli {
 namespace {
@@ -88,9 +88,9 @@ void run(const RunCliOptions& o) {
   if (!o.quiet)
     ro.on_frame = [&](const FrameReport& r) {
       if (r.collision)
-        progress.update(r.frame, fmt::format("{} it, residual {:.2e}, {} contacts, depth {:.1e}", r.stats->iterations,
-                                             r.stats->residual, r.collision->active_proxies,
-                                             r.collision->max_penetration));
+        progress.update(r.frame,
+                        fmt::format("{} it, residual {:.2e}, {} contacts, depth {:.1e}", r.stats->iterations,
+                                    r.stats->residual, r.collision->active_proxies, r.collision->max_penetration));
       else
         progress.update(r.frame, fmt::format("{} it, residual {:.2e}", r.stats->iterations, r.stats->residual));
     };
@@ -100,9 +100,10 @@ void run(const RunCliOptions& o) {
   if (sum.collision)
     fmt::print("{:<58} {:>12.3e}\n", "Deepest penetration after a frame (all frames)", sum.max_penetration);
   if (sum.unconverged_frames > 0)
-    fmt::print("\nWARNING: {} of {} frames did not reach the tolerance {} within {} iterations "
-               "(see \"converged\" in stats.json)\n",
-               sum.unconverged_frames, frames, sim.scene().solver.tolerance, sim.scene().solver.max_iterations);
+    fmt::print(
+        "\nWARNING: {} of {} frames did not reach the tolerance {} within {} iterations "
+        "(see \"converged\" in stats.json)\n",
+        sum.unconverged_frames, frames, sim.scene().solver.tolerance, sim.scene().solver.max_iterations);
   fmt::print("\nwrote {} frames to {}/frames, {}/stats.json and {}/scene.json\n", frames + 1, o.out, o.out, o.out);
 }
 

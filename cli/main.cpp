@@ -1,12 +1,11 @@
 // xpd command line: flags only; the physics lives in the scene file (docs/scene-format.md).
-#include "commands.hpp"
-
-#include <xpd/config.hpp>
-#include <xpd/core/error.hpp>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <xpd/config.hpp>
+#include <xpd/core/error.hpp>
+
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"xpd: Projective Dynamics soft-body simulator", "xpd"};

@@ -1,14 +1,18 @@
 #include "progress.hpp"
 
-#include <cstdio>
 #include <fmt/format.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 namespace xpd::cli {
 
 Progress::Progress(std::string label, int total)
-    : label_(std::move(label)), total_(total > 0 ? total : 1), tty_(isatty(fileno(stderr)) != 0),
-      start_(std::chrono::steady_clock::now()), last_print_(start_) {}
+    : label_(std::move(label)),
+      total_(total > 0 ? total : 1),
+      tty_(isatty(fileno(stderr)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_print_(start_) {}
 
 void Progress::update(int done, const std::string& detail) {
   const auto now = std::chrono::steady_clock::now();
@@ -24,8 +28,8 @@ void Progress::update(int done, const std::string& detail) {
   } else {
     // Plain lines: at most one every 2 s, plus the last one, to keep logs short.
     if (done < total_ && std::chrono::duration<double>(now - last_print_).count() < 2.0 && done > 1) return;
-    std::fprintf(stderr, "%s %d/%d (%.0f%%), elapsed %.1f s, eta %.1f s %s\n", label_.c_str(), done, total_,
-                 100 * frac, elapsed, eta, detail.c_str());
+    std::fprintf(stderr, "%s %d/%d (%.0f%%), elapsed %.1f s, eta %.1f s %s\n", label_.c_str(), done, total_, 100 * frac,
+                 elapsed, eta, detail.c_str());
   }
   last_print_ = now;
   std::fflush(stderr);

@@ -7,14 +7,14 @@
 namespace xpd::cli {
 
 class Progress {
-public:
+ public:
   Progress(std::string label, int total);
   /// Reports that `done` of `total` units are complete; `detail` is appended (e.g. "12 it").
   void update(int done, const std::string& detail = {});
   /// Ends the bar (newline on a terminal).
   void finish();
 
-private:
+ private:
   std::string label_;
   int total_;
   bool tty_;

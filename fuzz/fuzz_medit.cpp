@@ -1,12 +1,11 @@
 // libFuzzer harness: io::parse_medit on arbitrary bytes, then validation. Only xpd::Error may escape;
 // crashes, sanitizer reports, leaks and other exceptions are findings.
-#include <xpd/core/error.hpp>
-#include <xpd/io/tet_formats.hpp>
-#include <xpd/mesh/validate.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+#include <xpd/mesh/validate.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,13 +1,12 @@
 // libFuzzer harness: io::parse_tetgen on arbitrary bytes, then validation. The input holds the
 // .node text, a NUL byte, then the .ele text (no NUL: all of it is the .node, the .ele is empty).
 // Only xpd::Error may escape.
-#include <xpd/core/error.hpp>
-#include <xpd/io/tet_formats.hpp>
-#include <xpd/mesh/validate.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+#include <xpd/mesh/validate.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view all(reinterpret_cast<const char*>(data), size);

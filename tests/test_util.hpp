@@ -1,12 +1,13 @@
 #pragma once
 // Shared helpers for the test suite: where the shared data and tiny fixtures live.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 namespace xpd::test {
 

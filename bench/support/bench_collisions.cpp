@@ -1,3 +1,5 @@
+#include "bench_collisions.hpp"
+
 #include <fmt/format.h>
 #include <tbb/global_control.h>
 
@@ -8,7 +10,6 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
-#include "bench_collisions.hpp"
 #include <xpd/solver/pd_solver.hpp>
 
 namespace xpd {

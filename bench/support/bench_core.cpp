@@ -1,15 +1,15 @@
 #include "bench_core.hpp"
 
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <memory>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/pd_solver.hpp>
-
-#include <algorithm>
-#include <fmt/format.h>
-#include <memory>
-#include <tbb/global_control.h>
-#include <tbb/info.h>
 
 namespace xpd {
 
@@ -28,8 +28,8 @@ std::string CoreBenchResult::to_json() const {
       "\"nnz_L\": {:.0f}, \"analyze_ms\": {:.3f}, \"factor_ms\": {:.3f}, \"model_ms\": {:.3f}, "
       "\"pd_iteration_ms\": {:.3f}, \"local_ms\": {:.3f}, \"rhs_ms\": {:.3f}, \"solve_ms\": {:.3f}, "
       "\"solve_3rhs_ms\": {:.3f}, \"ratio\": {:.3f}, \"lambda\": {}, \"volume_matrix\": \"{}\"}}",
-      box_n, nodes, tets, threads, iterations, nnz_L, analyze_ms, factor_ms, model_ms,
-      pd_iteration_ms, local_ms, rhs_ms, solve_ms, solve_3rhs_ms, ratio, lambda, volume_matrix);
+      box_n, nodes, tets, threads, iterations, nnz_L, analyze_ms, factor_ms, model_ms, pd_iteration_ms, local_ms,
+      rhs_ms, solve_ms, solve_3rhs_ms, ratio, lambda, volume_matrix);
 }
 
 CoreBenchResult bench_core(int box_n, int iterations, int threads, double lambda, VolumeMatrix volume_matrix) {
@@ -86,8 +86,9 @@ CoreBenchResult bench_core(int box_n, int iterations, int threads, double lambda
     solve.push_back(pt.solve);
     iter.push_back(pt.local + pt.rhs + pt.solve);
     // The bare CHOLMOD solve on the same right-hand side size (n × 3, or 3n × 1 when coupled).
-    Eigen::MatrixXd B = model.coupled() ? Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(s.rhs3.data(), s.rhs3.size(), 1))
-                                        : Eigen::MatrixXd(s.rhs);
+    Eigen::MatrixXd B = model.coupled()
+                            ? Eigen::MatrixXd(Eigen::Map<const Eigen::MatrixXd>(s.rhs3.data(), s.rhs3.size(), 1))
+                            : Eigen::MatrixXd(s.rhs);
     Timer tb;
     model.factor().solve_in_place(B);
     bare.push_back(tb.elapsed_ms());

@@ -1,8 +1,7 @@
 #pragma once
 // Core PD benchmark on the structured box (wired to `xpd bench core --box N --json`).
-#include <xpd/energy/volume.hpp>
-
 #include <string>
+#include <xpd/energy/volume.hpp>
 
 namespace xpd {
 

@@ -9,12 +9,12 @@ long allocations_on_this_thread();
 void set_counting(bool on);
 
 class CountAllocations {
-public:
+ public:
   CountAllocations() : start_(allocations_on_this_thread()) { set_counting(true); }
   ~CountAllocations() { set_counting(false); }
   long count() const { return allocations_on_this_thread() - start_; }
 
-private:
+ private:
   long start_;
 };
 

@@ -1,5 +1,9 @@
 // DESIGN.md: "a step never allocates". After a warm-up step (which sizes the scratch buffers and
 // CHOLMOD's workspaces), a PD step makes no heap allocation on the calling thread.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
 #include <xpd/collision/detector.hpp>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/mesh/box.hpp>
@@ -8,10 +12,6 @@
 
 #include "alloc/malloc_counter.hpp"
 #include "solver/pd_fixtures.hpp"
-
-#include <dlfcn.h>
-#include <gtest/gtest.h>
-#include <numeric>
 
 using namespace xpd;
 

@@ -2,19 +2,19 @@
 // file for file and byte for byte, what run_scene() writes for the same scene, except the wall-clock
 // figures of stats.json (the keys ending in "_ms" and "timings_ms", which differ between any two
 // runs); and it prints the per-phase table. This is the only test that runs the CLI.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 #include "test_util.hpp"
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <gtest/gtest.h>
-#include <iterator>
-#include <nlohmann/json.hpp>
-#include <set>
 
 namespace xpd {
 namespace {

@@ -1,7 +1,7 @@
+#include <gtest/gtest.h>
+
 #include <xpd/config.hpp>
 #include <xpd/gpu/device.hpp>
-
-#include <gtest/gtest.h>
 
 namespace xpd {
 

@@ -1,10 +1,9 @@
 // Keyframe interpolation of rigid attachments: clamped ends, linear translation, slerp rotation,
 // rotation about a pivot.
-#include <xpd/core/keyframes.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <xpd/core/keyframes.hpp>
 
 namespace xpd {
 namespace {

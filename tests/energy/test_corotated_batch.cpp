@@ -2,15 +2,15 @@
 // per-element path (TetTerm::project / add_force_given / energy_given with polar_rotation), on
 // meshes whose colours leave partial batches and with inverted, flat and collapsed elements (SVD
 // fallback lanes next to Newton lanes).
+#include <gtest/gtest.h>
+
+#include <random>
 #include <xpd/energy/corotated.hpp>
 #include <xpd/energy/polar.hpp>
 #include <xpd/solver/model.hpp>
 
 #include "energy/tet_kernel.hpp"
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-#include <random>
 
 using namespace xpd;
 
@@ -55,8 +55,8 @@ void expect_matches_generic(const Model& model, const Points& x) {
   if (const auto avx2 = detail::corotated_range_variant(1)) {
     Points fb = Points::Zero(x.rows(), 3), fa = Points::Zero(x.rows(), 3);
     std::vector<double> pb(np), pa(np);
-    const double eb = detail::corotated_project_add_force(term.elements(), x, fb, pb.data(),
-                                                          detail::corotated_range_variant(0));
+    const double eb =
+        detail::corotated_project_add_force(term.elements(), x, fb, pb.data(), detail::corotated_range_variant(0));
     const double ea = detail::corotated_project_add_force(term.elements(), x, fa, pa.data(), avx2);
     EXPECT_EQ(eb, ea);
     EXPECT_EQ(0, std::memcmp(fb.data(), fa.data(), sizeof(double) * static_cast<size_t>(fb.size())));
@@ -90,7 +90,7 @@ TEST(EnergyCorotatedBatch, MatchesGenericPathWithInvertedAndDegenerateElements) 
   Points x = model.rest_positions();
   for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] += nd(rng);  // many inverted elements
   const Tets& tet = model.tets();
-  for (int k = 1; k < 4; ++k) x.row(tet(3, k)) = x.row(tet(3, 0));   // collapsed to a point
+  for (int k = 1; k < 4; ++k) x.row(tet(3, k)) = x.row(tet(3, 0));                    // collapsed to a point
   x.row(tet(7, 0)) = (x.row(tet(7, 1)) + x.row(tet(7, 2)) + x.row(tet(7, 3))) / 3.0;  // flat
   int inverted = 0;
   const CorotatedTerm& term = corotated_of(model);

@@ -1,9 +1,8 @@
-#include <xpd/energy/polar.hpp>
+#include <gtest/gtest.h>
 
 #include <Eigen/Geometry>
-
-#include <gtest/gtest.h>
 #include <random>
+#include <xpd/energy/polar.hpp>
 
 using namespace xpd;
 
@@ -58,15 +57,16 @@ TEST(EnergyPolar, InvertedAndDegenerateGiveRotations) {
   std::mt19937 rng(3);
   std::vector<Eigen::Matrix3d> cases;
   cases.push_back(Eigen::Matrix3d::Zero());
-  cases.push_back(Eigen::Vector3d(1, 1, 0).asDiagonal());            // flat
-  cases.push_back(Eigen::Vector3d(1, 0, 0).asDiagonal());            // collapsed to a line
-  cases.push_back(Eigen::Vector3d(1, 1, -1).asDiagonal());           // reflection
-  cases.push_back(-Eigen::Matrix3d::Identity());                     // point inversion
+  cases.push_back(Eigen::Vector3d(1, 1, 0).asDiagonal());   // flat
+  cases.push_back(Eigen::Vector3d(1, 0, 0).asDiagonal());   // collapsed to a line
+  cases.push_back(Eigen::Vector3d(1, 1, -1).asDiagonal());  // reflection
+  cases.push_back(-Eigen::Matrix3d::Identity());            // point inversion
   cases.push_back(random_rotation(rng) * Eigen::Vector3d(2, 0.5, -1e-9).asDiagonal());
   for (const auto& F : cases) {
     const Eigen::Matrix3d R = polar_rotation(F);
     expect_rotation(R);
     // R maximizes tr(Rᵀ F) over rotations: no random rotation does better.
-    for (int k = 0; k < 50; ++k) EXPECT_GE((R.transpose() * F).trace(), (random_rotation(rng).transpose() * F).trace() - 1e-12);
+    for (int k = 0; k < 50; ++k)
+      EXPECT_GE((R.transpose() * F).trace(), (random_rotation(rng).transpose() * F).trace() - 1e-12);
   }
 }

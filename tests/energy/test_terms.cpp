@@ -1,14 +1,14 @@
 // Generic tests over every PD term: one finite-difference test, rest/rigid-motion invariance,
 // robustness of projections. New terms are covered by adding them to kitchen_sink().
+#include <gtest/gtest.h>
+
+#include <random>
 #include <xpd/energy/polar.hpp>
 #include <xpd/energy/strain_limit.hpp>
 #include <xpd/energy/tet_term.hpp>
 #include <xpd/solver/model.hpp>
 
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-#include <random>
 
 using namespace xpd;
 

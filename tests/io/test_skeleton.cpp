@@ -1,11 +1,10 @@
 // libigl skeleton (.tgf) and matrix (.dmat) readers on the shared tutorial data and on broken input.
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/io/skeleton.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/skeleton.hpp>
 
 #include "test_util.hpp"
 

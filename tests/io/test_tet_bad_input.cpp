@@ -1,15 +1,14 @@
 // Hand-broken files (tests/data/bad/<format>/, one defect each, made from tests/data/tet/two_tets.*
 // by tests/data/bad/generate.py): each must fail with the right error type, a message naming the
 // file and the cause, and for parse errors the line where the defect is.
+#include <gtest/gtest.h>
+
+#include <filesystem>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/tet_formats.hpp>
 
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-
-#include <filesystem>
 
 namespace xpd {
 namespace {
@@ -17,10 +16,10 @@ namespace {
 enum class Kind { Io, Mesh };
 
 struct BadFile {
-  const char* path;   // under tests/data/bad/
-  Kind kind;          // IoError (parse) or MeshError (validation)
-  const char* cause;  // substring of the message
-  std::size_t line;   // IoError line (0: no line, the position is a byte offset or the whole file)
+  const char* path;             // under tests/data/bad/
+  Kind kind;                    // IoError (parse) or MeshError (validation)
+  const char* cause;            // substring of the message
+  std::size_t line;             // IoError line (0: no line, the position is a byte offset or the whole file)
   const char* named = nullptr;  // file name the message must contain (default: basename of path)
 };
 
@@ -55,7 +54,8 @@ const BadFile kBadFiles[] = {
     {"medit/zero_volume_tet.mesh", Kind::Mesh, "tet 1 (nodes 0 1 4 2) is degenerate", 0},
     {"medit/duplicate_vertex.mesh", Kind::Mesh, "nodes 1 and 4 are duplicates", 0},
     // ---- TetGen (opened through the .node; the defect is in the file named) ----
-    {"tetgen/truncated.node", Kind::Io, "header claims 2 tets but only 16 bytes remain (truncated file", 1, "truncated.ele"},
+    {"tetgen/truncated.node", Kind::Io, "header claims 2 tets but only 16 bytes remain (truncated file", 1,
+     "truncated.ele"},
     {"tetgen/count_mismatch.node", Kind::Io, "header claims 6 nodes but only 41 bytes remain", 2},
     {"tetgen/count_mismatch_long.node", Kind::Io, "holds 5 nodes but its header count says 6", 8},
     {"tetgen/count_mismatch_ele.ele", Kind::Io, "unexpected data after the 1 tets", 3},
@@ -136,11 +136,10 @@ TEST(IoBadTetInput, ValidFixturesLoad) {
 TEST(IoBadTetInput, EveryFormatHasEveryDocumentedCase) {
   // One hand-broken file per format for each documented error case.
   for (const char* fmt : {"msh", "medit", "tetgen", "vtu"}) {
-    for (const char* c : {"truncated", "count_mismatch", "absurd_count", "bad_token", "index_out_of_range", "nan_coordinate",
-                          "inverted_tet", "zero_volume_tet", "duplicate_vertex"}) {
+    for (const char* c : {"truncated", "count_mismatch", "absurd_count", "bad_token", "index_out_of_range",
+                          "nan_coordinate", "inverted_tet", "zero_volume_tet", "duplicate_vertex"}) {
       bool found = false;
-      for (const auto& b : kBadFiles)
-        found |= std::string(b.path).starts_with(std::string(fmt) + "/" + c + ".");
+      for (const auto& b : kBadFiles) found |= std::string(b.path).starts_with(std::string(fmt) + "/" + c + ".");
       EXPECT_TRUE(found) << fmt << " lacks case " << c;
     }
   }

@@ -1,15 +1,6 @@
 // Deterministic mutation fuzzing of the tet readers: truncated and byte-mutated versions of real
 // files (and of generated binary/appended variants) must either parse and validate or throw an
 // xpd::Error; any other exception (or a crash, caught under ASan by `make sanitize`) fails.
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/io/tet_formats.hpp>
-#include <xpd/mesh/box.hpp>
-#include <xpd/mesh/validate.hpp>
-
-#include "io/tet_fixture_writers.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -19,6 +10,14 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/tet_formats.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/validate.hpp>
+
+#include "io/tet_fixture_writers.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -27,7 +26,7 @@ constexpr int kMutantsPerFormat = 1000;
 
 /// splitmix64: a tiny RNG whose sequence is the same on every platform and standard library.
 class Rng {
-public:
+ public:
   explicit Rng(std::uint64_t seed) : s_(seed) {}
   std::uint64_t next() {
     std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
@@ -37,15 +36,16 @@ public:
   }
   std::size_t below(std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>(next() % n); }
 
-private:
+ private:
   std::uint64_t s_;
 };
 
 /// One mutation of `s`: truncation, byte flips, digit edits, huge numbers, deletions,
 /// duplications or insertions of random bytes.
 std::string mutate(std::string s, Rng& rng) {
-  static const char* kTokens[] = {"99999999999", "-1", "2147483648", "nan", "inf", "1e999", "$EndNodes", "End", "<", ">",
-                                  "\"", "=", "0", "-0", "18446744073709551615", "\n", "#"};
+  static const char* kTokens[] = {
+      "99999999999", "-1", "2147483648",           "nan", "inf", "1e999", "$EndNodes", "End", "<", ">", "\"", "=",
+      "0",           "-0", "18446744073709551615", "\n",  "#"};
   const int kind = static_cast<int>(rng.below(8));
   const std::size_t n = s.size();
   if (n == 0) return s;
@@ -133,19 +133,20 @@ TetMesh sample() {
 
 TEST(IoTetFuzzMutations, Msh) {
   const TetMesh m = sample();
-  const std::vector<std::string> seeds = {shared("ipc-tetmeshes/tet.msh"),     shared("ipc-tetmeshes/bar-186.msh"),
-                                          shared("sofa-meshes/liver.msh"),     test::write_msh22(m, false),
-                                          test::write_msh22(m, true),          test::write_msh22(m, true, true),
-                                          test::write_msh41(m, true),          test::write_msh41(m, false),
-                                          test::write_msh1(m)};
-  const Outcome o = run_mutants(seeds, kMutantsPerFormat * 2, 1, [](const std::string& d) { return io::parse_msh(d, "m.msh"); });
+  const std::vector<std::string> seeds = {
+      shared("ipc-tetmeshes/tet.msh"), shared("ipc-tetmeshes/bar-186.msh"), shared("sofa-meshes/liver.msh"),
+      test::write_msh22(m, false),     test::write_msh22(m, true),          test::write_msh22(m, true, true),
+      test::write_msh41(m, true),      test::write_msh41(m, false),         test::write_msh1(m)};
+  const Outcome o =
+      run_mutants(seeds, kMutantsPerFormat * 2, 1, [](const std::string& d) { return io::parse_msh(d, "m.msh"); });
   std::printf("[ mutants  ] msh: %d accepted, %d rejected with xpd::Error\n", o.accepted, o.rejected);
   EXPECT_GT(o.rejected, 0);
 }
 
 TEST(IoTetFuzzMutations, Medit) {
   const std::vector<std::string> seeds = {shared("libigl-tutorial-data/octopus-low.mesh"), test::write_medit(sample())};
-  const Outcome o = run_mutants(seeds, kMutantsPerFormat, 2, [](const std::string& d) { return io::parse_medit(d, "m.mesh"); });
+  const Outcome o =
+      run_mutants(seeds, kMutantsPerFormat, 2, [](const std::string& d) { return io::parse_medit(d, "m.mesh"); });
   std::printf("[ mutants  ] medit: %d accepted, %d rejected with xpd::Error\n", o.accepted, o.rejected);
   EXPECT_GT(o.rejected, 0);
 }
@@ -159,11 +160,16 @@ TEST(IoTetFuzzMutations, TetGen) {
     if (d.empty()) throw Error("empty mutant");
     const std::string body = d.substr(1);
     switch (d[0]) {
-      case 'N': return io::parse_tetgen(body, ele, "m.node", "m.ele");
-      case 'E': return io::parse_tetgen(node, body, "m.node", "m.ele");
-      case 'n': return io::parse_tetgen(body, gele, "m.node", "m.ele");
-      case 'e': return io::parse_tetgen(gnode, body, "m.node", "m.ele");
-      default: throw Error("mutated selector");
+      case 'N':
+        return io::parse_tetgen(body, ele, "m.node", "m.ele");
+      case 'E':
+        return io::parse_tetgen(node, body, "m.node", "m.ele");
+      case 'n':
+        return io::parse_tetgen(body, gele, "m.node", "m.ele");
+      case 'e':
+        return io::parse_tetgen(gnode, body, "m.node", "m.ele");
+      default:
+        throw Error("mutated selector");
     }
   });
   std::printf("[ mutants  ] tetgen: %d accepted, %d rejected with xpd::Error\n", o.accepted, o.rejected);
@@ -174,10 +180,11 @@ TEST(IoTetFuzzMutations, Vtu) {
   const TetMesh m = sample();
   using test::VtuMode;
   std::vector<std::string> seeds = {shared("sofa-meshes/Armadillo_Tetra_4406.vtu")};
-  for (VtuMode mode : {VtuMode::Ascii, VtuMode::Binary, VtuMode::BinaryZlib, VtuMode::AppendedRaw, VtuMode::AppendedBase64,
-                       VtuMode::AppendedRawZlib})
+  for (VtuMode mode : {VtuMode::Ascii, VtuMode::Binary, VtuMode::BinaryZlib, VtuMode::AppendedRaw,
+                       VtuMode::AppendedBase64, VtuMode::AppendedRawZlib})
     seeds.push_back(test::write_vtu(m, mode, mode == VtuMode::AppendedRaw, mode == VtuMode::Binary));
-  const Outcome o = run_mutants(seeds, kMutantsPerFormat * 2, 4, [](const std::string& d) { return io::parse_vtu(d, "m.vtu"); });
+  const Outcome o =
+      run_mutants(seeds, kMutantsPerFormat * 2, 4, [](const std::string& d) { return io::parse_vtu(d, "m.vtu"); });
   std::printf("[ mutants  ] vtu: %d accepted, %d rejected with xpd::Error\n", o.accepted, o.rejected);
   EXPECT_GT(o.rejected, 0);
 }

@@ -1,5 +1,10 @@
 // Tet mesh readers on every shared data file (counts from shared/data/SOURCES.md, an oracle
 // independent of the readers), writer-free round trips through every format variant, and load time.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
@@ -9,12 +14,6 @@
 
 #include "io/tet_fixture_writers.hpp"
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-
-#include <chrono>
-#include <cstdio>
-#include <fstream>
 
 namespace xpd {
 namespace {
@@ -192,8 +191,8 @@ TEST(IoTetRoundTrip, MeditAndTetGen) {
 TEST(IoTetRoundTrip, VtuAllEncodings) {
   const TetMesh m = sample_mesh();
   using test::VtuMode;
-  for (VtuMode mode : {VtuMode::Ascii, VtuMode::Binary, VtuMode::BinaryZlib, VtuMode::AppendedRaw, VtuMode::AppendedBase64,
-                       VtuMode::AppendedRawZlib})
+  for (VtuMode mode : {VtuMode::Ascii, VtuMode::Binary, VtuMode::BinaryZlib, VtuMode::AppendedRaw,
+                       VtuMode::AppendedBase64, VtuMode::AppendedRawZlib})
     for (bool header64 : {false, true})
       for (bool big : {false, true})
         for (bool f32 : {false, true}) {
@@ -246,7 +245,8 @@ TEST(IoTetReaders, LargestMeshLoadsWellUnderOneSecond) {
   const auto t0 = std::chrono::steady_clock::now();
   const TetMesh m = io::read_tet_mesh(path);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[ timing   ] monkey.mesh.gz (%d tets): read + validate %.3f s\n", static_cast<int>(m.tets.rows()), seconds);
+  std::printf("[ timing   ] monkey.mesh.gz (%d tets): read + validate %.3f s\n", static_cast<int>(m.tets.rows()),
+              seconds);
   EXPECT_EQ(m.tets.rows(), 86965);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(seconds, 1.0);

@@ -4,16 +4,14 @@
 // compressed, foreign byte order). They exist to make fixtures and round trips, not as product
 // writers: they favour covering format features (sparse node tags, skipped element types and
 // sections, separate base64 runs) over compactness.
-#include <xpd/mesh/tet_mesh.hpp>
-
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::test {
 
@@ -64,13 +62,15 @@ inline std::string write_msh22(const TetMesh& m, bool binary, bool swap = false)
     put<std::int32_t>(s, static_cast<std::int32_t>(sparse_tag(0)), swap);
     put<std::int32_t>(s, static_cast<std::int32_t>(sparse_tag(1)), swap);
     if (nb > 0) {
-      put<std::int32_t>(s, 2, swap), put<std::int32_t>(s, static_cast<std::int32_t>(nb), swap), put<std::int32_t>(s, 2, swap);
+      put<std::int32_t>(s, 2, swap), put<std::int32_t>(s, static_cast<std::int32_t>(nb), swap),
+          put<std::int32_t>(s, 2, swap);
       for (Eigen::Index e = 0; e < nb; ++e) {
         put<std::int32_t>(s, tag++, swap), put<std::int32_t>(s, 5, swap), put<std::int32_t>(s, 5, swap);
         for (int k = 0; k < 3; ++k) put<std::int32_t>(s, static_cast<std::int32_t>(sparse_tag(m.boundary(e, k))), swap);
       }
     }
-    put<std::int32_t>(s, 4, swap), put<std::int32_t>(s, static_cast<std::int32_t>(nt), swap), put<std::int32_t>(s, 3, swap);
+    put<std::int32_t>(s, 4, swap), put<std::int32_t>(s, static_cast<std::int32_t>(nt), swap),
+        put<std::int32_t>(s, 3, swap);
     for (Eigen::Index e = 0; e < nt; ++e) {
       put<std::int32_t>(s, tag++, swap), put<std::int32_t>(s, 3, swap), put<std::int32_t>(s, 1, swap);
       put<std::int32_t>(s, 0, swap);
@@ -116,11 +116,14 @@ inline std::string write_msh41(const TetMesh& m, bool binary, bool swap = false)
     } else {
       s += fmt::format("{} 1 0 {}\n", dim, hi - lo);
       for (Eigen::Index i = lo; i < hi; ++i) s += std::to_string(sparse_tag(i)) + "\n";
-      for (Eigen::Index i = lo; i < hi; ++i) s += num(m.nodes(i, 0)) + " " + num(m.nodes(i, 1)) + " " + num(m.nodes(i, 2)) + "\n";
+      for (Eigen::Index i = lo; i < hi; ++i)
+        s += num(m.nodes(i, 0)) + " " + num(m.nodes(i, 1)) + " " + num(m.nodes(i, 2)) + "\n";
     }
   };
-  if (binary) u64(2), u64(static_cast<std::uint64_t>(nv)), u64(7), u64(static_cast<std::uint64_t>(sparse_tag(nv - 1)));
-  else s += fmt::format("2 {} 7 {}\n", nv, sparse_tag(nv - 1));
+  if (binary)
+    u64(2), u64(static_cast<std::uint64_t>(nv)), u64(7), u64(static_cast<std::uint64_t>(sparse_tag(nv - 1)));
+  else
+    s += fmt::format("2 {} 7 {}\n", nv, sparse_tag(nv - 1));
   block(0, split, 2);
   block(split, nv, 3);
   if (binary) s += "\n";
@@ -177,7 +180,8 @@ inline std::string write_msh1(const TetMesh& m) {
 
 /// Medit with mixed-case keywords, comments and sections the reader must skip.
 inline std::string write_medit(const TetMesh& m) {
-  std::string s = "MeshVersionFormatted 1\n# a comment line\nDimension\n3\nvertices\n" + std::to_string(m.nodes.rows()) + "\n";
+  std::string s =
+      "MeshVersionFormatted 1\n# a comment line\nDimension\n3\nvertices\n" + std::to_string(m.nodes.rows()) + "\n";
   for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
     s += num(m.nodes(i, 0)) + " " + num(m.nodes(i, 1)) + " " + num(m.nodes(i, 2)) + " 0\n";
   s += "Corners\n2\n1 2\nRequiredVertices\n1\n1\nEdges\n1\n1 2 0\n";
@@ -195,7 +199,8 @@ inline std::string write_medit(const TetMesh& m) {
 inline std::pair<std::string, std::string> write_tetgen(const TetMesh& m, int base) {
   std::string node = "# generated\n" + fmt::format("{} 3 1 1\n", m.nodes.rows());
   for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
-    node += fmt::format("{} {} {} {} 0.5 1  # node\n", i + base, num(m.nodes(i, 0)), num(m.nodes(i, 1)), num(m.nodes(i, 2)));
+    node += fmt::format("{} {} {} {} 0.5 1  # node\n", i + base, num(m.nodes(i, 0)), num(m.nodes(i, 1)),
+                        num(m.nodes(i, 2)));
   std::string ele = fmt::format("{} 4 1\n", m.tets.rows());
   for (Eigen::Index e = 0; e < m.tets.rows(); ++e)
     ele += fmt::format("{} {} {} {} {} {}\n", e + base, m.tets(e, 0) + base, m.tets(e, 1) + base, m.tets(e, 2) + base,
@@ -232,16 +237,19 @@ inline std::string write_vtu(const TetMesh& m, VtuMode mode, bool header64 = fal
   const auto nv = m.nodes.rows(), nt = m.tets.rows(), nb = m.boundary.rows();
   std::string pts, conn, offs, types;
   for (Eigen::Index i = 0; i < nv; ++i)
-    for (int k = 0; k < 3; ++k) float32 ? put<float>(pts, static_cast<float>(m.nodes(i, k)), swap) : put<double>(pts, m.nodes(i, k), swap);
+    for (int k = 0; k < 3; ++k)
+      float32 ? put<float>(pts, static_cast<float>(m.nodes(i, k)), swap) : put<double>(pts, m.nodes(i, k), swap);
   std::int64_t off = 0;
   for (Eigen::Index e = 0; e < nt; ++e) {
-    for (int k = 0; k < 4; ++k) float32 ? put<std::int32_t>(conn, m.tets(e, k), swap) : put<std::int64_t>(conn, m.tets(e, k), swap);
+    for (int k = 0; k < 4; ++k)
+      float32 ? put<std::int32_t>(conn, m.tets(e, k), swap) : put<std::int64_t>(conn, m.tets(e, k), swap);
     off += 4;
     float32 ? put<std::int32_t>(offs, static_cast<std::int32_t>(off), swap) : put<std::int64_t>(offs, off, swap);
     types += static_cast<char>(10);
   }
   for (Eigen::Index e = 0; e < nb; ++e) {
-    for (int k = 0; k < 3; ++k) float32 ? put<std::int32_t>(conn, m.boundary(e, k), swap) : put<std::int64_t>(conn, m.boundary(e, k), swap);
+    for (int k = 0; k < 3; ++k)
+      float32 ? put<std::int32_t>(conn, m.boundary(e, k), swap) : put<std::int64_t>(conn, m.boundary(e, k), swap);
     off += 3;
     float32 ? put<std::int32_t>(offs, static_cast<std::int32_t>(off), swap) : put<std::int64_t>(offs, off, swap);
     types += static_cast<char>(5);
@@ -264,7 +272,8 @@ inline std::string write_vtu(const TetMesh& m, VtuMode mode, bool header64 = fal
       const std::string chunk = raw.substr(b * block, block);
       uLongf len = compressBound(static_cast<uLong>(chunk.size()));
       std::string out(len, '\0');
-      compress(reinterpret_cast<Bytef*>(out.data()), &len, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uLong>(chunk.size()));
+      compress(reinterpret_cast<Bytef*>(out.data()), &len, reinterpret_cast<const Bytef*>(chunk.data()),
+               static_cast<uLong>(chunk.size()));
       out.resize(len);
       sizes.push_back(len);
       body += out;
@@ -274,18 +283,22 @@ inline std::string write_vtu(const TetMesh& m, VtuMode mode, bool header64 = fal
     return {h, body};
   };
   std::string appended;
-  const auto array = [&](const char* type, const char* name, int comps, const std::string& raw, const std::string& ascii) {
-    std::string s = fmt::format("<DataArray type=\"{}\" {}{}format=\"", type, name[0] ? fmt::format("Name=\"{}\" ", name) : "",
-                                comps > 1 ? fmt::format("NumberOfComponents=\"{}\" ", comps) : "");
+  const auto array = [&](const char* type, const char* name, int comps, const std::string& raw,
+                         const std::string& ascii) {
+    std::string s =
+        fmt::format("<DataArray type=\"{}\" {}{}format=\"", type, name[0] ? fmt::format("Name=\"{}\" ", name) : "",
+                    comps > 1 ? fmt::format("NumberOfComponents=\"{}\" ", comps) : "");
     if (mode == VtuMode::Ascii) return s + "ascii\">\n" + ascii + "\n</DataArray>\n";
     const auto [h, body] = encode(raw);
-    if (mode == VtuMode::Binary || mode == VtuMode::BinaryZlib) return s + "binary\">\n" + base64(h) + base64(body) + "\n</DataArray>\n";
+    if (mode == VtuMode::Binary || mode == VtuMode::BinaryZlib)
+      return s + "binary\">\n" + base64(h) + base64(body) + "\n</DataArray>\n";
     s += fmt::format("appended\" offset=\"{}\"/>\n", appended.size());
     appended += mode == VtuMode::AppendedBase64 ? base64(h) + base64(body) : h + body;
     return s;
   };
   std::string ap, ac, ao, at;
-  for (Eigen::Index i = 0; i < nv; ++i) ap += num(m.nodes(i, 0)) + " " + num(m.nodes(i, 1)) + " " + num(m.nodes(i, 2)) + "\n";
+  for (Eigen::Index i = 0; i < nv; ++i)
+    ap += num(m.nodes(i, 0)) + " " + num(m.nodes(i, 1)) + " " + num(m.nodes(i, 2)) + "\n";
   off = 0;
   for (Eigen::Index e = 0; e < nt; ++e) {
     ac += fmt::format("{} {} {} {}\n", m.tets(e, 0), m.tets(e, 1), m.tets(e, 2), m.tets(e, 3));
@@ -303,11 +316,13 @@ inline std::string write_vtu(const TetMesh& m, VtuMode mode, bool header64 = fal
                    big_endian ? "BigEndian" : "LittleEndian", header64 ? "UInt64" : "UInt32",
                    zlib ? " compressor=\"vtkZLibDataCompressor\"" : "");
   s += fmt::format("<UnstructuredGrid>\n<Piece NumberOfPoints=\"{}\" NumberOfCells=\"{}\">\n", nv, nt + nb);
-  s += "<PointData Scalars=\"t\">\n<DataArray type=\"Float64\" Name=\"t\" format=\"ascii\">0 1 2</DataArray>\n</PointData>\n";
+  s += "<PointData Scalars=\"t\">\n<DataArray type=\"Float64\" Name=\"t\" format=\"ascii\">0 1 "
+       "2</DataArray>\n</PointData>\n";
   s += "<Points>\n" + array(float32 ? "Float32" : "Float64", "", 3, pts, ap) + "</Points>\n";
   s += "<Cells>\n" + array(it, "connectivity", 1, conn, ac) + array(it, "offsets", 1, offs, ao) +
        array("UInt8", "types", 1, types, at) + "</Cells>\n</Piece>\n</UnstructuredGrid>\n";
-  if (!appended.empty() || mode == VtuMode::AppendedRaw || mode == VtuMode::AppendedBase64 || mode == VtuMode::AppendedRawZlib)
+  if (!appended.empty() || mode == VtuMode::AppendedRaw || mode == VtuMode::AppendedBase64 ||
+      mode == VtuMode::AppendedRawZlib)
     s += std::string("<AppendedData encoding=\"") + (mode == VtuMode::AppendedBase64 ? "base64" : "raw") + "\">\n_" +
          appended + "\n</AppendedData>\n";
   return s + "</VTKFile>\n";

@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/validate.hpp>
-
-#include <gtest/gtest.h>
 
 namespace xpd {
 

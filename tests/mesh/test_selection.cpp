@@ -1,14 +1,13 @@
 // Selections on a structured box, checked against independent brute-force loops over the grid.
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/box.hpp>
-#include <xpd/mesh/selection.hpp>
-#include <xpd/mesh/surface.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 namespace {

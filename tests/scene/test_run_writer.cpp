@@ -1,18 +1,18 @@
 // The run writer (scene/run_writer.hpp): what a run writes (docs/output-format.md), through the
 // library, as every front end writes it: scene.json's overlay, every frame with the requested
 // fields, stats.json with per-frame and collision statistics, no temporaries left behind.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 #include "test_util.hpp"
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <gtest/gtest.h>
-#include <iterator>
-#include <nlohmann/json.hpp>
 
 namespace xpd {
 namespace {
@@ -73,7 +73,6 @@ TEST(RunWriter, WritesSceneOverlayFramesAndFields) {
   }
   EXPECT_TRUE(temporaries(out).empty()) << temporaries(out).front();
 }
-
 
 TEST(RunWriter, ReportsEveryFrameAndHonoursMaxFrames) {
   const fs::path work = test::scratch_dir("run_writer_frames");

@@ -1,14 +1,13 @@
 // Scene loader: a full example round-trips into the structs, defaults are filled, and every
 // invalid input is a SceneError naming the exact JSON pointer of the offending value.
-#include <xpd/core/error.hpp>
-#include <xpd/scene/scene.hpp>
-#include <xpd/mesh/box.hpp>
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/scene/scene.hpp>
 
 #include "test_util.hpp"
 
@@ -257,8 +256,11 @@ TEST(SceneParse, BoxGeneratorForms) {
 
 // Carving removes the tets whose centroid lies in a carve box and drops unused nodes: a C shape.
 TEST(SceneParse, CarvedBoxGenerator) {
-  json j = {{"mesh", {{"generator", "box"}, {"nodes", {5, 7, 3}}, {"max", {0.4, 0.6, 0.2}},
-                      {"carve", {{{"min", {0.2, 0.2, -1}}, {"max", {1, 0.4, 1}}}}}}},
+  json j = {{"mesh",
+             {{"generator", "box"},
+              {"nodes", {5, 7, 3}},
+              {"max", {0.4, 0.6, 0.2}},
+              {"carve", {{{"min", {0.2, 0.2, -1}}, {"max", {1, 0.4, 1}}}}}}},
             {"materials", {{{"mu", 1}}}}};
   const Scene s = parse_scene(j, "carve.json", ".");
   ASSERT_EQ(s.mesh.carve.size(), 1u);
@@ -604,27 +606,69 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
        },
        "/outputs/vtu", "expected a boolean"},
       {"collision not an object", [](json& j) { j["collision"] = 3; }, "/collision", "expected an object"},
-      {"collision unknown key", [](json& j) { j["collision"] = {{"stifness", 1}}; }, "/collision/stifness",
-       "did you mean 'stiffness'"},
-      {"collision stiffness", [](json& j) { j["collision"] = {{"stiffness", -1}}; }, "/collision/stiffness", "> 0"},
-      {"collision inner", [](json& j) { j["collision"] = {{"inner_iterations", 0}}; }, "/collision/inner_iterations",
-       ">= 1"},
-      {"collision method", [](json& j) { j["collision"] = {{"method", "fast"}}; }, "/collision/method", "schur"},
-      {"collision region", [](json& j) { j["collision"] = {{"region", "nowhere"}}; }, "/collision/region",
-       "unknown selection 'nowhere'"},
-      {"collision embedded without surface", [](json& j) { j["collision"] = {{"proxies", "embedded_surface"}}; },
+      {"collision unknown key",
+       [](json& j) {
+         j["collision"] = {{"stifness", 1}};
+       },
+       "/collision/stifness", "did you mean 'stiffness'"},
+      {"collision stiffness",
+       [](json& j) {
+         j["collision"] = {{"stiffness", -1}};
+       },
+       "/collision/stiffness", "> 0"},
+      {"collision inner",
+       [](json& j) {
+         j["collision"] = {{"inner_iterations", 0}};
+       },
+       "/collision/inner_iterations", ">= 1"},
+      {"collision method",
+       [](json& j) {
+         j["collision"] = {{"method", "fast"}};
+       },
+       "/collision/method", "schur"},
+      {"collision region",
+       [](json& j) {
+         j["collision"] = {{"region", "nowhere"}};
+       },
+       "/collision/region", "unknown selection 'nowhere'"},
+      {"collision embedded without surface",
+       [](json& j) {
+         j["collision"] = {{"proxies", "embedded_surface"}};
+       },
        "/collision/proxies", "mesh.embedded_surface"},
-      {"obstacle type", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "cone"}}}}}; },
+      {"obstacle type",
+       [](json& j) {
+         j["collision"] = {{"obstacles", {{{"type", "cone"}}}}};
+       },
        "/collision/obstacles/0/type", "sphere"},
-      {"obstacle radius", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 0}}}}}; },
+      {"obstacle radius",
+       [](json& j) {
+         j["collision"] = {{"obstacles", {{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 0}}}}};
+       },
        "/collision/obstacles/0/radius", "> 0"},
-      {"obstacle plane normal", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "plane"}, {"point", {0, 0, 0}}, {"normal", {0, 0, 0}}}}}}; },
+      {"obstacle plane normal",
+       [](json& j) {
+         j["collision"] = {{"obstacles", {{{"type", "plane"}, {"point", {0, 0, 0}}, {"normal", {0, 0, 0}}}}}};
+       },
        "/collision/obstacles/0/normal", "nonzero"},
-      {"obstacle box extents", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "box"}, {"half_extents", {1, 0, 1}}}}}}; },
+      {"obstacle box extents",
+       [](json& j) {
+         j["collision"] = {{"obstacles", {{{"type", "box"}, {"half_extents", {1, 0, 1}}}}}};
+       },
        "/collision/obstacles/0/half_extents", "> 0"},
-      {"obstacle mesh file", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "mesh"}, {"file", "missing.obj"}}}}}; },
+      {"obstacle mesh file",
+       [](json& j) {
+         j["collision"] = {{"obstacles", {{{"type", "mesh"}, {"file", "missing.obj"}}}}};
+       },
        "/collision/obstacles/0/file", "missing.obj"},
-      {"obstacle keyframes order", [](json& j) { j["collision"] = {{"obstacles", {{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 1}, {"keyframes", {{{"frame", 2}}, {{"frame", 1}}}}}}}}; },
+      {"obstacle keyframes order",
+       [](json& j) {
+         j["collision"] = {{"obstacles",
+                            {{{"type", "sphere"},
+                              {"center", {0, 0, 0}},
+                              {"radius", 1},
+                              {"keyframes", {{{"frame", 2}}, {{"frame", 1}}}}}}}};
+       },
        "/collision/obstacles/0/keyframes/1/frame", "strictly increasing"},
       {"version", [](json& j) { j["version"] = 2; }, "/version", "unsupported scene version 2"},
       {"root not an object", [](json& j) { j = json::array(); }, "", "expected an object"},

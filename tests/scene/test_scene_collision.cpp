@@ -10,9 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
-#include <xpd/scene/scene.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 #include "test_util.hpp"

@@ -1,9 +1,9 @@
 // Node forces of scene loads on a box, against totals computed by hand.
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/solver/model.hpp>
-
-#include <gtest/gtest.h>
 
 namespace xpd {
 namespace {
@@ -39,8 +39,8 @@ Eigen::VectorXd bar_masses(const Scene& s, const TetMesh& mesh) {
 }
 
 TEST(SceneLoads, GravityActsOnTheModelsLumpedMasses) {
-  const Scene s = bar_scene(
-      json::parse(R"([{"type": "gravity", "acceleration": [0, 0, -9.81], "ramp": {"scale": [0.5, 1]}}])"));
+  const Scene s =
+      bar_scene(json::parse(R"([{"type": "gravity", "acceleration": [0, 0, -9.81], "ramp": {"scale": [0.5, 1]}}])"));
   const TetMesh mesh = make_generated_mesh(s.mesh);
   const Eigen::VectorXd mass = bar_masses(s, mesh);
   EXPECT_NEAR(mass.sum(), 1000, 1e-9);

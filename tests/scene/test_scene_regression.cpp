@@ -8,18 +8,18 @@
 // with XPD_REGRESSION_WRITE=1 from the code before the refactor, and are never rewritten to make
 // the test pass. By default the test runs the first frames of each scene (the suite stays short);
 // XPD_REGRESSION_FULL=1 runs every frame that has stored figures.
-#include <xpd/scene/scene.hpp>
-#include <xpd/scene/scene_simulation.hpp>
-
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_simulation.hpp>
+
+#include "test_util.hpp"
 
 using namespace xpd;
 

@@ -1,18 +1,18 @@
 // Shipped scenes run end to end through the run writer (a few frames each) and report complete
 // statistics; scene-level errors from the model name the scene and the offending component; a
 // simulation can be moved mid-run.
-#include <xpd/core/error.hpp>
-#include <xpd/scene/scene.hpp>
-#include <xpd/scene/run_writer.hpp>
-#include <xpd/scene/scene_simulation.hpp>
-
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/scene/run_writer.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_simulation.hpp>
+
+#include "test_util.hpp"
 
 using namespace xpd;
 
@@ -37,9 +37,12 @@ TEST(ValidationScenes, ShippedScenesRunAndReportStatistics) {
     int frames;
   };
   // The first frames of each shipped scene (cantilever_end_shear: the first load step).
-  const Case cases[] = {{"scenes/demo.json", 2},        {"scenes/twist.json", 2},
-                        {"scenes/hand.json", 1},        {"scenes/cantilever.json", 2},
-                        {"scenes/validation/cantilever_end_shear.json", 1}, {"scenes/squash.json", 2}};
+  const Case cases[] = {{"scenes/demo.json", 2},
+                        {"scenes/twist.json", 2},
+                        {"scenes/hand.json", 1},
+                        {"scenes/cantilever.json", 2},
+                        {"scenes/validation/cantilever_end_shear.json", 1},
+                        {"scenes/squash.json", 2}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scene);
     const auto out = test::scratch_dir(std::string("scene_") + std::to_string(&c - cases));

@@ -3,10 +3,10 @@
 // a rigid body (every node displaced by h²g after one step from rest) and its linear momentum,
 // measured with masses computed here from the tets' volumes and densities, must change by exactly
 // the impulse of the external forces.
+#include <gtest/gtest.h>
+
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
-
-#include <gtest/gtest.h>
 
 namespace xpd {
 namespace {
@@ -79,8 +79,8 @@ TEST(TwoMaterials, ImplicitEulerMomentumMatchesImpulse) {
     sim.advance(f);
     impulse += h * sim.state().inputs.nodal_forces.colwise().sum().transpose();
     const Vec3 p = (sim.state().velocity.array().colwise() * m.array()).colwise().sum().transpose();
-    EXPECT_LE((p - impulse).norm(), 1e-8 * impulse.norm()) << "frame " << f << ": momentum " << p.transpose()
-                                                           << " vs impulse " << impulse.transpose();
+    EXPECT_LE((p - impulse).norm(), 1e-8 * impulse.norm())
+        << "frame " << f << ": momentum " << p.transpose() << " vs impulse " << impulse.transpose();
   }
   EXPECT_GT(impulse.norm(), 0.0);
 }

@@ -2,25 +2,24 @@
 // Slender-beam validation helpers (tests/solver/test_beam.cpp, docs/validation.md): the beam
 // [0, L] × [0, b] × [0, b] clamped at x = 0, a follower pure end moment, and the closed forms it
 // is checked against (circular arc under a pure moment; the elastica under a dead end shear).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <xpd/core/error.hpp>
 #include <xpd/energy/polar.hpp>
 #include <xpd/mesh/box.hpp>
-#include <xpd/core/error.hpp>
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
-#include <cmath>
-#include <cstdio>
-#include <algorithm>
-#include <cstdlib>
-#include <vector>
-
 namespace xpd::test {
 
 struct BeamSpec {
-  double length = 10.0;    ///< L along x
-  double side = 0.5;       ///< square section b × b
-  double youngs = 1.2e6;   ///< E (ν = 0: μ = E/2, λ = 0)
+  double length = 10.0;         ///< L along x
+  double side = 0.5;            ///< square section b × b
+  double youngs = 1.2e6;        ///< E (ν = 0: μ = E/2, λ = 0)
   int nx = 41, ny = 3, nz = 3;  ///< box nodes per axis (ny, nz odd: a node on the axis at x = L)
   /// false: make_box's Kuhn split (every cell cut along its (0,0,0)–(1,1,1) diagonal: the mesh has
   /// a handedness, so bending couples to twist). true: the cells of the lower half y < b/2 as in
@@ -112,8 +111,7 @@ inline Mat3 face_rotation(const EndMoment& m, const Points& x) {
   for (Eigen::Index k = 0; k < m.rest.rows(); ++k) cur.row(k) = x.row(m.nodes[static_cast<size_t>(k)]);
   const Eigen::RowVector3d xc = cur.colwise().mean(), Xc = m.rest.colwise().mean();
   Mat3 A = Mat3::Zero();
-  for (Eigen::Index k = 0; k < cur.rows(); ++k)
-    A += (cur.row(k) - xc).transpose() * (m.rest.row(k) - Xc);
+  for (Eigen::Index k = 0; k < cur.rows(); ++k) A += (cur.row(k) - xc).transpose() * (m.rest.row(k) - Xc);
   return polar_rotation(A);
 }
 
@@ -184,9 +182,10 @@ int follow_moment(State& s, const EndMoment& m, double moment, int increments, S
       if (std::getenv("XPD_BEAM_TRACE")) {
         const Vec3 out = Eigen::AngleAxisd(rotation_y(theta0 + theta).transpose() * R_after).angle() *
                          Eigen::AngleAxisd(rotation_y(theta0 + theta).transpose() * R_after).axis();
-        std::printf("    increment %d pass %d: %d it, converged %d, face angle %.6f, applied %.6f, out-of-plane "
-                    "rotation (%.1e, %.1e, %.1e)\n",
-                    k, pass, st.iterations, int(st.converged), theta0 + theta, theta0 + phi, out.x(), out.y(), out.z());
+        std::printf(
+            "    increment %d pass %d: %d it, converged %d, face angle %.6f, applied %.6f, out-of-plane "
+            "rotation (%.1e, %.1e, %.1e)\n",
+            k, pass, st.iterations, int(st.converged), theta0 + theta, theta0 + phi, out.x(), out.y(), out.z());
       }
       if (std::abs(r) < rotation_tolerance) {
         ok = ok && st.converged;
@@ -197,7 +196,7 @@ int follow_moment(State& s, const EndMoment& m, double moment, int increments, S
         ok = false;
         break;
       }
-      double next = theta;  // plain fixed-point update
+      double next = theta;                                                            // plain fixed-point update
       if (pass > 0 && r != prev_r) next = phi - r * (phi - prev_phi) / (r - prev_r);  // secant
       prev_phi = phi, prev_r = r;
       phi += std::clamp(next - phi, -0.2, 0.2);
@@ -213,8 +212,8 @@ int follow_moment(State& s, const EndMoment& m, double moment, int increments, S
 }
 
 /// follow_moment with quasistatic PD (step()). Returns total PD iterations.
-inline int solve_follower_moment(const Model& model, State& s, const EndMoment& m, double moment,
-                                 int increments, const SolverOptions& opt, bool* converged = nullptr,
+inline int solve_follower_moment(const Model& model, State& s, const EndMoment& m, double moment, int increments,
+                                 const SolverOptions& opt, bool* converged = nullptr,
                                  double rotation_tolerance = 1e-9) {
   return follow_moment(
       s, m, moment, increments,
@@ -237,8 +236,8 @@ inline int solve_follower_moment(const Model& model, State& s, const EndMoment& 
 /// Hessian Pᵀ H P excludes those modes. Per iteration: the exact Hessian if Pᵀ H P is positive
 /// definite, else the element-wise PSD-projected one; Armijo backtracking on E.
 struct SymmetricNewton {
-  std::vector<int> mirror;  ///< node → mirror node
-  double side = 0;          ///< b
+  std::vector<int> mirror;        ///< node → mirror node
+  double side = 0;                ///< b
   Eigen::SparseMatrix<double> P;  ///< 3n × m: reduced → full displacement
   SparseCholesky chol{CholeskyBackend::Cholmod};
   Eigen::Index analyzed_nnz = -1;
@@ -275,7 +274,7 @@ struct SymmetricNewton {
   }
 
   bool have_factor = false;  ///< chol holds a factorization of the reduced Hessian at an earlier state
-  int factorizations = 0;     ///< reduced Hessians assembled and factorized (all solves)
+  int factorizations = 0;    ///< reduced Hessians assembled and factorized (all solves)
 
   /// Newton from s.x (symmetrized first); converged when the full ||∇E|| ≤ rel · ||loads||.
   /// Chord steps first: while the factorization kept from the previous iteration (possibly of the
@@ -315,7 +314,8 @@ struct SymmetricNewton {
         Eigen::SparseMatrix<double> H = P.transpose() * newton_hessian(model, s, psd == 1) * P;
         H.makeCompressed();
         ++factorizations;
-        if (psd == 1 && std::getenv("XPD_BEAM_TRACE")) std::printf("      exact reduced Hessian not positive definite\n");
+        if (psd == 1 && std::getenv("XPD_BEAM_TRACE"))
+          std::printf("      exact reduced Hessian not positive definite\n");
         try {
           if (H.nonZeros() != analyzed_nnz) chol.analyze(H), analyzed_nnz = H.nonZeros();
           chol.factorize(H);

@@ -1,12 +1,6 @@
 #pragma once
 // Test helpers for the PD core: meshes, loaded models, tolerances. Every helper accepts any
 // TetMesh (real meshes plug in the same way as boxes).
-#include <xpd/mesh/box.hpp>
-#include <xpd/solver/model.hpp>
-#include <xpd/solver/newton.hpp>
-#include <xpd/solver/state.hpp>
-#include <xpd/solver/pd_solver.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +9,11 @@
 #include <random>
 #include <utility>
 #include <vector>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/newton.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/state.hpp>
 
 namespace xpd::test {
 
@@ -28,9 +27,7 @@ inline void report(const char* what, double value, double tol) {
 }
 
 /// Length of the bounding-box diagonal.
-inline double bbox_diagonal(const Points& x) {
-  return (x.colwise().maxCoeff() - x.colwise().minCoeff()).norm();
-}
+inline double bbox_diagonal(const Points& x) { return (x.colwise().maxCoeff() - x.colwise().minCoeff()).norm(); }
 
 /// Box of n³ nodes on [0,1]³ with interior nodes jittered by up to `jitter` × spacing
 /// (keeps every tet positively oriented for jitter ≤ 0.2).
@@ -110,7 +107,8 @@ struct PatchTestResult {
 inline PatchTestResult patch_test(ModelDesc d, const Mat3& A, const Vec3& b, const SolverOptions& o) {
   const TetMesh& mesh = d.mesh;
   Points affine(mesh.nodes.rows(), 3);
-  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)
+    affine.row(i) = (A * mesh.nodes.row(i).transpose() + b).transpose();
   std::vector<char> boundary(static_cast<size_t>(mesh.nodes.rows()), 0);
   for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
     const Vec3 p = mesh.nodes.row(i);

@@ -1,11 +1,6 @@
 // Slender-beam validation of the PD core (docs/validation.md): the elastica reference helper, and
 // a follower pure end moment bending the beam into the closed-form circular arc, with the error
 // shrinking under mesh refinement (linear tets lock in bending: coarse meshes are too stiff).
-#include "solver/beam_fixtures.hpp"
-#include "solver/pd_fixtures.hpp"
-
-#include <xpd/solver/newton.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +11,10 @@
 #include <numbers>
 #include <string>
 #include <vector>
+#include <xpd/solver/newton.hpp>
+
+#include "solver/beam_fixtures.hpp"
+#include "solver/pd_fixtures.hpp"
 
 using namespace xpd;
 
@@ -38,7 +37,7 @@ struct ArcResult {
   double seconds = 0;            // wall time, resumed parts included
   double max_rel_gradient = 0;   // Newton: max ||∇E|| / ||loads|| at the end of a solve
   bool converged = false;
-  Points x;                      // final positions
+  Points x;  // final positions
   double error() const { return points.back().error; }
 };
 
@@ -85,8 +84,8 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
   const char* dir = std::getenv("XPD_BEAM_RESUME_DIR");
   const double stop_after = std::getenv("XPD_BEAM_STOP_AFTER_S") ? std::atof(std::getenv("XPD_BEAM_STOP_AFTER_S")) : 0;
   char name[256];
-  std::snprintf(name, sizeof name, "/beam_%dx%dx%d%s_solver%d_t%.6f_inc%d.txt", b.nx, b.ny, b.nz,
-                b.mirror_y ? "m" : "", static_cast<int>(solver), t, increments);
+  std::snprintf(name, sizeof name, "/beam_%dx%dx%d%s_solver%d_t%.6f_inc%d.txt", b.nx, b.ny, b.nz, b.mirror_y ? "m" : "",
+                static_cast<int>(solver), t, increments);
   const std::string path = dir ? std::string(dir) + name : std::string();
   test::FollowProgress progress;
   int done_iterations = 0, done_factorizations = 0;
@@ -132,8 +131,10 @@ ArcResult bend(const test::BeamSpec& b, double t, int increments, double rotatio
                    done_iterations + iterations_so_far, r.solves, done_factorizations + (sym ? sym->factorizations : 0),
                    r.max_rel_gradient, done_seconds + seconds(), int(done_converged && r.converged),
                    static_cast<int>(r.points.size()));
-      for (const ArcPoint& q : r.points) std::fprintf(f, "%.17g %.17g %.17g %.17g\n", q.t, q.error, q.tip.x(), q.tip.y());
-      for (Eigen::Index i = 0; i < s.x.rows(); ++i) std::fprintf(f, "%.17g %.17g %.17g\n", s.x(i, 0), s.x(i, 1), s.x(i, 2));
+      for (const ArcPoint& q : r.points)
+        std::fprintf(f, "%.17g %.17g %.17g %.17g\n", q.t, q.error, q.tip.x(), q.tip.y());
+      for (Eigen::Index i = 0; i < s.x.rows(); ++i)
+        std::fprintf(f, "%.17g %.17g %.17g\n", s.x(i, 0), s.x(i, 1), s.x(i, 2));
       std::fclose(f);
       std::rename(tmp.c_str(), path.c_str());
     }
@@ -218,10 +219,14 @@ TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
   for (size_t a = 0; a <= solver_list.size();) {
     const size_t e = std::min(solver_list.find(',', a), solver_list.size());
     const std::string w = solver_list.substr(a, e - a);
-    if (w == "pd") runs.push_back({"PD", Solver::Pd});
-    else if (w == "newton") runs.push_back({"Newton", Solver::Newton});
-    else if (w == "symnewton") runs.push_back({"symmetric Newton", Solver::SymmetricNewton});
-    else FAIL() << "XPD_BEAM_SOLVER: unknown solver '" << w << "'";
+    if (w == "pd")
+      runs.push_back({"PD", Solver::Pd});
+    else if (w == "newton")
+      runs.push_back({"Newton", Solver::Newton});
+    else if (w == "symnewton")
+      runs.push_back({"symmetric Newton", Solver::SymmetricNewton});
+    else
+      FAIL() << "XPD_BEAM_SOLVER: unknown solver '" << w << "'";
     a = e + 1;
   }
   const double newton_tolerance = env_or("XPD_BEAM_NEWTON_TOL", 1e-9);
@@ -276,7 +281,8 @@ TEST(ValidationBeam, PureEndMomentBendsTowardsCircularArcUnderRefinement) {
       EXPECT_LT(errors[i][k], 0.8 * errors[i - 1][k]) << "refinement " << i << ", increment " << k + 1;
   }
   if (uniform && count == static_cast<int>(meshes.size())) {
-    for (size_t k = 0; k < errors.back().size(); ++k) EXPECT_LT(errors.back()[k], 0.05) << "finest mesh, increment " << k + 1;
+    for (size_t k = 0; k < errors.back().size(); ++k)
+      EXPECT_LT(errors.back()[k], 0.05) << "finest mesh, increment " << k + 1;
   }
   test::report("arc tip error, finest mesh run", errors.back().back(), 0.05);
 }
@@ -299,9 +305,10 @@ TEST(ValidationBeam, PdAndNewtonReachTheSameBentBeam) {
   const double d_nt = (pd.x - nt.x).rowwise().norm().maxCoeff() / diag;
   const double d_sym = (pd.x - sym.x).rowwise().norm().maxCoeff() / diag;
   if (test::verbose())
-    std::printf("  21x3x3 mirrored t=pi/4: PD %d iterations (error %.4f), Newton %d (error %.4f), symmetric Newton %d "
-                "(error %.4f)\n",
-                pd.iterations, pd.error(), nt.iterations, nt.error(), sym.iterations, sym.error());
+    std::printf(
+        "  21x3x3 mirrored t=pi/4: PD %d iterations (error %.4f), Newton %d (error %.4f), symmetric Newton %d "
+        "(error %.4f)\n",
+        pd.iterations, pd.error(), nt.iterations, nt.error(), sym.iterations, sym.error());
   test::report("PD vs Newton, bent beam (/ bbox diagonal)", d_nt, 1e-6);
   test::report("PD vs symmetric Newton (/ bbox diagonal)", d_sym, 1e-6);
   EXPECT_LT(d_nt, 1e-6);

@@ -170,8 +170,7 @@ TEST(CollisionSolver, MethodsReachTheSameEquilibrium) {
   ASSERT_TRUE(rs.pd.converged) << rs.pd.residual;
   EXPECT_GT(rs.active_proxies, 0);
   const double scale = (r.x - c.mesh.nodes).cwiseAbs().maxCoeff();
-  for (CollisionMethod m :
-       {CollisionMethod::FullRefactor, CollisionMethod::ProjectiveSkinning, CollisionMethod::Pcg}) {
+  for (CollisionMethod m : {CollisionMethod::FullRefactor, CollisionMethod::ProjectiveSkinning, CollisionMethod::Pcg}) {
     CollisionSolver s = c.solver(opts(m));
     State st = make_state(c.model);
     const CollisionFrameStats fs = s.step(st, so, 1.0);

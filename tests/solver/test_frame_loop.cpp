@@ -2,20 +2,20 @@
 // bound (the hook of CCD-limited barrier steps) is honoured by the line search and still reaches
 // the same equilibrium; the strategy's constant-matrix solve (the hook of adjoint passes) is the
 // model's factor; unsupported accelerators are refused by name.
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
 #include "solver/pd_fixtures.hpp"
 
-#include <gtest/gtest.h>
-
 namespace xpd {
 namespace {
 
 // Plain PD whose steps may go at most half way (as a continuous-collision bound would cap them).
 class HalfBoundedStep final : public GlobalStep {
-public:
+ public:
   explicit HalfBoundedStep(const Model& model) : pd_(model) {}
   const char* name() const override { return "half-bounded step"; }
   bool supports(Accelerator a) const override { return a == Accelerator::None; }
@@ -31,7 +31,7 @@ public:
   void solve_with_matrix(Eigen::MatrixXd& b) const override { pd_.solve_with_matrix(b); }
   int bounds = 0;
 
-private:
+ private:
   PdStep pd_;
 };
 

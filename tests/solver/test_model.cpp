@@ -1,10 +1,10 @@
 // Parameter validation and the unattached-component guard.
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/solver/model.hpp>
 
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
 
 using namespace xpd;
 
@@ -26,7 +26,8 @@ TEST(SolverModel, RejectsBadParameters) {
   {
     ModelDesc d = base;
     d.mu[4] = 0.0;
-    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "mu must be positive")) << error_of([&] { build_model(d); });
+    EXPECT_TRUE(contains(error_of([&] { build_model(d); }), "mu must be positive"))
+        << error_of([&] { build_model(d); });
   }
   {
     ModelDesc d = base;

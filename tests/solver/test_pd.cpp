@@ -1,17 +1,17 @@
 // PD drivers: monotone energy, patch test, invariances, determinism, agreement with Newton,
 // shape targeting, implicit Euler properties.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <numeric>
+#include <random>
 #include <xpd/core/error.hpp>
 #include <xpd/energy/tet_term.hpp>
-#include "bench_core.hpp"
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
+#include "bench_core.hpp"
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-#include <numeric>
-#include <random>
-#include <tbb/global_control.h>
 
 using namespace xpd;
 
@@ -73,7 +73,9 @@ TEST(SolverPd, AndersonKeepsEnergyMonotoneAndConvergesFaster) {
   EXPECT_TRUE(b.converged);
   EXPECT_LT(b.iterations, a.iterations);
   EXPECT_LE(max_node_distance(s1.x, s2.x), 1e-5 * test::bbox_diagonal(s1.x));
-  if (test::verbose()) std::printf("  plain %d iterations, anderson %d (%d rejected)\n", a.iterations, b.iterations, b.anderson_rejections);
+  if (test::verbose())
+    std::printf("  plain %d iterations, anderson %d (%d rejected)\n", a.iterations, b.iterations,
+                b.anderson_rejections);
   // Energy along the accelerated iterates never increases.
   State s3 = make_state(model);
   double prev = std::numeric_limits<double>::infinity();
@@ -120,7 +122,8 @@ TEST(SolverPd, RenumberingAndGlobalRotationGiveTheRotatedResult) {
   std::shuffle(tperm.begin(), tperm.end(), rng);
   auto move = [&](const Vec3& p) { return Vec3(Q * p + shift); };
   ModelDesc d2 = d;
-  for (int i = 0; i < nv; ++i) d2.mesh.nodes.row(perm[static_cast<size_t>(i)]) = move(d.mesh.nodes.row(i).transpose()).transpose();
+  for (int i = 0; i < nv; ++i)
+    d2.mesh.nodes.row(perm[static_cast<size_t>(i)]) = move(d.mesh.nodes.row(i).transpose()).transpose();
   for (int t = 0; t < nt; ++t) {
     const int nt2 = tperm[static_cast<size_t>(t)];
     for (int a = 0; a < 4; ++a) d2.mesh.tets(nt2, a) = perm[static_cast<size_t>(d.mesh.tets(t, a))];

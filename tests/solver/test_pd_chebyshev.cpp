@@ -1,17 +1,17 @@
 // Chebyshev semi-iterative acceleration (Wang 2015) of the PD iteration, min_iterations, and the
 // accelerator / thread settings of scenes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/scene/scene.hpp>
-#include <xpd/solver/pd_solver.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/solver/pd_solver.hpp>
 
 #include "solver/beam_fixtures.hpp"
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <cstring>
-#include <limits>
 
 using namespace xpd;
 
@@ -174,7 +174,8 @@ TEST(SolverSceneSettings, ChebyshevMinIterationsAndThreadsReachTheSolver) {
     results.push_back(sim.positions());
   }
   // The colouring and fixed-grain reductions make results independent of the thread count.
-  EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(), sizeof(double) * static_cast<size_t>(results[0].size())));
+  EXPECT_EQ(0,
+            std::memcmp(results[0].data(), results[1].data(), sizeof(double) * static_cast<size_t>(results[0].size())));
   SceneSimulation sim(beam_scene("anderson", 0, 4000));
   EXPECT_EQ(sim.options().accelerator, Accelerator::Anderson);
   EXPECT_EQ(sim.options().min_iterations, 4000);

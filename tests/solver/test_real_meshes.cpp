@@ -1,6 +1,10 @@
 // PD acceptance on real meshes from the shared data folder (armadillo, octopus, liver): monotone
 // energy across every local and global step, and the converged PD equilibrium against the Newton
 // oracle with and without strain limiting.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
 #include <xpd/energy/polar.hpp>
 #include <xpd/energy/tet_elements.hpp>
 #include <xpd/io/mesh_io.hpp>
@@ -9,10 +13,6 @@
 
 #include "solver/pd_fixtures.hpp"
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-#include <numeric>
-#include <random>
 
 using namespace xpd;
 
@@ -113,13 +113,16 @@ TEST(ValidationRealMesh, ConvergedPdMatchesNewtonOnOctopus) {
       if (sv.maxCoeff() > smax || sv.minCoeff() < smin) ++outside;
     }
     if (test::verbose())
-      std::printf("  strain_limit=%d: PD %d it (%d rejections), Newton %d it, sigma in [%.4f, %.4f], "
-                  "%d/%d tets outside [%.2f, %.2f]\n",
-                  strain_limit, st.iterations, st.anderson_rejections, nr.iterations, s_lo, s_hi, outside,
-                  el.size(), smin, smax);
+      std::printf(
+          "  strain_limit=%d: PD %d it (%d rejections), Newton %d it, sigma in [%.4f, %.4f], "
+          "%d/%d tets outside [%.2f, %.2f]\n",
+          strain_limit, st.iterations, st.anderson_rejections, nr.iterations, s_lo, s_hi, outside, el.size(), smin,
+          smax);
     EXPECT_GT(outside, 0) << "the strain limit is never reached: the comparison would not exercise it";
     const double overshoot = std::max(s_hi - smax, smin - s_lo);
-    if (!strain_limit) free_overshoot = overshoot;
-    else EXPECT_LT(overshoot, 0.5 * free_overshoot);  // the limit is enforced (up to the penalty)
+    if (!strain_limit)
+      free_overshoot = overshoot;
+    else
+      EXPECT_LT(overshoot, 0.5 * free_overshoot);  // the limit is enforced (up to the penalty)
   }
 }

@@ -1,11 +1,11 @@
 // Conformance of the sparse Cholesky backends (CHOLMOD supernodal vs Eigen SimplicialLLT).
+#include <gtest/gtest.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
 
 using namespace xpd;
 

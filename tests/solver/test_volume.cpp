@@ -1,6 +1,11 @@
 // The λ volume term of corotated elasticity (energy/volume.hpp) and the line-searched global step it
 // needs (pd_solver.hpp): PD equals the Newton oracle, monotone energy, patch test, the isotropic
 // matrix is the rotation average of the coupled one, and the refusals (Chebyshev, collisions).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
 #include <xpd/collision/contact.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/energy/volume.hpp>
@@ -10,11 +15,6 @@
 
 #include "energy/tet_kernel.hpp"
 #include "solver/pd_fixtures.hpp"
-
-#include <gtest/gtest.h>
-#include <numeric>
-#include <cstring>
-#include <random>
 
 using namespace xpd;
 
@@ -150,7 +150,9 @@ TEST(SolverVolume, VolumeTermResistsCompression) {
       Mat3 Ds, Dm;
       for (int c = 0; c < 3; ++c) {
         Ds.col(c) = (s.x.row(model.tets()(t, c + 1)) - s.x.row(model.tets()(t, 0))).transpose();
-        Dm.col(c) = (model.rest_positions().row(model.tets()(t, c + 1)) - model.rest_positions().row(model.tets()(t, 0))).transpose();
+        Dm.col(c) =
+            (model.rest_positions().row(model.tets()(t, c + 1)) - model.rest_positions().row(model.tets()(t, 0)))
+                .transpose();
       }
       worst = std::max(worst, std::abs(Ds.determinant() / Dm.determinant() - 1.0));
     }
@@ -182,8 +184,9 @@ TEST(SolverVolume, EnergyNeverIncreasesAlongIterations) {
         prev = st.energy;
         halvings = st.line_search_halvings;
       }
-      if (test::verbose()) std::printf("  %s%s: %d line-search halvings in 30 iterations\n", name_of(matrix),
-                                       anderson ? " + Anderson" : "", halvings);
+      if (test::verbose())
+        std::printf("  %s%s: %d line-search halvings in 30 iterations\n", name_of(matrix),
+                    anderson ? " + Anderson" : "", halvings);
     }
 }
 

@@ -1,8 +1,7 @@
-#include <xpd/collision/contact.hpp>
-
-#include <xpd/core/error.hpp>
-
 #include <fmt/format.h>
+
+#include <xpd/collision/contact.hpp>
+#include <xpd/core/error.hpp>
 
 namespace xpd {
 

@@ -1,6 +1,5 @@
-#include <xpd/core/keyframes.hpp>
-
 #include <algorithm>
+#include <xpd/core/keyframes.hpp>
 
 namespace xpd {
 

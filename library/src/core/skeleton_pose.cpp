@@ -1,7 +1,7 @@
+#include <fmt/format.h>
+
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
-
-#include <fmt/format.h>
 
 namespace xpd {
 

@@ -3,10 +3,9 @@
 // eigenbasis of Teran et al. 2005 / Smith et al. 2019: scaling block ∇²ψ(σ) on u_i v_iᵀ, and for
 // each pair (i, j) the flip mode (u_i v_jᵀ + u_j v_iᵀ)/√2 with eigenvalue (ψ_i − ψ_j)/(σ_i − σ_j)
 // and the twist mode (u_i v_jᵀ − u_j v_iᵀ)/√2 with eigenvalue (ψ_i + ψ_j)/(σ_i + σ_j).
+#include <cmath>
 #include <xpd/energy/polar.hpp>
 #include <xpd/energy/tet_term.hpp>
-
-#include <cmath>
 
 namespace xpd::detail {
 

@@ -1,11 +1,10 @@
-#include <xpd/energy/polar.hpp>
-
-#include "polar_kernel.hpp"
-
 #include <Eigen/Geometry>
 #include <Eigen/LU>
 #include <Eigen/SVD>
 #include <cmath>
+#include <xpd/energy/polar.hpp>
+
+#include "polar_kernel.hpp"
 
 namespace xpd {
 

@@ -34,8 +34,8 @@ inline bool polar_rotation_newton(const double* f, double* r) {
     nx += f[i] * f[i];
   }
   {
-    const double det = x[0] * (x[4] * x[8] - x[5] * x[7]) + x[1] * (x[5] * x[6] - x[3] * x[8]) +
-                       x[2] * (x[3] * x[7] - x[4] * x[6]);
+    const double det =
+        x[0] * (x[4] * x[8] - x[5] * x[7]) + x[1] * (x[5] * x[6] - x[3] * x[8]) + x[2] * (x[3] * x[7] - x[4] * x[6]);
     if (!(det > 1e-6 * nx * std::sqrt(nx))) return false;
   }
   for (int it = 0; it < 40; ++it) {
@@ -91,8 +91,8 @@ typedef long long Mask4 __attribute__((vector_size(32)));
   }
   int ok = 0;
   {
-    const Lanes4 det = x[0] * (x[4] * x[8] - x[5] * x[7]) + x[1] * (x[5] * x[6] - x[3] * x[8]) +
-                       x[2] * (x[3] * x[7] - x[4] * x[6]);
+    const Lanes4 det =
+        x[0] * (x[4] * x[8] - x[5] * x[7]) + x[1] * (x[5] * x[6] - x[3] * x[8]) + x[2] * (x[3] * x[7] - x[4] * x[6]);
     for (int l = 0; l < 4; ++l)
       if (det[l] > 1e-6 * nx[l] * std::sqrt(nx[l])) ok |= 1 << l;
   }

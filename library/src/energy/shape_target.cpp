@@ -1,6 +1,5 @@
-#include <xpd/energy/shape_target.hpp>
-
 #include <xpd/energy/polar.hpp>
+#include <xpd/energy/shape_target.hpp>
 
 #include "isotropic_hessian.hpp"
 

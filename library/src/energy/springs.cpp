@@ -1,9 +1,8 @@
-#include <xpd/energy/springs.hpp>
-
-#include <xpd/core/error.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
-#include <fmt/format.h>
+#include <xpd/core/error.hpp>
+#include <xpd/energy/springs.hpp>
 
 namespace xpd {
 
@@ -51,23 +50,21 @@ void add_hessian_block(std::vector<Triplet>& t, const std::array<int, 8>& n, con
     for (size_t e = 0; e < 8; ++e)
       if (n[a] >= 0 && n[e] >= 0)
         for (int d = 0; d < 3; ++d)
-          for (int c = 0; c < 3; ++c)
-            t.emplace_back(3 * n[a] + d, 3 * n[e] + c, b[a] * b[e] * M(d, c));
+          for (int c = 0; c < 3; ++c) t.emplace_back(3 * n[a] + d, 3 * n[e] + c, b[a] * b[e] * M(d, c));
 }
 
 std::array<int, 8> concat_nodes(const BaryPoint& a, const BaryPoint& b) {
   return {a.nodes[0], a.nodes[1], a.nodes[2], a.nodes[3], b.nodes[0], b.nodes[1], b.nodes[2], b.nodes[3]};
 }
 std::array<double, 8> concat_weights(const BaryPoint& a, const BaryPoint& b, double sb) {
-  return {a.weights[0], a.weights[1], a.weights[2], a.weights[3],
+  return {a.weights[0],      a.weights[1],      a.weights[2],      a.weights[3],
           sb * b.weights[0], sb * b.weights[1], sb * b.weights[2], sb * b.weights[3]};
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-AttachmentTerm::AttachmentTerm(std::vector<AttachmentSpring> springs, int num_nodes)
-    : springs_(std::move(springs)) {
+AttachmentTerm::AttachmentTerm(std::vector<AttachmentSpring> springs, int num_nodes) : springs_(std::move(springs)) {
   for (size_t j = 0; j < springs_.size(); ++j) {
     validate_point(springs_[j].point, num_nodes, "attachment", j);
     validate_stiffness(springs_[j].stiffness, "attachment", j);
@@ -80,7 +77,8 @@ void AttachmentTerm::add_matrix(std::vector<Triplet>& t) const {
 
 void AttachmentTerm::project(const Points&, const FrameInputs& in, double* p) const {
   for (size_t j = 0; j < springs_.size(); ++j)
-    for (int d = 0; d < 3; ++d) p[3 * j + static_cast<size_t>(d)] = in.attachment_targets(static_cast<Eigen::Index>(j), d);
+    for (int d = 0; d < 3; ++d)
+      p[3 * j + static_cast<size_t>(d)] = in.attachment_targets(static_cast<Eigen::Index>(j), d);
 }
 
 double AttachmentTerm::energy_given(const Points& x, const FrameInputs&, const double* p) const {
@@ -180,8 +178,7 @@ double SpringTerm::project_add_force(const Points& x, const FrameInputs&, Points
   return e;
 }
 
-void SpringTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Triplet>& t,
-                             bool psd_project) const {
+void SpringTerm::add_hessian(const Points& x, const FrameInputs&, std::vector<Triplet>& t, bool psd_project) const {
   for (const auto& s : springs_) {
     const Vec3 d = s.a.eval(x) - s.b.eval(x);
     Mat3 M = s.stiffness * Mat3::Identity();

@@ -1,13 +1,12 @@
-#include <xpd/energy/strain_limit.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/energy/polar.hpp>
-
-#include "isotropic_hessian.hpp"
+#include <fmt/format.h>
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
-#include <fmt/format.h>
+#include <xpd/core/error.hpp>
+#include <xpd/energy/polar.hpp>
+#include <xpd/energy/strain_limit.hpp>
+
+#include "isotropic_hessian.hpp"
 
 namespace xpd {
 
@@ -19,9 +18,9 @@ StrainLimitTerm::StrainLimitTerm(TetElements elements, std::vector<Eigen::Vector
   for (int k = 0; k < elements_.size(); ++k) {
     const Eigen::Vector2d& l = limits[static_cast<size_t>(elements_.source[static_cast<size_t>(k)])];
     if (!(l(0) >= 0.0 && l(0) < 1.0 && l(1) > 1.0 && std::isfinite(l(1))))
-      throw SolverError(fmt::format(
-          "strain limit #{}: need 0 <= sigma_min < 1 < sigma_max, got sigma_min={} sigma_max={}",
-          elements_.source[static_cast<size_t>(k)], l(0), l(1)));
+      throw SolverError(
+          fmt::format("strain limit #{}: need 0 <= sigma_min < 1 < sigma_max, got sigma_min={} sigma_max={}",
+                      elements_.source[static_cast<size_t>(k)], l(0), l(1)));
     limits_[static_cast<size_t>(k)] = l;
   }
 }

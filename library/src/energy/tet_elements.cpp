@@ -1,19 +1,17 @@
-#include <xpd/energy/tet_elements.hpp>
-
-#include <xpd/core/error.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bitset>
 #include <cmath>
-#include <fmt/format.h>
 #include <numeric>
+#include <xpd/core/error.hpp>
+#include <xpd/energy/tet_elements.hpp>
 
 namespace xpd {
 
 TetElements make_tet_elements(const TetMesh& mesh, const std::vector<int>& tet_ids,
                               const std::vector<double>& stiffness) {
-  if (stiffness.size() != tet_ids.size())
-    throw SolverError("make_tet_elements: one stiffness per tet is required");
+  if (stiffness.size() != tet_ids.size()) throw SolverError("make_tet_elements: one stiffness per tet is required");
   const int m = static_cast<int>(tet_ids.size());
   const int nv = static_cast<int>(mesh.nodes.rows());
 
@@ -31,8 +29,8 @@ TetElements make_tet_elements(const TetMesh& mesh, const std::vector<int>& tet_i
     int c = 0;
     while (c < kMaxColors && mask[static_cast<size_t>(c)]) ++c;
     if (c == kMaxColors)
-      throw SolverError(fmt::format("tet {}: more than {} element colours needed (node valence too high)",
-                                    t, kMaxColors));
+      throw SolverError(
+          fmt::format("tet {}: more than {} element colours needed (node valence too high)", t, kMaxColors));
     color[static_cast<size_t>(k)] = c;
     for (int a = 0; a < 4; ++a) used[static_cast<size_t>(mesh.tets(t, a))].set(static_cast<size_t>(c));
     num_colors = std::max(num_colors, c + 1);

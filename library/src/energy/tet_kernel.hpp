@@ -1,19 +1,17 @@
 #pragma once
 // Internal: the parallel, deterministic per-element loop shared by the tet terms.
-#include <xpd/energy/polar.hpp>
-#include <xpd/energy/tet_elements.hpp>
-#include <xpd/energy/term.hpp>
-
-#include <Eigen/Eigenvalues>
-
-#include "polar_kernel.hpp"
-
-#include <algorithm>
-
-#include <cstring>
-#include <functional>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <xpd/energy/polar.hpp>
+#include <xpd/energy/term.hpp>
+#include <xpd/energy/tet_elements.hpp>
+
+#include "polar_kernel.hpp"
 
 namespace xpd::detail {
 
@@ -78,8 +76,8 @@ double tet_element_loop(const TetElements& e, const Points& x, Points& f, double
 /// The PD tet terms' loop: p = proj(k, F), E += w/2 ||F − p||², f −= w (F − p) ∂F/∂x. Returns Σ
 /// energy. `proj` has signature Mat3(int, const Mat3&).
 template <class Proj>
-double tet_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out,
-                             const Proj& proj, bool add_force = true) {
+double tet_project_add_force(const TetElements& e, const Points& x, Points& f, double* p_out, const Proj& proj,
+                             bool add_force = true) {
   return tet_element_loop(
       e, x, f, p_out,
       [&](int k, const Mat3& F, Mat3& p, Mat3& D, double& s) {
@@ -131,8 +129,7 @@ void tet_add_hessians(const TetElements& e, const Points& x, const DensityHessia
     for (int a = 0; a < 4; ++a)
       for (int b = 0; b < 4; ++b)
         for (int d = 0; d < 3; ++d)
-          for (int c = 0; c < 3; ++c)
-            triplets.emplace_back(3 * n[a] + d, 3 * n[b] + c, Hx(3 * a + d, 3 * b + c));
+          for (int c = 0; c < 3; ++c) triplets.emplace_back(3 * n[a] + d, 3 * n[b] + c, Hx(3 * a + d, 3 * b + c));
   }
 }
 
@@ -214,8 +211,7 @@ template <class Physics>
     const Lanes4 mw = -s;
     Lanes4 H[9];
     for (int j = 0; j < 3; ++j)
-      for (int d = 0; d < 3; ++d)
-        H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
+      for (int d = 0; d < 3; ++d) H[3 * j + d] = mw * (D[d] * B[j] + D[3 + d] * B[3 + j] + D[6 + d] * B[6 + j]);
     Lanes4 H0[3];
     for (int d = 0; d < 3; ++d) H0[d] = H[d] + H[3 + d] + H[6 + d];
     for (int l = 0; l < nl; ++l) {
@@ -244,8 +240,8 @@ template <class Physics>
 /// same order per element (bitwise identical results), for builds without wide vectors, where
 /// the four-lane version (two SSE2 registers, iteration count = slowest lane) is slower.
 template <class Physics>
-inline double polar_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin,
-                                 int end, double acc) {
+inline double polar_range_scalar(const TetElements& e, const double* x, double* f, double* p_out, int begin, int end,
+                                 double acc) {
   for (int k = begin; k < end; ++k) {
     const auto& n = e.nodes[static_cast<size_t>(k)];
     const double w = e.weight[static_cast<size_t>(k)];
@@ -256,8 +252,7 @@ inline double polar_range_scalar(const TetElements& e, const double* x, double* 
     for (int j = 0; j < 3; ++j)
       for (int d = 0; d < 3; ++d) Ds[3 * j + d] = xs[j + 1][d] - xs[0][d];
     for (int j = 0; j < 3; ++j)
-      for (int d = 0; d < 3; ++d)
-        F[3 * j + d] = Ds[d] * B[3 * j] + Ds[3 + d] * B[3 * j + 1] + Ds[6 + d] * B[3 * j + 2];
+      for (int d = 0; d < 3; ++d) F[3 * j + d] = Ds[d] * B[3 * j] + Ds[3 + d] * B[3 * j + 1] + Ds[6 + d] * B[3 * j + 2];
     if (!polar_rotation_newton(F, R)) {
       const Mat3 Rl = polar_rotation(Eigen::Map<const Mat3>(F));
       for (int i = 0; i < 9; ++i) R[i] = Rl.data()[i];
@@ -306,8 +301,8 @@ double polar_range_baseline(const TetElements& e, const double* x, double* f, do
 /// identically, so results do not depend on the machine's instruction set. An AVX-512VL variant
 /// (32 registers) measured no faster on box:48 and would round differently.
 template <class Physics>
-__attribute__((target("avx2"))) double polar_range_avx2(const TetElements& e, const double* x, double* f,
-                                                        double* p_out, int begin, int end, double acc) {
+__attribute__((target("avx2"))) double polar_range_avx2(const TetElements& e, const double* x, double* f, double* p_out,
+                                                        int begin, int end, double acc) {
   return polar_range<Physics>(e, x, f, p_out, begin, end, acc);
 }
 #endif

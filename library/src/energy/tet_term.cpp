@@ -2,7 +2,6 @@
 
 #include "tet_kernel.hpp"
 
-
 namespace xpd {
 
 void TetTerm::add_matrix(std::vector<Triplet>& triplets) const { detail::tet_add_gram(elements_, 1.0, triplets); }
@@ -28,8 +27,7 @@ void TetTerm::add_force_given(const Points& x, const FrameInputs&, const double*
   });
 }
 
-double TetTerm::project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                                  double* p_out) const {
+double TetTerm::project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const {
   return detail::tet_project_add_force(elements_, x, f, p_out,
                                        [&](int k, const Mat3& F) { return project_element(k, F, in); });
 }

@@ -1,6 +1,5 @@
-#include <xpd/energy/volume.hpp>
-
 #include <xpd/energy/polar.hpp>
+#include <xpd/energy/volume.hpp>
 
 #include "isotropic_hessian.hpp"
 #include "tet_kernel.hpp"

@@ -1,8 +1,8 @@
 // CUDA build of device discovery (compiled only with XPD_WITH_CUDA=ON). A missing driver or
 // device is not an error: the list is simply empty.
-#include <xpd/gpu/device.hpp>
-
 #include <cuda_runtime.h>
+
+#include <xpd/gpu/device.hpp>
 
 namespace xpd::gpu {
 

@@ -1,6 +1,3 @@
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-
 #include <zlib.h>
 
 #include <algorithm>
@@ -10,12 +7,13 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
 
 namespace xpd::io {
 
 bool is_gzip(const std::string& data) {
-  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-         static_cast<unsigned char>(data[1]) == 0x8b;
+  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
 std::string gunzip(const std::string& data, const std::string& name, std::uint64_t max_bytes) {

@@ -4,17 +4,16 @@
 // entries. Vertices, Triangles and Tetrahedra are kept (1-based indices, last column = reference);
 // sections of known width (Edges, Corners, Ridges, Required*, ...) are skipped entry by entry;
 // an unknown keyword is an error because its width is unknown.
-#include <xpd/core/error.hpp>
-#include <xpd/io/tet_formats.hpp>
-
-#include "io/text_cursor.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+
+#include "io/text_cursor.hpp"
 
 namespace xpd::io {
 namespace {
@@ -34,13 +33,27 @@ int skipped_section_width(const std::string& kw) {
     int width;
   };
   static constexpr Entry kSections[] = {
-      {"edges", 3},          {"corners", 1},           {"ridges", 1},
-      {"requiredvertices", 1}, {"requirededges", 1},    {"requiredtriangles", 1},
-      {"requiredquadrilaterals", 1}, {"requiredtetrahedra", 1}, {"quadrilaterals", 5},
-      {"hexahedra", 9},      {"prisms", 7},            {"pyramids", 6},
-      {"normals", 3},        {"tangents", 3},          {"normalatvertices", 2},
-      {"normalattrianglevertices", 3}, {"normalatquadrilateralvertices", 3}, {"tangentatedges", 2},
-      {"tangentatvertices", 2}, {"crack", 2},          {"equivalences", 2},
+      {"edges", 3},
+      {"corners", 1},
+      {"ridges", 1},
+      {"requiredvertices", 1},
+      {"requirededges", 1},
+      {"requiredtriangles", 1},
+      {"requiredquadrilaterals", 1},
+      {"requiredtetrahedra", 1},
+      {"quadrilaterals", 5},
+      {"hexahedra", 9},
+      {"prisms", 7},
+      {"pyramids", 6},
+      {"normals", 3},
+      {"tangents", 3},
+      {"normalatvertices", 2},
+      {"normalattrianglevertices", 3},
+      {"normalatquadrilateralvertices", 3},
+      {"tangentatedges", 2},
+      {"tangentatvertices", 2},
+      {"crack", 2},
+      {"equivalences", 2},
   };
   for (const auto& e : kSections)
     if (kw == e.name) return e.width;
@@ -48,7 +61,7 @@ int skipped_section_width(const std::string& kw) {
 }
 
 class MeditReader {
-public:
+ public:
   MeditReader(std::string_view data, const std::string& name) : c_(data, name) { c_.set_comment('#'); }
 
   TetMesh read() {
@@ -92,7 +105,7 @@ public:
     return m;
   }
 
-private:
+ private:
   /// Fails when a keyword (or the end) comes before the `n` entries a section announced.
   void check_entry(std::size_t i, std::size_t n, const char* section) {
     const std::string_view t = c_.peek_token();
@@ -123,7 +136,8 @@ private:
     out.resize(base + n * static_cast<std::size_t>(arity));
     if (refs) refs->reserve(refs->size() + n);
     // Before Vertices the range is unknown: indices are then checked by validation.
-    const std::int64_t nv = have_vertices_ ? static_cast<std::int64_t>(xyz_.size() / 3) : std::numeric_limits<int>::max();
+    const std::int64_t nv =
+        have_vertices_ ? static_cast<std::int64_t>(xyz_.size() / 3) : std::numeric_limits<int>::max();
     for (std::size_t e = 0; e < n; ++e) {
       check_entry(e, n, arity == 3 ? "Triangles" : "Tetrahedra");
       for (int k = 0; k < arity; ++k) {

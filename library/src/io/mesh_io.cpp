@@ -1,10 +1,9 @@
 // read_tet_mesh: dispatch on the extension, parse, validate.
+#include <filesystem>
+#include <string>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/tet_formats.hpp>
-
-#include <filesystem>
-#include <string>
 
 namespace xpd::io {
 namespace {

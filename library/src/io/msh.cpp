@@ -4,11 +4,6 @@
 // binary files, the byte order (from the int 1 written after the header). $Nodes fills the node
 // table and the tag -> row map (tags may be sparse); $Elements keeps tets (type 4) and
 // triangles (type 2), skipping every other type by its node count. Unknown sections are skipped.
-#include <xpd/core/error.hpp>
-#include <xpd/io/tet_formats.hpp>
-
-#include "io/text_cursor.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -17,6 +12,10 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+
+#include "io/text_cursor.hpp"
 
 namespace xpd::io {
 namespace {
@@ -25,8 +24,8 @@ using detail::TextCursor;
 
 /// Number of nodes of a Gmsh element type (0 for unknown types).
 int gmsh_nodes_per_element(std::int64_t type) {
-  static constexpr std::array<int, 32> kNodes = {0,  2,  3,  4,  4,  8,  6, 5,  3,  6,  9,  10, 27, 18, 14, 1,
-                                                 8, 20, 15, 13, 9, 10, 12, 15, 15, 21, 4,  5,  6,  20, 35, 56};
+  static constexpr std::array<int, 32> kNodes = {0, 2,  3,  4,  4, 8,  6,  5,  3,  6,  9, 10, 27, 18, 14, 1,
+                                                 8, 20, 15, 13, 9, 10, 12, 15, 15, 21, 4, 5,  6,  20, 35, 56};
   if (type >= 1 && type < static_cast<std::int64_t>(kNodes.size())) return kNodes[static_cast<std::size_t>(type)];
   if (type == 92) return 64;   // third-order hexahedron
   if (type == 93) return 125;  // fourth-order hexahedron
@@ -40,7 +39,7 @@ constexpr std::int64_t kMaxTag = std::numeric_limits<std::int64_t>::max() / 2;
 /// Maps (possibly sparse) node tags to 0-based rows. Dense table when the tag range is
 /// comparable to the node count, hash map otherwise (so a tag of 10^12 costs no memory).
 class TagMap {
-public:
+ public:
   void build(const std::vector<std::int64_t>& tags, const TextCursor& c) {
     if (tags.empty()) return;
     min_ = max_ = tags[0];
@@ -50,10 +49,13 @@ public:
     }
     const auto span = static_cast<std::uint64_t>(max_) - static_cast<std::uint64_t>(min_);
     dense_ = span < 4 * static_cast<std::uint64_t>(tags.size()) + 1024;
-    if (dense_) table_.assign(span + 1, -1);
-    else hash_.reserve(tags.size());
+    if (dense_)
+      table_.assign(span + 1, -1);
+    else
+      hash_.reserve(tags.size());
     for (std::size_t i = 0; i < tags.size(); ++i) {
-      int& slot = dense_ ? table_[static_cast<std::size_t>(tags[i] - min_)] : hash_.try_emplace(tags[i], -1).first->second;
+      int& slot =
+          dense_ ? table_[static_cast<std::size_t>(tags[i] - min_)] : hash_.try_emplace(tags[i], -1).first->second;
       if (slot != -1) c.fail("node tag " + std::to_string(tags[i]) + " is defined twice");
       slot = static_cast<int>(i);
     }
@@ -65,7 +67,7 @@ public:
     return it == hash_.end() ? -1 : it->second;
   }
 
-private:
+ private:
   bool dense_ = true;
   std::int64_t min_ = 0, max_ = -1;
   std::vector<int> table_;
@@ -73,13 +75,14 @@ private:
 };
 
 class MshReader {
-public:
+ public:
   MshReader(std::string_view data, const std::string& name) : c_(data, name) {}
 
   TetMesh read() {
     while (!c_.at_end()) {
       const std::string_view section = c_.next_token("a section");
-      if (section == "$MeshFormat") read_format();
+      if (section == "$MeshFormat")
+        read_format();
       else if (section == "$NOD" || section == "$NOE") {
         version_ = 1;
         read_nodes_v1();
@@ -88,17 +91,22 @@ public:
         read_elements_v1();
       } else if (section == "$Nodes") {
         require_format("$Nodes");
-        if (version_ == 2) read_nodes_v2();
-        else read_nodes_v4();
+        if (version_ == 2)
+          read_nodes_v2();
+        else
+          read_nodes_v4();
       } else if (section == "$Elements") {
         require_format("$Elements");
         if (!have_nodes_) c_.fail("$Elements section before $Nodes");
-        if (version_ == 2) read_elements_v2();
-        else read_elements_v4();
+        if (version_ == 2)
+          read_elements_v2();
+        else
+          read_elements_v4();
       } else if (section.size() > 1 && section[0] == '$') {
         skip_section(section);
       } else {
-        c_.fail("expected a section header such as $MeshFormat or $Nodes, found '" + TextCursor::printable(section) + "'");
+        c_.fail("expected a section header such as $MeshFormat or $Nodes, found '" + TextCursor::printable(section) +
+                "'");
       }
     }
     if (version_ == 0) c_.fail("not a Gmsh file: no $MeshFormat or $NOD section");
@@ -106,7 +114,7 @@ public:
     return finish();
   }
 
-private:
+ private:
   std::string version_name() const { return version_ == 0 ? "unknown version" : "v" + std::to_string(version_); }
 
   void require_format(const char* section) {
@@ -129,22 +137,28 @@ private:
   void read_format() {
     if (version_ != 0) c_.fail("second $MeshFormat section");
     const std::string_view v = c_.next_token("the format version");
-    if (v == "2" || v == "2.0" || v == "2.1" || v == "2.2") version_ = 2;
-    else if (v == "4.1") version_ = 4;
+    if (v == "2" || v == "2.0" || v == "2.1" || v == "2.2")
+      version_ = 2;
+    else if (v == "4.1")
+      version_ = 4;
     else
       c_.fail("unsupported Gmsh format version '" + TextCursor::printable(v) +
               "' (supported: 1 ($NOD), 2.0-2.2 and 4.1, ASCII or binary)");
     const std::int64_t file_type = c_.next_int("the file type (0 ASCII, 1 binary)");
-    if (file_type != 0 && file_type != 1) c_.fail("unknown file type " + std::to_string(file_type) + " (0 ASCII, 1 binary)");
+    if (file_type != 0 && file_type != 1)
+      c_.fail("unknown file type " + std::to_string(file_type) + " (0 ASCII, 1 binary)");
     binary_ = file_type == 1;
     const std::int64_t data_size = c_.next_int("the data size");
     if (data_size != 8) c_.fail("unsupported data size " + std::to_string(data_size) + " (only 8-byte doubles)");
     if (binary_) {
       c_.skip_line();
       const auto one = c_.read_binary<std::int32_t>(false, "the endianness marker");
-      if (one == 1) swap_ = false;
-      else if (TextCursor::byteswap_value(one) == 1) swap_ = true;
-      else c_.fail_binary("bad endianness marker " + std::to_string(one) + " (expected the int 1)");
+      if (one == 1)
+        swap_ = false;
+      else if (TextCursor::byteswap_value(one) == 1)
+        swap_ = true;
+      else
+        c_.fail_binary("bad endianness marker " + std::to_string(one) + " (expected the int 1)");
     }
     c_.expect("$EndMeshFormat");
   }
@@ -154,7 +168,8 @@ private:
     c_.skip_whitespace();
     if (c_.peek() == '$' || c_.remaining() == 0)
       c_.fail(std::string(section) + " holds " + std::to_string(i) + " " + what + " but its header count says " +
-              std::to_string(n) + (c_.remaining() == 0 ? " (unexpected end of file)" : " (count disagrees with the data)"));
+              std::to_string(n) +
+              (c_.remaining() == 0 ? " (unexpected end of file)" : " (count disagrees with the data)"));
   }
 
   // ---- nodes ----------------------------------------------------------------------------------
@@ -183,7 +198,8 @@ private:
     for (std::size_t i = 0; i < n; ++i) {
       check_item(i, n, "nodes", "$NOD");
       const std::int64_t tag = c_.next_int("a node tag");
-      const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"), z = c_.next_double("a coordinate");
+      const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"),
+                   z = c_.next_double("a coordinate");
       add_node(tag, x, y, z);
     }
     end_nodes("$ENDNOD");
@@ -205,7 +221,8 @@ private:
       for (std::size_t i = 0; i < n; ++i) {
         check_item(i, n, "nodes", "$Nodes");
         const std::int64_t tag = c_.next_int("a node tag");
-        const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"), z = c_.next_double("a coordinate");
+        const double x = c_.next_double("a coordinate"), y = c_.next_double("a coordinate"),
+                     z = c_.next_double("a coordinate");
         add_node(tag, x, y, z);
       }
     }
@@ -216,10 +233,13 @@ private:
   std::int64_t header_value(const char* what) {
     if (!binary_) return c_.next_int(what);
     const auto v = c_.read_binary<std::uint64_t>(swap_, what);
-    if (v > static_cast<std::uint64_t>(kMaxTag)) c_.fail_binary(std::string("absurd ") + what + " " + std::to_string(v));
+    if (v > static_cast<std::uint64_t>(kMaxTag))
+      c_.fail_binary(std::string("absurd ") + what + " " + std::to_string(v));
     return static_cast<std::int64_t>(v);
   }
-  std::int64_t block_int(const char* what) { return binary_ ? c_.read_binary<std::int32_t>(swap_, what) : c_.next_int(what); }
+  std::int64_t block_int(const char* what) {
+    return binary_ ? c_.read_binary<std::int32_t>(swap_, what) : c_.next_int(what);
+  }
 
   void read_nodes_v4() {
     if (binary_) c_.skip_line();
@@ -244,8 +264,10 @@ private:
       for (auto& t : block_tags) t = header_value("node tag");
       for (std::size_t i = 0; i < n; ++i) {
         double x[3];
-        for (double& v : x) v = binary_ ? c_.read_binary<double>(swap_, "node coordinates") : c_.next_double("a coordinate");
-        for (int k = 0; k < extra; ++k) binary_ ? c_.read_binary<double>(swap_, "node parameters") : c_.next_double("a parameter");
+        for (double& v : x)
+          v = binary_ ? c_.read_binary<double>(swap_, "node coordinates") : c_.next_double("a coordinate");
+        for (int k = 0; k < extra; ++k)
+          binary_ ? c_.read_binary<double>(swap_, "node parameters") : c_.next_double("a parameter");
         add_node(block_tags[i], x[0], x[1], x[2]);
       }
     }
@@ -267,8 +289,8 @@ private:
   void add_element(std::int64_t type, std::int64_t element, const std::int64_t* nodes, std::int64_t region) {
     if (type == kTet) {
       for (int k = 0; k < 4; ++k) tets_.push_back(row_of(nodes[k], element));
-      region_.push_back(static_cast<int>(std::clamp<std::int64_t>(region, std::numeric_limits<int>::min(),
-                                                                   std::numeric_limits<int>::max())));
+      region_.push_back(static_cast<int>(
+          std::clamp<std::int64_t>(region, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())));
     } else if (type == kTriangle) {
       for (int k = 0; k < 3; ++k) tris_.push_back(row_of(nodes[k], element));
     }
@@ -334,7 +356,8 @@ private:
                          std::to_string(n) + " (" + std::to_string(done) + " read)");
         if (ntags < 0 || ntags > 1000) c_.fail_binary("invalid tag count " + std::to_string(ntags));
         const int nn = nodes_of_type(type, static_cast<std::int64_t>(done) + 1);
-        c_.check_count(count, 4 * (1 + static_cast<std::size_t>(ntags) + static_cast<std::size_t>(nn)), "elements in block");
+        c_.check_count(count, 4 * (1 + static_cast<std::size_t>(ntags) + static_cast<std::size_t>(nn)),
+                       "elements in block");
         tags.resize(static_cast<std::size_t>(ntags));
         nodes.resize(static_cast<std::size_t>(nn));
         for (std::int64_t e = 0; e < count; ++e) {
@@ -363,9 +386,11 @@ private:
       const std::int64_t entity = block_int("entity tag");
       const std::int64_t type = block_int("element type");
       const std::size_t count = c_.check_count(header_value("block element count"), min_elem, "elements in block");
-      if (count > total - done) c_.fail("element blocks hold more elements than the header count " + std::to_string(total));
+      if (count > total - done)
+        c_.fail("element blocks hold more elements than the header count " + std::to_string(total));
       const int nn = nodes_of_type(type, static_cast<std::int64_t>(done) + 1);
-      if (binary_) c_.check_count(static_cast<std::int64_t>(count), 8 * (1 + static_cast<std::size_t>(nn)), "elements in block");
+      if (binary_)
+        c_.check_count(static_cast<std::int64_t>(count), 8 * (1 + static_cast<std::size_t>(nn)), "elements in block");
       nodes.resize(static_cast<std::size_t>(nn));
       for (std::size_t e = 0; e < count; ++e) {
         const std::int64_t tag = header_value("element tag");

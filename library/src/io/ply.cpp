@@ -16,8 +16,8 @@ namespace xpd::io {
 
 namespace {
 
-using detail::TextCursor;
 using detail::split_tokens;
+using detail::TextCursor;
 
 enum class Scalar { I8, U8, I16, U16, I32, U32, F32, F64 };
 
@@ -78,7 +78,6 @@ struct Element {
 };
 
 enum class Format { Ascii, BinaryLittle, BinaryBig };
-
 
 // Reads values of the body, ascii or binary, behind one interface. Errors name the line (ascii)
 // or the byte offset (binary).

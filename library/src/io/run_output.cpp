@@ -1,18 +1,19 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <ostream>
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/run_output.hpp>
-
-#include <filesystem>
-#include <fmt/format.h>
-#include <ostream>
 
 namespace xpd::io {
 namespace fs = std::filesystem;
 
 RunOutput::RunOutput(std::string dir) : dir_(std::move(dir)) {
   std::error_code ec;
-  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec)) throw IoError(dir_, 0, "output path exists and is not a folder");
+  if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
+    throw IoError(dir_, 0, "output path exists and is not a folder");
   fs::create_directories(fs::path(dir_) / "frames", ec);
   if (ec) throw IoError(dir_, 0, "cannot create output folder: " + ec.message());
   // A previous run's frames would mix with this one's: remove them (only our own file pattern).

@@ -1,20 +1,19 @@
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <vector>
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/skeleton.hpp>
 
 #include "io/text_cursor.hpp"
 
-#include <array>
-#include <bit>
-#include <cmath>
-#include <charconv>
-#include <vector>
-
 namespace xpd::io {
 namespace {
 
-using detail::TextCursor;
 using detail::split_tokens;
+using detail::TextCursor;
 
 // Parses one whole token of a line as an integer / double; false when it is not one.
 bool parse_int(std::string_view t, long long& v) {
@@ -26,7 +25,6 @@ bool parse_double(std::string_view t, double& v) {
   const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   return ec == std::errc() && p == t.data() + t.size();
 }
-
 
 }  // namespace
 

@@ -4,16 +4,15 @@
 // .ele:  "#tets 4|10 #attributes", then "index n0 n1 n2 n3 [n4..n9] [attributes]".
 // '#' starts a comment anywhere. Indices are consecutive from the first .node index (0 or 1);
 // the first .ele attribute (if any) becomes the region tag; 10-node tets keep their corners.
-#include <xpd/core/error.hpp>
-#include <xpd/io/tet_formats.hpp>
-
-#include "io/text_cursor.hpp"
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/tet_formats.hpp>
+
+#include "io/text_cursor.hpp"
 
 namespace xpd::io {
 
@@ -76,8 +75,7 @@ TetMesh parse_tetgen(std::string_view node, std::string_view ele, const std::str
       }
       for (int a = 0; a < attrs; ++a) {
         const double r = c.next_double("a tet attribute");
-        if (a == 0)
-          m.region[e] = std::isfinite(r) && std::abs(r) < 2e9 ? static_cast<int>(std::lround(r)) : 0;
+        if (a == 0) m.region[e] = std::isfinite(r) && std::abs(r) < 2e9 ? static_cast<int>(std::lround(r)) : 0;
       }
     }
     if (!c.at_end()) c.fail("unexpected data after the " + std::to_string(n) + " tets announced in the header");

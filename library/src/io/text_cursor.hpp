@@ -2,8 +2,6 @@
 // Internal: a bounds-checked cursor over an in-memory file, shared by every reader. It tracks the
 // 1-based line number so that every parse error names FILE:LINE, and it refuses header counts that
 // the remaining bytes cannot possibly hold, before anything is allocated.
-#include <xpd/core/error.hpp>
-
 #include <bit>
 #include <charconv>
 #include <cstdint>
@@ -11,11 +9,12 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <xpd/core/error.hpp>
 
 namespace xpd::io::detail {
 
 class TextCursor {
-public:
+ public:
   TextCursor(std::string_view data, std::string name) : data_(data), name_(std::move(name)) {}
   /// A cursor over a slice of a larger file whose first byte lies on line `first_line`.
   TextCursor(std::string_view data, std::string name, std::size_t first_line)
@@ -41,11 +40,13 @@ public:
   void skip_whitespace() {
     while (pos_ < data_.size()) {
       const char c = data_[pos_];
-      if (c == '\n') ++line_;
+      if (c == '\n')
+        ++line_;
       else if (c == comment_ && comment_ != '\0') {
         while (pos_ < data_.size() && data_[pos_] != '\n') ++pos_;
         continue;
-      } else if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v') break;
+      } else if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v')
+        break;
       ++pos_;
     }
   }
@@ -53,8 +54,10 @@ public:
   void skip_whitespace_and_comments(char comment) {
     while (true) {
       skip_whitespace();
-      if (pos_ < data_.size() && data_[pos_] == comment) skip_line();
-      else return;
+      if (pos_ < data_.size() && data_[pos_] == comment)
+        skip_line();
+      else
+        return;
     }
   }
   bool at_end() {
@@ -96,7 +99,8 @@ public:
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
     double v = 0;
     const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec == std::errc::result_out_of_range) fail(std::string("number out of range for ") + what + ": '" + printable(t) + "'");
+    if (ec == std::errc::result_out_of_range)
+      fail(std::string("number out of range for ") + what + ": '" + printable(t) + "'");
     if (ec != std::errc() || p != t.data() + t.size())
       fail(std::string("expected ") + what + ", found '" + printable(t) + "'");
     return v;
@@ -106,7 +110,10 @@ public:
     const std::size_t start = pos_;
     while (pos_ < data_.size() && data_[pos_] != '\n') ++pos_;
     std::string_view s = data_.substr(start, pos_ - start);
-    if (pos_ < data_.size()) { ++pos_; ++line_; }
+    if (pos_ < data_.size()) {
+      ++pos_;
+      ++line_;
+    }
     while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
   }
@@ -123,7 +130,8 @@ public:
                           std::int64_t max_count = (std::int64_t{1} << 31) - 1) const {
     if (count < 0) fail(std::string("negative ") + what + " count " + std::to_string(count));
     if (count > max_count)
-      fail(std::string("absurd ") + what + " count " + std::to_string(count) + " (limit " + std::to_string(max_count) + ")");
+      fail(std::string("absurd ") + what + " count " + std::to_string(count) + " (limit " + std::to_string(max_count) +
+           ")");
     if (min_bytes_each > 0 && static_cast<std::uint64_t>(count) > remaining() / min_bytes_each)
       fail("header claims " + std::to_string(count) + " " + what + " but only " + std::to_string(remaining()) +
            " bytes remain (truncated file or corrupt count)");
@@ -134,7 +142,8 @@ public:
   std::int64_t next_int_in(std::int64_t lo, std::int64_t hi, const char* what) {
     const std::int64_t v = next_int(what);
     if (v < lo || v > hi)
-      fail(std::string(what) + " " + std::to_string(v) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      fail(std::string(what) + " " + std::to_string(v) + " out of range [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]");
     return v;
   }
 
@@ -195,7 +204,8 @@ public:
   /// Shortened, printable form of a token for error messages.
   static std::string printable(std::string_view t) {
     std::string s;
-    for (char c : t.substr(0, 40)) s += (static_cast<unsigned char>(c) >= 32 && static_cast<unsigned char>(c) < 127) ? c : '?';
+    for (char c : t.substr(0, 40))
+      s += (static_cast<unsigned char>(c) >= 32 && static_cast<unsigned char>(c) < 127) ? c : '?';
     if (t.size() > 40) s += "...";
     return s;
   }
@@ -208,7 +218,7 @@ public:
     return v;
   }
 
-private:
+ private:
   std::string_view data_;
   std::string name_;
   std::size_t pos_ = 0;

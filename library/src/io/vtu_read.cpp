@@ -9,12 +9,6 @@
 // The header is one UInt32/UInt64 byte count, or with vtkZLibDataCompressor
 // [#blocks, block size, last block size, compressed sizes...] followed by zlib blocks.
 // Every size is checked against what the Piece's counts imply before anything is allocated.
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/io/tet_formats.hpp>
-
-#include "io/text_cursor.hpp"
-
 #include <zlib.h>
 
 #include <array>
@@ -26,6 +20,11 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/tet_formats.hpp>
+
+#include "io/text_cursor.hpp"
 
 namespace xpd::io {
 namespace {
@@ -52,10 +51,14 @@ bool is_name_char(char ch) { return ch != '\0' && !TextCursor::is_space(ch) && c
 bool next_tag(TextCursor& c, XmlTag& tag) {
   while (true) {
     if (!c.skip_to('<')) return false;
-    if (c.starts_with("<!--")) c.skip_past("-->", "end of XML comment '-->'");
-    else if (c.starts_with("<?")) c.skip_past("?>", "end of XML declaration '?>'");
-    else if (c.starts_with("<!")) c.skip_past(">", "'>'");
-    else break;
+    if (c.starts_with("<!--"))
+      c.skip_past("-->", "end of XML comment '-->'");
+    else if (c.starts_with("<?"))
+      c.skip_past("?>", "end of XML declaration '?>'");
+    else if (c.starts_with("<!"))
+      c.skip_past(">", "'>'");
+    else
+      break;
   }
   c.get();
   tag = XmlTag{};
@@ -81,7 +84,8 @@ bool next_tag(TextCursor& c, XmlTag& tag) {
     if (c.get("'='") != '=') c.fail("malformed attribute '" + TextCursor::printable(key) + "' in <" + tag.name + ">");
     c.skip_whitespace();
     const char quote = c.get("a quoted attribute value");
-    if (quote != '"' && quote != '\'') c.fail("unquoted attribute '" + TextCursor::printable(key) + "' in <" + tag.name + ">");
+    if (quote != '"' && quote != '\'')
+      c.fail("unquoted attribute '" + TextCursor::printable(key) + "' in <" + tag.name + ">");
     std::string value;
     for (char v = c.get("closing quote"); v != quote; v = c.get("closing quote")) value += v;
     tag.attributes.emplace_back(std::move(key), std::move(value));
@@ -107,10 +111,18 @@ std::optional<Scalar> scalar_of(std::string_view name) {
 }
 std::size_t scalar_size(Scalar s) {
   switch (s) {
-    case Scalar::Int8: case Scalar::UInt8: return 1;
-    case Scalar::Int16: case Scalar::UInt16: return 2;
-    case Scalar::Int32: case Scalar::UInt32: case Scalar::Float32: return 4;
-    default: return 8;
+    case Scalar::Int8:
+    case Scalar::UInt8:
+      return 1;
+    case Scalar::Int16:
+    case Scalar::UInt16:
+      return 2;
+    case Scalar::Int32:
+    case Scalar::UInt32:
+    case Scalar::Float32:
+      return 4;
+    default:
+      return 8;
   }
 }
 bool is_float(Scalar s) { return s == Scalar::Float32 || s == Scalar::Float64; }
@@ -125,42 +137,61 @@ T load(const char* p, bool swap) {
 /// Value `i` of a binary array as double (integers converted exactly up to 2^53).
 double value_as_double(const char* p, Scalar s, bool swap) {
   switch (s) {
-    case Scalar::Int8: return load<std::int8_t>(p, false);
-    case Scalar::UInt8: return load<std::uint8_t>(p, false);
-    case Scalar::Int16: return load<std::int16_t>(p, swap);
-    case Scalar::UInt16: return load<std::uint16_t>(p, swap);
-    case Scalar::Int32: return load<std::int32_t>(p, swap);
-    case Scalar::UInt32: return load<std::uint32_t>(p, swap);
-    case Scalar::Int64: return static_cast<double>(load<std::int64_t>(p, swap));
-    case Scalar::UInt64: return static_cast<double>(load<std::uint64_t>(p, swap));
-    case Scalar::Float32: return load<float>(p, swap);
-    case Scalar::Float64: return load<double>(p, swap);
+    case Scalar::Int8:
+      return load<std::int8_t>(p, false);
+    case Scalar::UInt8:
+      return load<std::uint8_t>(p, false);
+    case Scalar::Int16:
+      return load<std::int16_t>(p, swap);
+    case Scalar::UInt16:
+      return load<std::uint16_t>(p, swap);
+    case Scalar::Int32:
+      return load<std::int32_t>(p, swap);
+    case Scalar::UInt32:
+      return load<std::uint32_t>(p, swap);
+    case Scalar::Int64:
+      return static_cast<double>(load<std::int64_t>(p, swap));
+    case Scalar::UInt64:
+      return static_cast<double>(load<std::uint64_t>(p, swap));
+    case Scalar::Float32:
+      return load<float>(p, swap);
+    case Scalar::Float64:
+      return load<double>(p, swap);
   }
   return 0;
 }
 /// Value of an integer array; UInt64 above INT64_MAX saturates (and is later out of range).
 std::int64_t value_as_int(const char* p, Scalar s, bool swap) {
   switch (s) {
-    case Scalar::Int8: return load<std::int8_t>(p, false);
-    case Scalar::UInt8: return load<std::uint8_t>(p, false);
-    case Scalar::Int16: return load<std::int16_t>(p, swap);
-    case Scalar::UInt16: return load<std::uint16_t>(p, swap);
-    case Scalar::Int32: return load<std::int32_t>(p, swap);
-    case Scalar::UInt32: return load<std::uint32_t>(p, swap);
-    case Scalar::Int64: return load<std::int64_t>(p, swap);
+    case Scalar::Int8:
+      return load<std::int8_t>(p, false);
+    case Scalar::UInt8:
+      return load<std::uint8_t>(p, false);
+    case Scalar::Int16:
+      return load<std::int16_t>(p, swap);
+    case Scalar::UInt16:
+      return load<std::uint16_t>(p, swap);
+    case Scalar::Int32:
+      return load<std::int32_t>(p, swap);
+    case Scalar::UInt32:
+      return load<std::uint32_t>(p, swap);
+    case Scalar::Int64:
+      return load<std::int64_t>(p, swap);
     case Scalar::UInt64: {
       const auto v = load<std::uint64_t>(p, swap);
-      return v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
-                                                                                      : static_cast<std::int64_t>(v);
+      return v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                 ? std::numeric_limits<std::int64_t>::max()
+                 : static_cast<std::int64_t>(v);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
 /// Incremental base64 decoder over a text run; whitespace is skipped and '=' padding may end
 /// one run and start another (VTK writes header and data as separate runs).
 class Base64Stream {
-public:
+ public:
   explicit Base64Stream(std::string_view text) : text_(text) {}
   /// Appends exactly `n` decoded bytes to `out`; false if the text runs out first.
   bool take(std::size_t n, std::string& out) {
@@ -178,7 +209,7 @@ public:
   std::size_t max_remaining() const { return (text_.size() - pos_) / 4 * 3 + 3 + have_; }
   bool bad_char() const { return bad_; }
 
-private:
+ private:
   static int value(char ch) {
     if (ch >= 'A' && ch <= 'Z') return ch - 'A';
     if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
@@ -223,7 +254,7 @@ private:
 
 /// A byte source: raw bytes (appended raw) or a base64 run (inline binary, appended base64).
 class ByteSource {
-public:
+ public:
   ByteSource(std::string_view data, bool base64) : raw_(data), b64_(data), base64_(base64) {}
   bool take(std::size_t n, std::string& out) {
     if (base64_) return b64_.take(n, out);
@@ -234,7 +265,7 @@ public:
   }
   std::size_t max_remaining() const { return base64_ ? b64_.max_remaining() : raw_.size() - pos_; }
 
-private:
+ private:
   std::string_view raw_;
   std::size_t pos_ = 0;
   Base64Stream b64_;
@@ -248,7 +279,7 @@ struct ArrayDesc {
   Scalar type = Scalar::Float32;
   std::string format;  // ascii | binary | appended
   std::size_t components = 1;
-  std::size_t offset = 0;        // appended: offset from the '_' marker
+  std::size_t offset = 0;         // appended: offset from the '_' marker
   std::size_t content_begin = 0;  // inline: byte range of the element's text
   std::size_t content_end = 0;
   std::size_t content_line = 0;
@@ -257,7 +288,7 @@ struct ArrayDesc {
 };
 
 class VtuReader {
-public:
+ public:
   VtuReader(std::string_view data, const std::string& name) : data_(data), name_(name), c_(data, name) {}
 
   TetMesh read() {
@@ -284,11 +315,13 @@ public:
       const std::int64_t n = end - prev;
       const std::int64_t type = types[i];
       std::vector<int>* out = nullptr;
-      if (type == 10 && n == 4) out = &tets;
-      else if (type == 5 && n == 3) out = &tris;
+      if (type == 10 && n == 4)
+        out = &tets;
+      else if (type == 5 && n == 3)
+        out = &tris;
       else if (type == 10 || type == 5)
-        fail(arrays_[2].line, "cell " + std::to_string(i) + " of type " + cell_type_name(type) + " has " +
-                                  std::to_string(n) + " nodes");
+        fail(arrays_[2].line,
+             "cell " + std::to_string(i) + " of type " + cell_type_name(type) + " has " + std::to_string(n) + " nodes");
       else
         fail(arrays_[3].line, "cell " + std::to_string(i) + " has unsupported VTK cell type " + cell_type_name(type) +
                                   "; only tetra (10) cells are read (and triangle (5) cells as boundary)");
@@ -306,15 +339,27 @@ public:
     return m;
   }
 
-private:
+ private:
   [[noreturn]] void fail(std::size_t line, const std::string& message) const { throw IoError(name_, line, message); }
 
   static std::string cell_type_name(std::int64_t type) {
-    static const std::pair<int, const char*> kNames[] = {
-        {1, "vertex"},  {2, "poly-vertex"}, {3, "line"},     {4, "poly-line"},  {5, "triangle"},
-        {6, "triangle-strip"}, {7, "polygon"}, {8, "pixel"}, {9, "quad"},       {10, "tetra"},
-        {11, "voxel"},  {12, "hexahedron"}, {13, "wedge"},   {14, "pyramid"},   {24, "quadratic-tetra"},
-        {25, "quadratic-hexahedron"}, {42, "polyhedron"}};
+    static const std::pair<int, const char*> kNames[] = {{1, "vertex"},
+                                                         {2, "poly-vertex"},
+                                                         {3, "line"},
+                                                         {4, "poly-line"},
+                                                         {5, "triangle"},
+                                                         {6, "triangle-strip"},
+                                                         {7, "polygon"},
+                                                         {8, "pixel"},
+                                                         {9, "quad"},
+                                                         {10, "tetra"},
+                                                         {11, "voxel"},
+                                                         {12, "hexahedron"},
+                                                         {13, "wedge"},
+                                                         {14, "pyramid"},
+                                                         {24, "quadratic-tetra"},
+                                                         {25, "quadratic-hexahedron"},
+                                                         {42, "polyhedron"}};
     for (const auto& [t, n] : kNames)
       if (t == type) return std::to_string(type) + " (" + n + ")";
     return std::to_string(type) + " (unknown)";
@@ -348,12 +393,16 @@ private:
       swap_ = (*order == "BigEndian") != (std::endian::native == std::endian::big);
     }
     if (const std::string* header = tag.attribute("header_type")) {
-      if (*header == "UInt32") header_size_ = 4;
-      else if (*header == "UInt64") header_size_ = 8;
-      else fail(tag.line, "unsupported header_type '" + TextCursor::printable(*header) + "' (UInt32 or UInt64)");
+      if (*header == "UInt32")
+        header_size_ = 4;
+      else if (*header == "UInt64")
+        header_size_ = 8;
+      else
+        fail(tag.line, "unsupported header_type '" + TextCursor::printable(*header) + "' (UInt32 or UInt64)");
     }
     if (const std::string* comp = tag.attribute("compressor")) {
-      if (*comp == "vtkZLibDataCompressor") compressed_ = true;
+      if (*comp == "vtkZLibDataCompressor")
+        compressed_ = true;
       else if (!comp->empty())
         fail(tag.line, "unsupported compressor '" + TextCursor::printable(*comp) + "' (only vtkZLibDataCompressor)");
     }
@@ -371,7 +420,8 @@ private:
         continue;
       }
       if (!saw_file) {
-        if (tag.name != "VTKFile") fail(tag.line, "not a VTK XML file: first element is <" + tag.name + ">, expected <VTKFile>");
+        if (tag.name != "VTKFile")
+          fail(tag.line, "not a VTK XML file: first element is <" + tag.name + ">, expected <VTKFile>");
         read_file_tag(tag);
         saw_file = true;
       } else if (tag.name == "Piece") {
@@ -405,11 +455,15 @@ private:
   void record_array(const XmlTag& tag, const std::string& parent) {
     std::optional<Role> role;
     const std::string* array_name = tag.attribute("Name");
-    if (parent == "Points") role = Role::Points;
+    if (parent == "Points")
+      role = Role::Points;
     else if (parent == "Cells" && array_name) {
-      if (*array_name == "connectivity") role = Role::Connectivity;
-      else if (*array_name == "offsets") role = Role::Offsets;
-      else if (*array_name == "types") role = Role::Types;
+      if (*array_name == "connectivity")
+        role = Role::Connectivity;
+      else if (*array_name == "offsets")
+        role = Role::Offsets;
+      else if (*array_name == "types")
+        role = Role::Types;
     }
     ArrayDesc d;
     d.line = tag.line;
@@ -417,7 +471,8 @@ private:
       d.content_begin = c_.offset();
       d.content_line = c_.line();
       const std::size_t end = c_.find("</DataArray");
-      if (end == std::string_view::npos) c_.fail("unexpected end of file: <DataArray> (line " + std::to_string(tag.line) + ") is not closed");
+      if (end == std::string_view::npos)
+        c_.fail("unexpected end of file: <DataArray> (line " + std::to_string(tag.line) + ") is not closed");
       d.content_end = end;
       c_.advance(end - c_.offset());
       c_.skip_past(">", "'>'");
@@ -429,8 +484,9 @@ private:
     if (slot.present) fail(tag.line, std::string("second DataArray '") + d.name + "'");
     const std::string* type = tag.attribute("type");
     const auto scalar = type ? scalar_of(*type) : std::nullopt;
-    if (!scalar) fail(tag.line, std::string("DataArray '") + d.name + "' has unsupported type '" +
-                                    (type ? TextCursor::printable(*type) : std::string("(none)")) + "'");
+    if (!scalar)
+      fail(tag.line, std::string("DataArray '") + d.name + "' has unsupported type '" +
+                         (type ? TextCursor::printable(*type) : std::string("(none)")) + "'");
     d.type = *scalar;
     if (*role == Role::Points && !is_float(d.type))
       fail(tag.line, "Points must be Float32 or Float64, found '" + *type + "'");
@@ -438,7 +494,8 @@ private:
       fail(tag.line, std::string("DataArray '") + d.name + "' must have an integer type, found '" + *type + "'");
     if (const std::string* comps = tag.attribute("NumberOfComponents")) {
       if (*comps != "1" && !(*role == Role::Points && *comps == "3"))
-        fail(tag.line, std::string("DataArray '") + d.name + "' has NumberOfComponents=" + TextCursor::printable(*comps));
+        fail(tag.line,
+             std::string("DataArray '") + d.name + "' has NumberOfComponents=" + TextCursor::printable(*comps));
       d.components = *comps == "3" ? 3 : 1;
     }
     if (*role == Role::Points && d.components != 3) fail(tag.line, "Points must have NumberOfComponents=\"3\"");
@@ -466,9 +523,11 @@ private:
     bool base64 = true;
     std::size_t line = d.line;
     if (d.format == "appended") {
-      if (!have_appended_) fail(d.line, std::string("DataArray '") + d.name + "' is appended but there is no <AppendedData>");
+      if (!have_appended_)
+        fail(d.line, std::string("DataArray '") + d.name + "' is appended but there is no <AppendedData>");
       if (d.offset > data_.size() - appended_begin_)
-        fail(d.line, std::string("appended offset ") + std::to_string(d.offset) + " of '" + d.name + "' is past the end of the file");
+        fail(d.line, std::string("appended offset ") + std::to_string(d.offset) + " of '" + d.name +
+                         "' is past the end of the file");
       src = data_.substr(appended_begin_ + d.offset);
       base64 = appended_base64_;
       line = 0;
@@ -484,7 +543,8 @@ private:
     const auto header = [&](const char* what) -> std::uint64_t {
       scratch.clear();
       if (!in.take(header_size_, scratch)) fail(line, where(std::string("truncated ") + what));
-      return header_size_ == 4 ? load<std::uint32_t>(scratch.data(), swap_) : load<std::uint64_t>(scratch.data(), swap_);
+      return header_size_ == 4 ? load<std::uint32_t>(scratch.data(), swap_)
+                               : load<std::uint64_t>(scratch.data(), swap_);
     };
     std::string out;
     if (!compressed_) {
@@ -500,14 +560,13 @@ private:
     const std::uint64_t blocks = header("compression header");
     const std::uint64_t block_size = header("compression header");
     const std::uint64_t last_size = header("compression header");
-    if (blocks > in.max_remaining() / header_size_)
-      fail(line, where("absurd block count " + std::to_string(blocks)));
+    if (blocks > in.max_remaining() / header_size_) fail(line, where("absurd block count " + std::to_string(blocks)));
     if (block_size > (std::uint64_t{1} << 32) || last_size > block_size)
       fail(line, where("bad compression block sizes " + std::to_string(block_size) + "/" + std::to_string(last_size)));
     const std::uint64_t total = blocks == 0 ? 0 : (blocks - 1) * block_size + (last_size == 0 ? block_size : last_size);
     if (total != bytes)
-      fail(line, where("uncompressed size " + std::to_string(total) + " but " + std::to_string(count) + " values need " +
-                       std::to_string(bytes) + " (counts disagree with the data)"));
+      fail(line, where("uncompressed size " + std::to_string(total) + " but " + std::to_string(count) +
+                       " values need " + std::to_string(bytes) + " (counts disagree with the data)"));
     std::vector<std::uint64_t> sizes(static_cast<std::size_t>(blocks));
     for (auto& s : sizes) s = header("compressed block size");
     out.reserve(bytes);
@@ -516,7 +575,8 @@ private:
       const std::uint64_t usize = b + 1 == sizes.size() && last_size != 0 ? last_size : block_size;
       // zlib expands at most ~1032:1; a larger claim is corrupt (and would be a bomb).
       if (sizes[b] > in.max_remaining() || usize > 1032 * sizes[b] + 64)
-        fail(line, where("compressed block " + std::to_string(b) + " size " + std::to_string(sizes[b]) + " is inconsistent"));
+        fail(line,
+             where("compressed block " + std::to_string(b) + " size " + std::to_string(sizes[b]) + " is inconsistent"));
       block.clear();
       if (!in.take(static_cast<std::size_t>(sizes[b]), block)) fail(line, where("truncated compressed block"));
       const std::size_t start = out.size();
@@ -538,7 +598,8 @@ private:
     std::vector<T> v(count);
     for (std::size_t i = 0; i < count; ++i) {
       if (c.at_end())
-        c.fail(std::string("DataArray '") + d.name + "' has " + std::to_string(i) + " values, expected " + std::to_string(count));
+        c.fail(std::string("DataArray '") + d.name + "' has " + std::to_string(i) + " values, expected " +
+               std::to_string(count));
       v[i] = next(c);
     }
     if (!c.at_end())
@@ -547,7 +608,8 @@ private:
   }
 
   std::vector<double> decode_doubles(const ArrayDesc& d, std::size_t count) {
-    if (d.format == "ascii") return ascii_values<double>(d, count, [](TextCursor& c) { return c.next_double("a coordinate"); });
+    if (d.format == "ascii")
+      return ascii_values<double>(d, count, [](TextCursor& c) { return c.next_double("a coordinate"); });
     const std::string bytes = payload(d, count);
     std::vector<double> v(count);
     const std::size_t s = scalar_size(d.type);
@@ -555,7 +617,8 @@ private:
     return v;
   }
   std::vector<std::int64_t> decode_ints(const ArrayDesc& d, std::size_t count) {
-    if (d.format == "ascii") return ascii_values<std::int64_t>(d, count, [](TextCursor& c) { return c.next_int("an integer"); });
+    if (d.format == "ascii")
+      return ascii_values<std::int64_t>(d, count, [](TextCursor& c) { return c.next_int("an integer"); });
     const std::string bytes = payload(d, count);
     std::vector<std::int64_t> v(count);
     const std::size_t s = scalar_size(d.type);

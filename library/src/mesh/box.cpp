@@ -1,15 +1,16 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/box.hpp>
+#include <fmt/format.h>
 
 #include <array>
 #include <charconv>
-#include <fmt/format.h>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
 
 namespace xpd {
 
 TetMesh make_box(int nx, int ny, int nz, const Vec3& lo, const Vec3& hi) {
-  if (nx < 2 || ny < 2 || nz < 2) throw Error(fmt::format("box: need at least 2 nodes per side, got {}x{}x{}", nx, ny, nz));
+  if (nx < 2 || ny < 2 || nz < 2)
+    throw Error(fmt::format("box: need at least 2 nodes per side, got {}x{}x{}", nx, ny, nz));
   if (!(lo.array() < hi.array()).all()) throw Error("box: lower corner must be below the upper corner on every axis");
   TetMesh mesh;
   const Eigen::Index n = Eigen::Index(nx) * ny * nz;
@@ -23,7 +24,8 @@ TetMesh make_box(int nx, int ny, int nz, const Vec3& lo, const Vec3& hi) {
       }
   // Kuhn split: each permutation (a,b,c) of the axes gives the path 0 -> e_a -> e_a+e_b -> 1.
   // Even permutations give positive orientation; odd ones are reoriented by swapping two nodes.
-  static constexpr std::array<std::array<int, 3>, 6> perms{{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
+  static constexpr std::array<std::array<int, 3>, 6> perms{
+      {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}};
   mesh.tets.resize(Eigen::Index(6) * (nx - 1) * (ny - 1) * (nz - 1), 4);
   Eigen::Index t = 0;
   for (int k = 0; k + 1 < nz; ++k)

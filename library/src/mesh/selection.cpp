@@ -1,12 +1,11 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/selection.hpp>
-#include <xpd/mesh/surface.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <iterator>
 #include <numbers>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 namespace {

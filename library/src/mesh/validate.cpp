@@ -1,12 +1,12 @@
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/validate.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 #include <numeric>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/validate.hpp>
 
 namespace xpd {
 namespace {
@@ -25,8 +25,8 @@ void check_indices(const Cells& cells, Eigen::Index num_nodes, const char* kind,
     for (int k = 0; k < cells.cols(); ++k) {
       const int v = cells(e, k);
       if (v < 0 || v >= num_nodes)
-        throw MeshError(fmt::format("{}: {} {} references node {} (out of range: {} nodes, 0-based)", source, kind, e, v,
-                                    num_nodes));
+        throw MeshError(fmt::format("{}: {} {} references node {} (out of range: {} nodes, 0-based)", source, kind, e,
+                                    v, num_nodes));
       for (int l = 0; l < k; ++l)
         if (cells(e, l) == v) throw MeshError(fmt::format("{}: {} {} uses node {} twice", source, kind, e, v));
     }
@@ -57,8 +57,9 @@ ValidationReport validate_tet_mesh(TetMesh& mesh, const ValidationOptions& optio
     for (int a = 0; a < 4; ++a)
       for (int b = a + 1; b < 4; ++b) lmax = std::max(lmax, (x[a] - x[b]).norm());
     if (!(std::abs(v) > options.degenerate_tolerance * lmax * lmax * lmax))
-      throw MeshError(fmt::format("{}: tet {} (nodes {} {} {} {}) is degenerate: volume {:.3g} with longest edge {:.3g}",
-                                  source, e, mesh.tets(e, 0), mesh.tets(e, 1), mesh.tets(e, 2), mesh.tets(e, 3), v, lmax));
+      throw MeshError(
+          fmt::format("{}: tet {} (nodes {} {} {} {}) is degenerate: volume {:.3g} with longest edge {:.3g}", source, e,
+                      mesh.tets(e, 0), mesh.tets(e, 1), mesh.tets(e, 2), mesh.tets(e, 3), v, lmax));
     vol[static_cast<std::size_t>(e)] = v;
     negative += v < 0;
   }
@@ -69,10 +70,11 @@ ValidationReport validate_tet_mesh(TetMesh& mesh, const ValidationOptions& optio
   } else if (negative > 0) {
     if (!options.fix_orientation) {
       const auto e = std::find_if(vol.begin(), vol.end(), [](double v) { return v < 0; }) - vol.begin();
-      throw MeshError(fmt::format("{}: tet {} (nodes {} {} {} {}) is inverted (signed volume {:.3g}); {} of {} tets are "
-                                  "inverted. Use --fix-orientation (fix_orientation) to reorient them",
-                                  source, e, mesh.tets(e, 0), mesh.tets(e, 1), mesh.tets(e, 2), mesh.tets(e, 3),
-                                  vol[static_cast<std::size_t>(e)], negative, m));
+      throw MeshError(
+          fmt::format("{}: tet {} (nodes {} {} {} {}) is inverted (signed volume {:.3g}); {} of {} tets are "
+                      "inverted. Use --fix-orientation (fix_orientation) to reorient them",
+                      source, e, mesh.tets(e, 0), mesh.tets(e, 1), mesh.tets(e, 2), mesh.tets(e, 3),
+                      vol[static_cast<std::size_t>(e)], negative, m));
     }
     for (Eigen::Index e = 0; e < m; ++e)
       if (vol[static_cast<std::size_t>(e)] < 0) std::swap(mesh.tets(e, 2), mesh.tets(e, 3));
@@ -93,8 +95,8 @@ ValidationReport validate_tet_mesh(TetMesh& mesh, const ValidationOptions& optio
     std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b) || (key(a) == key(b) && a < b); });
     for (std::size_t i = 1; i < order.size(); ++i)
       if (key(order[i - 1]) == key(order[i]))
-        throw MeshError(fmt::format("{}: nodes {} and {} are duplicates (both at {}, {}, {}) and both used by tets", source,
-                                    order[i - 1], order[i], mesh.nodes(order[i], 0), mesh.nodes(order[i], 1),
+        throw MeshError(fmt::format("{}: nodes {} and {} are duplicates (both at {}, {}, {}) and both used by tets",
+                                    source, order[i - 1], order[i], mesh.nodes(order[i], 0), mesh.nodes(order[i], 1),
                                     mesh.nodes(order[i], 2)));
   }
   return report;

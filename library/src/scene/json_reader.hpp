@@ -3,15 +3,14 @@
 // its JSON pointer; every error it raises is a SceneError naming that pointer (or the pointer of a
 // key inside it). Struct parsers first declare their keys (allow_keys: anything else is an
 // "unknown key" error with a did-you-mean suggestion), then read them with required/optional.
-#include <xpd/core/error.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::io::detail {
 

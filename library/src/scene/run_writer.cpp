@@ -1,11 +1,9 @@
 // The run writer (scene/run_writer.hpp): the one code path that writes a run's folder.
-#include <xpd/scene/run_writer.hpp>
-
-#include <xpd/mesh/selection.hpp>
-
 #include <algorithm>
 #include <cstddef>
 #include <vector>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/scene/run_writer.hpp>
 
 namespace xpd {
 namespace {
@@ -108,16 +106,19 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
 }  // namespace
 
 nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const std::optional<CollisionFrameStats>& c) {
-  nlohmann::ordered_json j = {{"frame", frame},
-          {"energy", s.energy},
-          {"residual", s.residual},
-          {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
-          {"iterations", s.iterations},
-          {"converged", s.converged},
-          {"wall_ms", s.wall_ms},
-          {"timings_ms",
-           {{"local", s.timings_ms.local}, {"rhs", s.timings_ms.rhs}, {"solve", s.timings_ms.solve},
-            {"other", s.timings_ms.other}}}};
+  nlohmann::ordered_json j = {
+      {"frame", frame},
+      {"energy", s.energy},
+      {"residual", s.residual},
+      {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
+      {"iterations", s.iterations},
+      {"converged", s.converged},
+      {"wall_ms", s.wall_ms},
+      {"timings_ms",
+       {{"local", s.timings_ms.local},
+        {"rhs", s.timings_ms.rhs},
+        {"solve", s.timings_ms.solve},
+        {"other", s.timings_ms.other}}}};
   if (s.line_search_halvings > 0) j["line_search_halvings"] = s.line_search_halvings;
   if (c) {
     j["inner_iterations"] = c->inner_iterations;
@@ -186,8 +187,7 @@ void RunWriter::finish(const RunSummary& summary) {
 }
 
 RunSummary run_scene(SceneSimulation& sim, const std::string& out_dir, const RunOptions& options) {
-  const int frames =
-      options.max_frames > 0 ? std::min(options.max_frames, sim.num_frames()) : sim.num_frames();
+  const int frames = options.max_frames > 0 ? std::min(options.max_frames, sim.num_frames()) : sim.num_frames();
   RunWriter writer(sim, out_dir, frames);
   RunSummary sum;
   sum.frames = frames;

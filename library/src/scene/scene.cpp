@@ -1,12 +1,3 @@
-#include <xpd/core/error.hpp>
-#include <xpd/io/file.hpp>
-#include <xpd/scene/scene.hpp>
-#include <xpd/io/skeleton.hpp>
-#include <xpd/mesh/box.hpp>
-
-#include "scene/json_reader.hpp"
-#include "io/text_cursor.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -15,6 +6,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/skeleton.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/scene/scene.hpp>
+
+#include "io/text_cursor.hpp"
+#include "scene/json_reader.hpp"
 
 namespace xpd {
 namespace {
@@ -149,7 +148,8 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else if (r.child("generator").one_of({"box", "lattice"}) == "lattice") {
-    r.allow_keys({"generator", "surface", "resolution", "cell_size", "embedded_surface"}, " (for the lattice generator)");
+    r.allow_keys({"generator", "surface", "resolution", "cell_size", "embedded_surface"},
+                 " (for the lattice generator)");
     m.kind = MeshSource::Kind::Lattice;
     m.surface = ctx.existing_file(r.child("surface"));
     if (r.has("resolution") && r.has("cell_size")) r.fail("give at most one of 'resolution' and 'cell_size'");
@@ -522,9 +522,8 @@ Load parse_load(const JsonReader& r, const Context& ctx) {
 // ---- solver, outputs ----------------------------------------------------------------------------
 
 SolverSettings parse_solver(const JsonReader& r) {
-  r.allow_keys(
-      {"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator", "threads",
-       "volume_matrix"});
+  r.allow_keys({"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator",
+                "threads", "volume_matrix"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
     s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
@@ -733,8 +732,10 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   if (const auto v = r.optional_child("region")) c.region = ctx.selection_ref(*v);
   if (const auto v = r.optional_child("stiffness")) c.stiffness = positive(*v);
   if (const auto v = r.optional_child("inner_iterations")) c.inner_iterations = int_at_least(*v, 1);
-  if (const auto v = r.optional_child("method")) c.method = v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"});
-  if (const auto v = r.optional_child("schur_solve")) c.schur_solve = v->one_of({"automatic", "dense_refactor", "woodbury"});
+  if (const auto v = r.optional_child("method"))
+    c.method = v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"});
+  if (const auto v = r.optional_child("schur_solve"))
+    c.schur_solve = v->one_of({"automatic", "dense_refactor", "woodbury"});
   if (const auto v = r.optional_child("memory_budget_mb")) c.memory_budget_mb = positive(*v);
   if (const auto v = r.optional_child("margin")) c.margin = non_negative(*v);
   if (const auto v = r.optional_child("self_collision")) {

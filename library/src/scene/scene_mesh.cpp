@@ -1,10 +1,9 @@
 // Kept apart from scene.cpp so that parsing scenes does not pull in every mesh-file reader.
+#include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
-#include <xpd/scene/scene.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/embedding.hpp>
-
-#include <xpd/core/error.hpp>
+#include <xpd/scene/scene.hpp>
 
 namespace xpd {
 
@@ -36,13 +35,15 @@ TetMesh make_generated_mesh(const MeshSource& source) {
   int used = 0;
   for (const int t : keep)
     for (int a = 0; a < 4; ++a)
-      if (new_index[static_cast<std::size_t>(box.tets(t, a))] < 0) new_index[static_cast<std::size_t>(box.tets(t, a))] = 0;
+      if (new_index[static_cast<std::size_t>(box.tets(t, a))] < 0)
+        new_index[static_cast<std::size_t>(box.tets(t, a))] = 0;
   for (auto& v : new_index)
     if (v >= 0) v = used++;
   TetMesh out;
   out.nodes.resize(used, 3);
   for (Eigen::Index i = 0; i < box.nodes.rows(); ++i)
-    if (new_index[static_cast<std::size_t>(i)] >= 0) out.nodes.row(new_index[static_cast<std::size_t>(i)]) = box.nodes.row(i);
+    if (new_index[static_cast<std::size_t>(i)] >= 0)
+      out.nodes.row(new_index[static_cast<std::size_t>(i)]) = box.nodes.row(i);
   out.tets.resize(static_cast<Eigen::Index>(keep.size()), 4);
   for (std::size_t k = 0; k < keep.size(); ++k)
     for (int a = 0; a < 4; ++a)

@@ -1,15 +1,15 @@
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+
+#include <chrono>
+#include <cmath>
+#include <optional>
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/scene/scene_simulation.hpp>
-
-#include <chrono>
-#include <optional>
-#include <tbb/global_control.h>
-#include <cmath>
-#include <fmt/format.h>
 
 namespace xpd {
 namespace {
@@ -19,8 +19,8 @@ int nearest_bone(const Skeleton& sk, const std::vector<int>& bones, const Vec3& 
   int best = bones.front();
   double best_d = std::numeric_limits<double>::infinity();
   for (int b : bones) {
-    const double d = point_segment_distance(p, sk.joints.row(sk.bones(b, 0)).transpose(),
-                                            sk.joints.row(sk.bones(b, 1)).transpose());
+    const double d =
+        point_segment_distance(p, sk.joints.row(sk.bones(b, 0)).transpose(), sk.joints.row(sk.bones(b, 1)).transpose());
     if (d < best_d) best_d = d, best = b;
   }
   return best;
@@ -54,12 +54,13 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     desc.mu[static_cast<std::size_t>(t)] = m.mu;
     desc.lambda[static_cast<std::size_t>(t)] = m.lambda;
     if (m.strain_limit)
-      desc.strain_limits.push_back({t, m.strain_limit->stiffness, m.strain_limit->sigma_min, m.strain_limit->sigma_max});
+      desc.strain_limits.push_back(
+          {t, m.strain_limit->stiffness, m.strain_limit->sigma_min, m.strain_limit->sigma_max});
   }
   // Per-tet densities: the model's lumped masses carry both gravity and inertia.
   desc.density = tet_densities(scene_, tet_material_);
   desc.volume_matrix = scene_.solver.volume_matrix == SolverSettings::VolumeMatrix::Coupled ? VolumeMatrix::Coupled
-                                                                                          : VolumeMatrix::Isotropic;
+                                                                                            : VolumeMatrix::Isotropic;
 
   skeletons_.resize(scene_.attachments.size());
   poses_.resize(scene_.attachments.size());
@@ -85,8 +86,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     }
   }
   // Node forces (gravity on the model's masses) are set once the model exists.
-  desc.integrator = scene_.solver.type == SolverSettings::Type::ImplicitEuler ? Integrator::ImplicitEuler
-                                                                              : Integrator::Quasistatic;
+  desc.integrator =
+      scene_.solver.type == SolverSettings::Type::ImplicitEuler ? Integrator::ImplicitEuler : Integrator::Quasistatic;
   desc.time_step = scene_.solver.time_step;
 
   if (!scene_.mesh.embedded_surface.empty()) {
@@ -117,9 +118,15 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   options_.rel_tolerance = scene_.solver.tolerance;
   options_.min_iterations = scene_.solver.min_iterations;
   switch (scene_.solver.accelerator) {
-    case SolverSettings::Accelerator::None: options_.accelerator = Accelerator::None; break;
-    case SolverSettings::Accelerator::Anderson: options_.accelerator = Accelerator::Anderson; break;
-    case SolverSettings::Accelerator::Chebyshev: options_.accelerator = Accelerator::Chebyshev; break;
+    case SolverSettings::Accelerator::None:
+      options_.accelerator = Accelerator::None;
+      break;
+    case SolverSettings::Accelerator::Anderson:
+      options_.accelerator = Accelerator::Anderson;
+      break;
+    case SolverSettings::Accelerator::Chebyshev:
+      options_.accelerator = Accelerator::Chebyshev;
+      break;
   }
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -145,9 +152,14 @@ void SceneSimulation::set_frame_inputs(int frame) {
     const Vec3 rest = mesh_.nodes.row(attach_node_[j]).transpose();
     Vec3 t = rest;
     switch (scene_.attachments[a].type) {
-      case Attachment::Type::Fixed: break;
-      case Attachment::Type::Rigid: t = rigid_tf[a].apply(rest); break;
-      case Attachment::Type::Bone: t = bone_tf[a][static_cast<std::size_t>(attach_bone_[j])].apply(rest); break;
+      case Attachment::Type::Fixed:
+        break;
+      case Attachment::Type::Rigid:
+        t = rigid_tf[a].apply(rest);
+        break;
+      case Attachment::Type::Bone:
+        t = bone_tf[a][static_cast<std::size_t>(attach_bone_[j])].apply(rest);
+        break;
     }
     targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
   }

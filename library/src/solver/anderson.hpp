@@ -1,9 +1,8 @@
 #pragma once
 // Internal: Anderson acceleration step of the frame loop (frame_loop.cpp).
-#include <xpd/solver/state.hpp>
-
 #include <Eigen/Core>
 #include <algorithm>
+#include <xpd/solver/state.hpp>
 
 namespace xpd::detail {
 
@@ -16,7 +15,7 @@ inline void anderson_reset(AndersonScratch& a) {
 // Anderson acceleration (type II, Walker & Ni 2011) of G(x) = x + K⁻¹ f(x); returns the next
 // iterate in `x` (a 3n vector view of state.x); the plain iterate is kept in a.x_pd.
 inline void anderson_update(AndersonScratch& a, int window, Eigen::Map<Eigen::VectorXd> x,
-                     const Eigen::Map<const Eigen::VectorXd>& delta) {
+                            const Eigen::Map<const Eigen::VectorXd>& delta) {
   const Eigen::Index N = x.size();
   if (a.dF.rows() != N || a.dF.cols() != window) {  // first use: size the buffers once
     a.dF.resize(N, window);

@@ -7,9 +7,8 @@
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/tet_term.hpp>
 #include <xpd/solver/collision_solver.hpp>
-#include <xpd/solver/sparse_cholesky.hpp>
-
 #include <xpd/solver/frame_loop.hpp>
+#include <xpd/solver/sparse_cholesky.hpp>
 
 namespace xpd {
 
@@ -28,8 +27,8 @@ std::string to_string(CollisionMethod method) {
 }
 
 CollisionMethod collision_method_from_string(const std::string& name) {
-  for (CollisionMethod m : {CollisionMethod::Schur, CollisionMethod::FullRefactor,
-                            CollisionMethod::ProjectiveSkinning, CollisionMethod::Pcg})
+  for (CollisionMethod m : {CollisionMethod::Schur, CollisionMethod::FullRefactor, CollisionMethod::ProjectiveSkinning,
+                            CollisionMethod::Pcg})
     if (to_string(m) == name) return m;
   throw Error(
       fmt::format("unknown collision method '{}' (expected schur, full_refactor, projective_skinning or pcg)", name));
@@ -61,7 +60,7 @@ struct BetaList {
 struct CollisionModel::Impl {
   const Model* model = nullptr;
   ProxySet proxies;
-  std::vector<int> region;  // proxy indices
+  std::vector<int> region;        // proxy indices
   std::vector<char> region_mask;  // per proxy
   CollisionOptions opt;
   std::vector<int> nodes2;    // x2, region-local order
@@ -460,7 +459,7 @@ namespace {
 // (the Schur path updates x2 inside the inner loop, then x1), so the loop takes δ as the difference
 // when Anderson needs it.
 class CollisionStep final : public GlobalStep {
-public:
+ public:
   CollisionStep(const CollisionModel::Impl& cm, CollisionState::Impl& cs, double frame, CollisionFrameStats& stats)
       : cm_(cm), d_(cs), frame_(frame), stats_(stats) {}
 
@@ -546,7 +545,7 @@ public:
   // of it): adjoint solves of a contact-free state.
   void solve_with_matrix(Eigen::MatrixXd& b) const override { cm_.model->factor().solve_in_place(b); }
 
-private:
+ private:
   const CollisionModel::Impl& cm_;
   CollisionState::Impl& d_;
   double frame_;

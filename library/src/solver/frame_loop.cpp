@@ -1,25 +1,24 @@
-#include <xpd/solver/frame_loop.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/core/timer.hpp>
-#include <xpd/solver/pd_solver.hpp>
-
-#include "anderson.hpp"
+#include <fmt/format.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
-#include <tbb/global_control.h>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/frame_loop.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+#include "anderson.hpp"
 
 namespace xpd {
 namespace {
 
 void check_finite(double energy, double residual, const State& s, int iteration) {
   if (!std::isfinite(energy) || !std::isfinite(residual))
-    throw SolverError(fmt::format(
-        "non-finite {} at frame {}, iteration {} (energy={}, residual={}): check inputs for NaN, "
-        "stiffness and time-step ranges",
-        std::isfinite(energy) ? "forces" : "energy", s.frame, iteration, energy, residual));
+    throw SolverError(
+        fmt::format("non-finite {} at frame {}, iteration {} (energy={}, residual={}): check inputs for NaN, "
+                    "stiffness and time-step ranges",
+                    std::isfinite(energy) ? "forces" : "energy", s.frame, iteration, energy, residual));
 }
 
 // Chebyshev semi-iteration (Wang 2015) of G(x) = x + δ: returns true when the new iterate in `x`
@@ -89,9 +88,9 @@ void check_options(const Model& model, const State& s, const GlobalStep& step, c
     if (!(opt.chebyshev_rho >= 0.0 && opt.chebyshev_rho < 1.0))
       throw SolverError(fmt::format("{}: chebyshev_rho must be in [0, 1), got {}", who, opt.chebyshev_rho));
     if (opt.chebyshev_warmup < (opt.chebyshev_rho > 0.0 ? 1 : 2))
-      throw SolverError(fmt::format(
-          "{}: chebyshev_warmup must be >= 1 (>= 2 when rho is estimated, chebyshev_rho = 0), got {}", who,
-          opt.chebyshev_warmup));
+      throw SolverError(
+          fmt::format("{}: chebyshev_warmup must be >= 1 (>= 2 when rho is estimated, chebyshev_rho = 0), got {}", who,
+                      opt.chebyshev_warmup));
   }
   if (s.x.rows() != model.num_nodes() || s.step.rows() != s.x.rows() || s.x_prev.rows() != s.x.rows())
     throw SolverError(fmt::format("{}: the state does not belong to the model (make_state)", who));
@@ -152,8 +151,8 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       pt.skip();
       ++st.iterations;
       if (!s.x.allFinite())
-        throw SolverError(fmt::format("non-finite positions after the global step at frame {}, iteration {}",
-                                      s.frame, st.iterations));
+        throw SolverError(fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame,
+                                      st.iterations));
       if (need_delta) {
         s.step = s.x - s.x_prev;
         s.x = s.x_prev;
@@ -207,8 +206,7 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     }
     // An accepted accelerated iterate has already passed the non-increase test; the plain step
     // must decrease E sufficiently (Armijo).
-    if (line_search && !accelerated &&
-        !(e_new <= energy - 1e-4 * alpha * slope + 1e-12 * std::abs(energy))) {
+    if (line_search && !accelerated && !(e_new <= energy - 1e-4 * alpha * slope + 1e-12 * std::abs(energy))) {
       // Backtracking along the plain direction from the previous iterate: the constant matrix does
       // not majorize the energy, so a full step may raise it.
       if (accel == Accelerator::Anderson) detail::anderson_reset(s.anderson);

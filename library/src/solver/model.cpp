@@ -1,15 +1,14 @@
-#include <xpd/solver/model.hpp>
+#include <fmt/format.h>
 
+#include <cmath>
+#include <numeric>
 #include <xpd/core/error.hpp>
 #include <xpd/energy/corotated.hpp>
 #include <xpd/energy/loads.hpp>
 #include <xpd/energy/shape_target.hpp>
 #include <xpd/energy/strain_limit.hpp>
 #include <xpd/energy/volume.hpp>
-
-#include <cmath>
-#include <fmt/format.h>
-#include <numeric>
+#include <xpd/solver/model.hpp>
 
 namespace xpd {
 
@@ -53,16 +52,15 @@ void validate_desc(const ModelDesc& d) {
     throw SolverError(fmt::format("model: density needs 1 or #T = {} values, got {}", nt, d.density.size()));
   for (size_t t = 0; t < d.density.size(); ++t)
     if (!(d.density[t] > 0.0) || !std::isfinite(d.density[t]))
-      throw SolverError(fmt::format("model: density must be positive and finite, tet {} has density={}", t,
-                                    d.density[t]));
+      throw SolverError(
+          fmt::format("model: density must be positive and finite, tet {} has density={}", t, d.density[t]));
   if (d.integrator == Integrator::ImplicitEuler && (!(d.time_step > 0.0) || !std::isfinite(d.time_step)))
     throw SolverError(fmt::format("model: time step h must be positive, got {}", d.time_step));
   if (!d.gravity.allFinite()) throw SolverError("model: gravity is not finite");
   if (d.nodal_forces.rows() != 0 && (d.nodal_forces.rows() != nv || !d.nodal_forces.allFinite()))
     throw SolverError("model: nodal_forces must be empty or a finite #V x 3 matrix");
   for (size_t j = 0; j < d.attachments.size(); ++j)
-    if (!d.attachments[j].target.allFinite())
-      throw SolverError(fmt::format("attachment #{}: target is not finite", j));
+    if (!d.attachments[j].target.allFinite()) throw SolverError(fmt::format("attachment #{}: target is not finite", j));
   if (d.allow_unattached && !(d.free_body_regularization > 0.0))
     throw SolverError("model: free_body_regularization must be positive");
 }
@@ -120,8 +118,8 @@ Model build_model(const ModelDesc& d) {
   }
   if (coro.size() > 0) m.terms_.push_back(std::make_unique<CorotatedTerm>(std::move(coro)));
   if (m.has_volume_)
-    m.terms_.push_back(std::make_unique<VolumeTerm>(make_tet_elements(d.mesh, volume_ids, volume_half_lambda),
-                                                    d.volume_matrix));
+    m.terms_.push_back(
+        std::make_unique<VolumeTerm>(make_tet_elements(d.mesh, volume_ids, volume_half_lambda), d.volume_matrix));
   if (!d.shape_targets.empty()) {
     std::vector<int> ids;
     std::vector<double> mus;
@@ -157,7 +155,8 @@ Model build_model(const ModelDesc& d) {
     m.inputs0_.attachment_targets.row(static_cast<Eigen::Index>(j)) = d.attachments[j].target.transpose();
   m.inputs0_.shape_targets.resize(static_cast<Eigen::Index>(d.shape_targets.size()), 6);
   for (size_t s = 0; s < d.shape_targets.size(); ++s)
-    for (int c = 0; c < 6; ++c) m.inputs0_.shape_targets(static_cast<Eigen::Index>(s), c) = d.shape_targets[s].params[static_cast<size_t>(c)];
+    for (int c = 0; c < 6; ++c)
+      m.inputs0_.shape_targets(static_cast<Eigen::Index>(s), c) = d.shape_targets[s].params[static_cast<size_t>(c)];
   m.inputs0_.gravity = d.gravity;
   m.inputs0_.nodal_forces = d.nodal_forces;
 
@@ -201,11 +200,11 @@ Model build_model(const ModelDesc& d) {
     ++m.num_components_;
     if (d.integrator == Integrator::Quasistatic && !root_anchored[static_cast<size_t>(r)]) {
       if (!d.allow_unattached)
-        throw SolverError(fmt::format(
-            "model: connected component #{} ({} nodes, e.g. node {}) has no attachment; a "
-            "quasistatic solve is singular for it (add an attachment spring, or set "
-            "allow_unattached to regularize it)",
-            comp, root_size[static_cast<size_t>(r)], r));
+        throw SolverError(
+            fmt::format("model: connected component #{} ({} nodes, e.g. node {}) has no attachment; a "
+                        "quasistatic solve is singular for it (add an attachment spring, or set "
+                        "allow_unattached to regularize it)",
+                        comp, root_size[static_cast<size_t>(r)], r));
       free_root[static_cast<size_t>(r)] = 1;
       ++m.num_free_components_;
     }

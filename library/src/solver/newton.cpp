@@ -1,10 +1,9 @@
-#include <xpd/solver/newton.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/solver/pd_solver.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
-#include <fmt/format.h>
+#include <xpd/core/error.hpp>
+#include <xpd/solver/newton.hpp>
+#include <xpd/solver/pd_solver.hpp>
 
 namespace xpd {
 

@@ -1,13 +1,12 @@
-#include <xpd/solver/pd_solver.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/core/timer.hpp>
-#include <xpd/energy/tet_term.hpp>
+#include <fmt/format.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
-#include <tbb/global_control.h>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/energy/tet_term.hpp>
+#include <xpd/solver/pd_solver.hpp>
 
 namespace xpd {
 
@@ -20,15 +19,15 @@ double evaluate(const Model& model, State& s, PhaseTimings* timings, bool store_
   const auto& terms = model.terms();
   for (size_t t = 0; t < terms.size(); ++t) {
     if (!terms[t]->per_element()) continue;
-    energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
-                                          store_projections ? s.projections[t].data() : nullptr);
+    energy +=
+        terms[t]->project_add_force(s.x, s.inputs, s.force, store_projections ? s.projections[t].data() : nullptr);
   }
   pt.lap(local.local);
   // Springs and loads.
   for (size_t t = 0; t < terms.size(); ++t) {
     if (terms[t]->per_element()) continue;
-    energy += terms[t]->project_add_force(s.x, s.inputs, s.force,
-                                          store_projections ? s.projections[t].data() : nullptr);
+    energy +=
+        terms[t]->project_add_force(s.x, s.inputs, s.force, store_projections ? s.projections[t].data() : nullptr);
   }
   // Inertia: 1/(2h²) ||x − y||²_M, force −M/h² (x − y).
   if (model.integrator() == Integrator::ImplicitEuler) {

@@ -381,8 +381,8 @@ struct SchurFactorization::Impl {
                       const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& u) const {
     PhaseTimer pt;
     SchurSolveTimings& last_timings = w.last_timings;
-    Eigen::MatrixXd &wb_gc = w.wb_gc, &wb_vn = w.wb_vn, &wb_b = w.wb_b, &wb_y = w.wb_y, &wb_s = w.wb_s,
-                    &wb_t = w.wb_t, &wb_h = w.wb_h;
+    Eigen::MatrixXd &wb_gc = w.wb_gc, &wb_vn = w.wb_vn, &wb_b = w.wb_b, &wb_y = w.wb_y, &wb_s = w.wb_s, &wb_t = w.wb_t,
+                    &wb_h = w.wb_h;
     std::vector<int>&wb_slot = w.wb_slot, &wb_nodes = w.wb_nodes;
     std::vector<std::array<int, 4>>& wb_local = w.wb_local;
     const int k = static_cast<int>(proxies.size());

@@ -1,18 +1,15 @@
-#include <xpd/solver/sparse_cholesky.hpp>
-
-#include <xpd/core/error.hpp>
-#include <xpd/core/timer.hpp>
+#include <cholmod.h>
+#include <fmt/format.h>
 
 #include <Eigen/SparseCholesky>
-#include <cholmod.h>
 #include <cstring>
-#include <fmt/format.h>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/sparse_cholesky.hpp>
 
 namespace xpd {
 
-std::string to_string(CholeskyBackend backend) {
-  return backend == CholeskyBackend::Cholmod ? "cholmod" : "eigen";
-}
+std::string to_string(CholeskyBackend backend) { return backend == CholeskyBackend::Cholmod ? "cholmod" : "eigen"; }
 
 struct SparseCholesky::Impl {
   virtual ~Impl() = default;
@@ -27,14 +24,14 @@ namespace {
 
 void check_square(const Eigen::SparseMatrix<double>& A) {
   if (A.rows() != A.cols() || A.rows() == 0)
-    throw SolverError(fmt::format("sparse Cholesky: matrix must be square and non-empty, got {}x{}",
-                                  A.rows(), A.cols()));
+    throw SolverError(
+        fmt::format("sparse Cholesky: matrix must be square and non-empty, got {}x{}", A.rows(), A.cols()));
 }
 
 // ---------------------------------------------------------------------------------------------
 // CHOLMOD (64-bit indices): supernodal, METIS ordering, workspaces reused across solves.
 class CholmodImpl final : public SparseCholesky::Impl {
-public:
+ public:
   CholmodImpl() {
     cholmod_l_start(&c_);
     c_.print = 0;  // errors are reported through SolverError, not printed
@@ -79,10 +76,10 @@ public:
       const long k = static_cast<long>(L_->minor);
       const auto* perm = static_cast<const SuiteSparse_long*>(L_->Perm);
       const long col = (perm && k < info.n) ? static_cast<long>(perm[k]) : k;
-      throw SolverError(fmt::format(
-          "matrix is not positive definite: CHOLMOD failed at column {} of {} (pivot {} in "
-          "elimination order; a free body, a zero or negative stiffness, or non-finite values)",
-          col, info.n, k));
+      throw SolverError(
+          fmt::format("matrix is not positive definite: CHOLMOD failed at column {} of {} (pivot {} in "
+                      "elimination order; a free body, a zero or negative stiffness, or non-finite values)",
+                      col, info.n, k));
     }
     info.nnz_L = c_.lnz;
     info.factorize_ms = t.elapsed_ms();
@@ -116,10 +113,9 @@ public:
     std::memcpy(B.data(), X_->x, sizeof(double) * b.nzmax);
   }
 
-private:
+ private:
   void check(const char* what) const {
-    if (c_.status < CHOLMOD_OK)
-      throw SolverError(fmt::format("{} failed with CHOLMOD status {}", what, c_.status));
+    if (c_.status < CHOLMOD_OK) throw SolverError(fmt::format("{} failed with CHOLMOD status {}", what, c_.status));
   }
 
   // Copies the lower triangle of A into A_ (stype = -1). The pattern is rebuilt when it changed.
@@ -131,8 +127,7 @@ private:
         if (it.row() >= j) ++nnz;
     if (pattern_changed || !A_ || static_cast<long>(A_->nzmax) != nnz) {
       if (A_) cholmod_l_free_sparse(&A_, &c_);
-      A_ = cholmod_l_allocate_sparse(n, n, nnz, /*sorted=*/1, /*packed=*/1, /*stype=*/-1,
-                                     CHOLMOD_REAL, &c_);
+      A_ = cholmod_l_allocate_sparse(n, n, nnz, /*sorted=*/1, /*packed=*/1, /*stype=*/-1, CHOLMOD_REAL, &c_);
       check("cholmod_l_allocate_sparse");
       if (!A_) throw SolverError("cholmod_l_allocate_sparse failed");
     }
@@ -163,7 +158,7 @@ private:
 // ---------------------------------------------------------------------------------------------
 // Eigen SimplicialLLT: reference backend.
 class EigenImpl final : public SparseCholesky::Impl {
-public:
+ public:
   CholeskyBackend backend() const override { return CholeskyBackend::Eigen; }
   void analyze(const Eigen::SparseMatrix<double>& A) override {
     Timer t;
@@ -179,10 +174,10 @@ public:
     llt_.factorize(A);
     if (llt_.info() != Eigen::Success) {
       factored_ = false;
-      throw SolverError(fmt::format(
-          "matrix is not positive definite: Eigen SimplicialLLT failed (order {}; the failing "
-          "column is reported by the cholmod backend)",
-          info.n));
+      throw SolverError(
+          fmt::format("matrix is not positive definite: Eigen SimplicialLLT failed (order {}; the failing "
+                      "column is reported by the cholmod backend)",
+                      info.n));
     }
     factored_ = true;
     info.nnz_L = static_cast<double>(llt_.matrixL().nestedExpression().nonZeros());
@@ -195,7 +190,7 @@ public:
     for (Eigen::Index j = 0; j < B.cols(); ++j) B.col(j) = llt_.solve(B.col(j));
   }
 
-private:
+ private:
   Eigen::SimplicialLLT<Eigen::SparseMatrix<double>, Eigen::Lower, Eigen::AMDOrdering<int>> llt_;
   bool analyzed_ = false;
   bool factored_ = false;

@@ -9,10 +9,9 @@
 // high-resolution surface embedded in a coarser lattice (mesh/embedding.hpp). An active proxy gets
 // a zero-rest-length penalty spring c/2 ||x_p − t||² to its projection t onto free space (the PD
 // projection of the non-penetration constraint), recomputed at every detection.
+#include <vector>
 #include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
-
-#include <vector>
 
 namespace xpd {
 
@@ -32,13 +31,13 @@ struct ProxyContact {
   Vec3 normal = Vec3::UnitZ();  ///< unit direction from the proxy towards free space
   double depth = 0;             ///< penetration depth |t − x_p| ≥ 0 (0 for margin-only contacts)
   Source source = Source::Obstacle;
-  int other = -1;               ///< obstacle index (Obstacle) or the penetrated tet (Self)
+  int other = -1;  ///< obstacle index (Obstacle) or the penetrated tet (Self)
 };
 
 /// Collision detection as the solver sees it. Implementations may keep scratch (acceleration
 /// structures) between calls; one detector is used by one solver at a time.
 class ContactDetector {
-public:
+ public:
   virtual ~ContactDetector() = default;
   /// Contacts of the detector's proxies at node positions x (#V × 3; only the nodes of the proxies'
   /// tets and of the tets searched for self-collision are read) at `frame` (obstacle keyframes).
@@ -50,7 +49,6 @@ public:
 void proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x, const std::vector<int>& which,
                      Points& out);
 /// Positions of proxies `which` (all when empty) at node positions x: #which × 3.
-Points proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x,
-                       const std::vector<int>& which = {});
+Points proxy_positions(const ProxySet& proxies, const Tets& tets, const Points& x, const std::vector<int>& which = {});
 
 }  // namespace xpd

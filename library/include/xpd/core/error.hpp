@@ -10,7 +10,7 @@ namespace xpd {
 
 /// Base of every xpd error.
 class Error : public std::runtime_error {
-public:
+ public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
@@ -18,13 +18,13 @@ public:
 /// `line` is 1-based, 0 when the position is not a line (binary data, whole-file checks).
 /// what() reads "FILE:LINE: MESSAGE" (or "FILE: MESSAGE" without a line).
 class IoError : public Error {
-public:
+ public:
   IoError(std::string file, std::size_t line, std::string message);
   const std::string& file() const { return file_; }
   std::size_t line() const { return line_; }
   const std::string& message() const { return message_; }
 
-private:
+ private:
   std::string file_;
   std::size_t line_;
   std::string message_;
@@ -33,23 +33,23 @@ private:
 /// A mesh is geometrically or topologically invalid (inverted or degenerate tet, NaN coordinate,
 /// index out of range, duplicate vertex). what() names the source, the element and the cause.
 class MeshError : public Error {
-public:
+ public:
   using Error::Error;
 };
 
 /// A scene file is invalid. `path` is the JSON pointer of the offending value ("/materials/0/mu").
 class SceneError : public Error {
-public:
+ public:
   SceneError(std::string file, std::string json_path, std::string message);
   const std::string& json_path() const { return json_path_; }
 
-private:
+ private:
   std::string json_path_;
 };
 
 /// A solve failed: non-SPD or singular matrix, non-finite values, unconstrained body.
 class SolverError : public Error {
-public:
+ public:
   using Error::Error;
 };
 

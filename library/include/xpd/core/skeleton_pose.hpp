@@ -4,10 +4,9 @@
 // joint r_b (rest position). Absolute transforms x ↦ Q_b x + T_b follow from the root down:
 //   Q_b = Q_p dQ_b,   T_b = T_p + Q_p r_b − Q_b r_b     (p = parent bone, identity for roots)
 // so that the start joint of b moves with its parent and b turns about it.
+#include <vector>
 #include <xpd/core/keyframes.hpp>
 #include <xpd/core/skeleton.hpp>
-
-#include <vector>
 
 namespace xpd {
 

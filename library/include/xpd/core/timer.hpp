@@ -6,15 +6,13 @@ namespace xpd {
 
 /// Monotonic stopwatch, milliseconds.
 class Timer {
-public:
+ public:
   Timer() : start_(Clock::now()) {}
   void restart() { start_ = Clock::now(); }
   /// Milliseconds since construction or the last restart().
-  double elapsed_ms() const {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
-  }
+  double elapsed_ms() const { return std::chrono::duration<double, std::milli>(Clock::now() - start_).count(); }
 
-private:
+ private:
   using Clock = std::chrono::steady_clock;
   Clock::time_point start_;
 };
@@ -22,7 +20,7 @@ private:
 /// Accumulates the time between successive lap(slot) calls into `slot`:
 /// `PhaseTimer t; ...local...; t.lap(local_ms); ...solve...; t.lap(solve_ms);`.
 class PhaseTimer {
-public:
+ public:
   /// Adds the time since the previous lap (or construction) to `slot` and restarts.
   void lap(double& slot) {
     slot += timer_.elapsed_ms();
@@ -31,7 +29,7 @@ public:
   /// Restarts without charging anything.
   void skip() { timer_.restart(); }
 
-private:
+ private:
   Timer timer_;
 };
 

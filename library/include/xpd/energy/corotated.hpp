@@ -6,14 +6,13 @@
 namespace xpd {
 
 class CorotatedTerm final : public TetTerm {
-public:
+ public:
   explicit CorotatedTerm(TetElements elements) : TetTerm(std::move(elements)) {}
   std::string_view name() const override { return "corotated"; }
   Mat3 project_element(int k, const Mat3& F, const FrameInputs& in) const override;
   Mat9 density_hessian(int k, const Mat3& F, const FrameInputs& in) const override;
   /// Hot path with the projection inlined (no virtual call per element).
-  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                           double* p_out) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
 };
 
 }  // namespace xpd

@@ -6,7 +6,7 @@
 namespace xpd {
 
 class LoadTerm final : public Term {
-public:
+ public:
   /// `masses`: lumped nodal masses (#V).
   explicit LoadTerm(Eigen::VectorXd masses) : masses_(std::move(masses)) {}
   std::string_view name() const override { return "loads"; }
@@ -15,13 +15,11 @@ public:
   void add_matrix(std::vector<Triplet>&) const override {}
   void project(const Points&, const FrameInputs&, double*) const override {}
   double energy_given(const Points& x, const FrameInputs& in, const double* p) const override;
-  void add_force_given(const Points& x, const FrameInputs& in, const double* p,
-                       Points& f) const override;
-  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                           double* p_out) const override;
+  void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>&, bool) const override {}
 
-private:
+ private:
   Eigen::VectorXd masses_;
 };
 

@@ -9,7 +9,7 @@
 namespace xpd {
 
 class ShapeTargetTerm final : public TetTerm {
-public:
+ public:
   /// Element k reads row elements.source[k] of FrameInputs::shape_targets.
   explicit ShapeTargetTerm(TetElements elements) : TetTerm(std::move(elements)) {}
   std::string_view name() const override { return "shape_target"; }

@@ -6,9 +6,8 @@
 //    Σ c_j W_jᵀ W_j does not depend on them). Projection p_j = t_j.
 //  - SpringTerm: point-to-point springs with rest length L ≥ 0, E = Σ c/2 (||d|| − L)²,
 //    d = W_a x − W_b x; PD form c/2 ||d − p||² with p = L d/||d|| (p = 0 for L = 0).
-#include <xpd/energy/term.hpp>
-
 #include <array>
+#include <xpd/energy/term.hpp>
 
 namespace xpd {
 
@@ -22,7 +21,8 @@ struct BaryPoint {
   Vec3 eval(const Points& x) const {
     Vec3 p = Vec3::Zero();
     for (int a = 0; a < 4; ++a)
-      if (nodes[static_cast<size_t>(a)] >= 0) p += weights[static_cast<size_t>(a)] * x.row(nodes[static_cast<size_t>(a)]).transpose();
+      if (nodes[static_cast<size_t>(a)] >= 0)
+        p += weights[static_cast<size_t>(a)] * x.row(nodes[static_cast<size_t>(a)]).transpose();
     return p;
   }
 };
@@ -40,7 +40,7 @@ struct PointSpring {
 
 /// Zero-rest-length springs to kinematic targets (targets in FrameInputs).
 class AttachmentTerm final : public Term {
-public:
+ public:
   /// Validates node indices (< num_nodes), stiffness > 0 and finite weights (SolverError).
   AttachmentTerm(std::vector<AttachmentSpring> springs, int num_nodes);
   std::string_view name() const override { return "attachment"; }
@@ -49,21 +49,19 @@ public:
   void add_matrix(std::vector<Triplet>& triplets) const override;
   void project(const Points& x, const FrameInputs& in, double* p) const override;
   double energy_given(const Points& x, const FrameInputs& in, const double* p) const override;
-  void add_force_given(const Points& x, const FrameInputs& in, const double* p,
-                       Points& f) const override;
-  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                           double* p_out) const override;
+  void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
   const std::vector<AttachmentSpring>& springs() const { return springs_; }
 
-private:
+ private:
   std::vector<AttachmentSpring> springs_;
 };
 
 /// Point-to-point springs (rest length ≥ 0).
 class SpringTerm final : public Term {
-public:
+ public:
   SpringTerm(std::vector<PointSpring> springs, int num_nodes);
   std::string_view name() const override { return "spring"; }
   int num_constraints() const override { return static_cast<int>(springs_.size()); }
@@ -71,15 +69,13 @@ public:
   void add_matrix(std::vector<Triplet>& triplets) const override;
   void project(const Points& x, const FrameInputs& in, double* p) const override;
   double energy_given(const Points& x, const FrameInputs& in, const double* p) const override;
-  void add_force_given(const Points& x, const FrameInputs& in, const double* p,
-                       Points& f) const override;
-  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                           double* p_out) const override;
+  void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
   const std::vector<PointSpring>& springs() const { return springs_; }
 
-private:
+ private:
   std::vector<PointSpring> springs_;
 };
 

@@ -8,7 +8,7 @@
 namespace xpd {
 
 class StrainLimitTerm final : public TetTerm {
-public:
+ public:
   /// `limits[s]` = (σmin, σmax) for the s-th tet given to make_tet_elements (source order).
   /// Requires 0 ≤ σmin < 1 < σmax (SolverError otherwise).
   StrainLimitTerm(TetElements elements, std::vector<Eigen::Vector2d> limits);
@@ -18,7 +18,7 @@ public:
   /// (σmin, σmax) of element k.
   const Eigen::Vector2d& limits(int k) const { return limits_[static_cast<size_t>(k)]; }
 
-private:
+ private:
   std::vector<Eigen::Vector2d> limits_;  // element order
 };
 

@@ -10,11 +10,10 @@
 //
 // Shapes: positions x are #V × 3 row-major (`Points`); forces and gradients likewise. Projections
 // are stored flat, `projection_size()` doubles per constraint, in the term's element order.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <Eigen/SparseCore>
 #include <string_view>
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -25,10 +24,10 @@ using ShapeTargetParams = Eigen::Matrix<double, Eigen::Dynamic, 6, Eigen::RowMaj
 
 /// Inputs that may change every frame without refactorization (they live in the State).
 struct FrameInputs {
-  Points attachment_targets;          ///< #attachments × 3 target positions t_j
-  ShapeTargetParams shape_targets;    ///< #shape-targeted tets × 6
-  Vec3 gravity = Vec3::Zero();        ///< acceleration (m/s²), applied with the lumped masses
-  Points nodal_forces;                ///< #V × 3 external forces, or empty (= zero)
+  Points attachment_targets;        ///< #attachments × 3 target positions t_j
+  ShapeTargetParams shape_targets;  ///< #shape-targeted tets × 6
+  Vec3 gravity = Vec3::Zero();      ///< acceleration (m/s²), applied with the lumped masses
+  Points nodal_forces;              ///< #V × 3 external forces, or empty (= zero)
 };
 
 /// Builds S_t from the 6 parameters b (Wang 2025, eq. 6.3).
@@ -41,7 +40,7 @@ inline Mat3 shape_target_matrix(const double* b) {
 /// A PD energy term. Implementations are immutable after construction (they belong to the Model)
 /// and thread-safe for concurrent const calls.
 class Term {
-public:
+ public:
   virtual ~Term() = default;
 
   /// Short identifier ("corotated", "strain_limit", ...).
@@ -74,14 +73,12 @@ public:
   virtual double energy_given(const Points& x, const FrameInputs& in, const double* p) const = 0;
 
   /// f ← f − ∇ₓÊ(x, p) with p frozen.
-  virtual void add_force_given(const Points& x, const FrameInputs& in, const double* p,
-                               Points& f) const = 0;
+  virtual void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const = 0;
 
   /// Fused hot path: local step at x, then f ← f − ∇ₓÊ(x, p(x)) = f − ∇E(x). Returns E(x).
   /// Writes the projections to `p_out` when it is not null. Parallel over elements and
   /// deterministic: the result does not depend on the thread schedule.
-  virtual double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                                   double* p_out) const = 0;
+  virtual double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const = 0;
 
   /// E(x) = min_p Ê(x, p).
   double energy(const Points& x, const FrameInputs& in) const;

@@ -3,10 +3,9 @@
 // limiting, shape targeting). Elements are stored grouped by colour: no two elements of one colour
 // share a node, so a colour's force scatter runs in parallel without atomics and the summation
 // order per node is fixed (deterministic results for any thread schedule).
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <array>
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

@@ -4,17 +4,16 @@
 // The force is the FEM force of the Piola stress P = w_e/Vol_e (F − p) (Wang et al. 2021, eq. 6):
 // f_{1..3} = −w (F − p) Dm⁻ᵀ, f_0 = −(f_1 + f_2 + f_3). Projections are 9 doubles per element,
 // column-major 3×3, in element (colour) order.
-#include <xpd/energy/tet_elements.hpp>
-#include <xpd/energy/term.hpp>
-
 #include <Eigen/Core>
 #include <Eigen/Geometry>
 #include <Eigen/LU>
+#include <xpd/energy/term.hpp>
+#include <xpd/energy/tet_elements.hpp>
 
 namespace xpd {
 
 class TetTerm : public Term {
-public:
+ public:
   explicit TetTerm(TetElements elements) : elements_(std::move(elements)) {}
 
   const TetElements& elements() const { return elements_; }
@@ -25,10 +24,8 @@ public:
   void add_matrix(std::vector<Triplet>& triplets) const override;
   void project(const Points& x, const FrameInputs& in, double* p) const override;
   double energy_given(const Points& x, const FrameInputs& in, const double* p) const override;
-  void add_force_given(const Points& x, const FrameInputs& in, const double* p,
-                       Points& f) const override;
-  double project_add_force(const Points& x, const FrameInputs& in, Points& f,
-                           double* p_out) const override;
+  void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const override;
+  double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
 
@@ -46,7 +43,7 @@ public:
   /// vec(F) with index 3·row + col.
   virtual Mat9 density_hessian(int k, const Mat3& F, const FrameInputs& in) const = 0;
 
-protected:
+ protected:
   TetElements elements_;
 };
 

@@ -11,8 +11,8 @@
 // volume term's rest Hessian (couples_coordinates) — and the PD driver turns the global step into a quasi-Newton step
 // on the true energy with a backtracking line search (see pd_solver.hpp). The projection stored by
 // the local step is R (9 doubles, column-major).
-#include <xpd/energy/tet_elements.hpp>
 #include <xpd/energy/term.hpp>
+#include <xpd/energy/tet_elements.hpp>
 
 namespace xpd {
 
@@ -29,7 +29,7 @@ enum class VolumeMatrix {
 };
 
 class VolumeTerm final : public Term {
-public:
+ public:
   /// `elements` built by make_tet_elements with stiffness λ/2 (so that w = λ Vol); `matrix` says
   /// which constant matrix the term contributes (see VolumeMatrix).
   VolumeTerm(TetElements elements, VolumeMatrix matrix) : elements_(std::move(elements)), matrix_(matrix) {}
@@ -55,7 +55,7 @@ public:
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
 
-private:
+ private:
   TetElements elements_;
   VolumeMatrix matrix_;
 };

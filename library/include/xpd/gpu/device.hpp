@@ -10,7 +10,7 @@ struct DeviceInfo {
   int index = 0;
   std::string name;
   int compute_major = 0, compute_minor = 0;
-  double memory_gib = 0;   ///< total global memory
+  double memory_gib = 0;  ///< total global memory
   int multiprocessors = 0;
 };
 

@@ -1,17 +1,16 @@
 #pragma once
 // Reading and writing meshes by file name. The format follows the extension (".gz" is looked
 // through: "a.mesh.gz" is Medit); gzip content is detected from its magic bytes whatever the name.
+#include <string>
 #include <xpd/io/file.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/mesh/validate.hpp>
 
-#include <string>
-
 namespace xpd::io {
 
 struct ReadOptions {
-  bool validate = true;            ///< run validate_tet_mesh / validate_surface after parsing
-  ValidationOptions validation;    ///< e.g. fix_orientation (CLI --fix-orientation)
+  bool validate = true;          ///< run validate_tet_mesh / validate_surface after parsing
+  ValidationOptions validation;  ///< e.g. fix_orientation (CLI --fix-orientation)
   std::uint64_t max_bytes = kMaxInputBytes;
 };
 

@@ -4,17 +4,16 @@
 // OUT/scene.json, the viewer's overlay (attachments, selections, obstacles; docs/output-format.md).
 // Every file is written atomically, and stats.json is rewritten after each frame, so a run that is
 // interrupted leaves only complete, parseable files behind.
-#include <xpd/io/vtu.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include <xpd/io/vtu.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::io {
 
 class RunOutput {
-public:
+ public:
   /// Creates `dir` and `dir/frames` (fails with IoError if `dir` exists and is not a directory).
   /// Frame files and the scene.json of an earlier run in the same folder are removed so the
   /// folder describes one run only.
@@ -39,7 +38,7 @@ public:
   const std::string& dir() const { return dir_; }
   std::string frame_path(int frame) const;
 
-private:
+ private:
   void flush_stats();
   std::string dir_;
   nlohmann::ordered_json stats_;

@@ -2,11 +2,10 @@
 // Readers of libigl's skeleton and matrix files, used by bone attachments: .tgf ("trivial graph
 // format": joint positions and bones) and .dmat (dense matrices: poses, skinning weights,
 // animations). Both are looked through gzip (read_file_bytes).
-#include <xpd/core/skeleton.hpp>
-
 #include <Eigen/Core>
 #include <string>
 #include <string_view>
+#include <xpd/core/skeleton.hpp>
 
 namespace xpd::io {
 

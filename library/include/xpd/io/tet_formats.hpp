@@ -3,10 +3,9 @@
 // error messages (IoError "NAME:LINE: cause"). They parse only; validation is separate
 // (validate_tet_mesh). They never crash and never allocate more than the data can justify: a
 // header count larger than the remaining bytes can hold is an error before allocation.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
 #include <string_view>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::io {
 

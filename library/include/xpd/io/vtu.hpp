@@ -1,9 +1,8 @@
 #pragma once
 // VTK XML UnstructuredGrid writer (ParaView-ready): binary appended raw data, tetra cells.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd::io {
 

@@ -1,9 +1,8 @@
 #pragma once
 // Structured box meshes: the benchmark family used throughout xpd (`xpd bench collisions` runs its
 // box:N analogue of Wang et al. 2021, Figure 4, on them).
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

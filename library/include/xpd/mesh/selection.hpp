@@ -3,13 +3,12 @@
 // give a material. A selection is a small description (a box, a sphere, a half-space, a patch of the
 // boundary surface, an explicit index list, or a set operation on other named selections); it is
 // evaluated against a mesh's rest positions into sorted, unique 0-based indices.
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 

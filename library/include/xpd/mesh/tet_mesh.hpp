@@ -1,12 +1,11 @@
 #pragma once
 // Mesh containers shared by every area. Matrices are row-major so that Python sees them as
 // C-contiguous numpy arrays without copies.
-#include <xpd/core/types.hpp>
-
 #include <Eigen/Core>
 #include <Eigen/Geometry>
 #include <string>
 #include <vector>
+#include <xpd/core/types.hpp>
 
 namespace xpd {
 

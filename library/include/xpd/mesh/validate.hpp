@@ -1,8 +1,7 @@
 #pragma once
 // Validation of tetrahedral meshes on load. Every reader runs it by default (io::ReadOptions).
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <string>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -19,8 +18,8 @@ struct ValidationOptions {
 
 /// What validation changed or noticed without failing.
 struct ValidationReport {
-  int flipped_tets = 0;          ///< tets reoriented (fix_orientation, or the global-flip rule)
-  int unreferenced_nodes = 0;    ///< nodes used by no tet (kept; harmless for the solver)
+  int flipped_tets = 0;        ///< tets reoriented (fix_orientation, or the global-flip rule)
+  int unreferenced_nodes = 0;  ///< nodes used by no tet (kept; harmless for the solver)
 };
 
 /// Checks, in order: non-empty, finite coordinates, indices in range, no repeated index within a

@@ -9,13 +9,12 @@
 //   OUT/stats.json           {"frames": [...], metadata}, rewritten after every frame;
 //   OUT/scene.json           attachments, selections and obstacles for the viewer, written once.
 // Files are written atomically (io::RunOutput): an interrupted run leaves complete files only.
-#include <xpd/io/run_output.hpp>
-#include <xpd/scene/scene_simulation.hpp>
-
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <xpd/io/run_output.hpp>
+#include <xpd/scene/scene_simulation.hpp>
 
 namespace xpd {
 
@@ -60,7 +59,7 @@ struct RunOptions {
 /// scene.json and frame 0; write_frame() writes what one frame produces; finish() the closing
 /// metadata. The simulation is borrowed and must outlive the writer.
 class RunWriter {
-public:
+ public:
   /// Throws IoError when the folder cannot be created or written.
   RunWriter(const SceneSimulation& sim, const std::string& out_dir, int frames);
   /// After sim.advance(frame): the frame's VTU/surface (by the scene's output cadence) and its
@@ -70,7 +69,7 @@ public:
   void finish(const RunSummary& summary);
   const io::RunOutput& output() const { return out_; }
 
-private:
+ private:
   void write_geometry(int frame);
   const SceneSimulation* sim_;
   io::RunOutput out_;

@@ -4,15 +4,14 @@
 // parsed form as plain structs with every default filled in. Parsing is strict: unknown keys, wrong
 // types, out-of-range values and references to undefined selections are SceneErrors that name the
 // JSON pointer of the offending value ("/materials/0/mu"). CLI, Python and tests share this loader.
-#include <xpd/core/keyframes.hpp>
-#include <xpd/mesh/selection.hpp>
-#include <xpd/mesh/tet_mesh.hpp>
-
 #include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+#include <xpd/core/keyframes.hpp>
+#include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -27,12 +26,12 @@ struct MeshSource {
   Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
   /// Kind::Box: boxes [min, max] whose tets (by centroid) are removed, unused nodes dropped.
   std::vector<std::pair<Vec3, Vec3>> carve;
-  std::string surface;                ///< Kind::Lattice: closed surface file (resolved)
-  int resolution = 32;                ///< Kind::Lattice: cells along the surface's longest side
-  double cell_size = 0;               ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
-  std::string embedded_surface;       ///< optional surface file embedded in the tets (resolved; "" = none;
-                                      ///< Kind::Lattice: the lattice's surface unless given)
-  bool fix_orientation = false;       ///< reorient inverted tets instead of rejecting the mesh
+  std::string surface;           ///< Kind::Lattice: closed surface file (resolved)
+  int resolution = 32;           ///< Kind::Lattice: cells along the surface's longest side
+  double cell_size = 0;          ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
+  std::string embedded_surface;  ///< optional surface file embedded in the tets (resolved; "" = none;
+                                 ///< Kind::Lattice: the lattice's surface unless given)
+  bool fix_orientation = false;  ///< reorient inverted tets instead of rejecting the mesh
 };
 
 /// Strain limiting term mu' ||F - Q||^2, Q = U clamp(Sigma, sigma_min, sigma_max) V^T (paper 5.3).
@@ -122,31 +121,31 @@ struct OutputSettings {
 struct ObstacleSpec {
   enum class Type { Plane, Sphere, Capsule, Box, Mesh };
   Type type = Type::Sphere;
-  Vec3 point = Vec3::Zero();         ///< Plane: a point on it
-  Vec3 normal = Vec3::UnitZ();       ///< Plane: outward normal (unit; the half-space below is solid)
-  Vec3 center = Vec3::Zero();        ///< Sphere: center; Box: center
-  double radius = 0;                 ///< Sphere, Capsule: > 0
+  Vec3 point = Vec3::Zero();                ///< Plane: a point on it
+  Vec3 normal = Vec3::UnitZ();              ///< Plane: outward normal (unit; the half-space below is solid)
+  Vec3 center = Vec3::Zero();               ///< Sphere: center; Box: center
+  double radius = 0;                        ///< Sphere, Capsule: > 0
   Vec3 a = Vec3::Zero(), b = Vec3::Zero();  ///< Capsule: segment end points
-  Vec3 half_extents = Vec3::Ones();  ///< Box: half side lengths (> 0), axis-aligned before keyframes
-  std::string file;                  ///< Mesh: closed surface file (resolved)
-  double cell_size = 0;              ///< Mesh: SDF grid cell [length]; 0 = bounding-box diagonal / 64
-  std::vector<Keyframe> keyframes;   ///< rigid motion (empty: fixed)
+  Vec3 half_extents = Vec3::Ones();         ///< Box: half side lengths (> 0), axis-aligned before keyframes
+  std::string file;                         ///< Mesh: closed surface file (resolved)
+  double cell_size = 0;                     ///< Mesh: SDF grid cell [length]; 0 = bounding-box diagonal / 64
+  std::vector<Keyframe> keyframes;          ///< rigid motion (empty: fixed)
 };
 
 /// Collision handling (Wang et al. 2021): proxies, the collision-prone region, penalty springs, detection.
 struct CollisionSettings {
   enum class Proxies { Surface, EmbeddedSurface };
-  Proxies proxies = Proxies::Surface;  ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface
-  std::string region = "all";          ///< node selection: proxies whose nearest node (largest weight) is in it
-  double stiffness = 0;                ///< penalty per proxy [N/m], > 0; 0 = 100 · max μ · mean edge length
-  int inner_iterations = 1;            ///< J ≥ 1
-  std::string method = "schur";        ///< schur | full_refactor | projective_skinning | pcg
+  Proxies proxies = Proxies::Surface;     ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface
+  std::string region = "all";             ///< node selection: proxies whose nearest node (largest weight) is in it
+  double stiffness = 0;                   ///< penalty per proxy [N/m], > 0; 0 = 100 · max μ · mean edge length
+  int inner_iterations = 1;               ///< J ≥ 1
+  std::string method = "schur";           ///< schur | full_refactor | projective_skinning | pcg
   std::string schur_solve = "automatic";  ///< automatic | dense_refactor | woodbury
-  double memory_budget_mb = 2048;      ///< dense Schur matrices budget [MiB]
-  double margin = 0;                   ///< obstacle contact margin [length], ≥ 0
-  bool self_collision = false;         ///< rest-pose level-set self-collision of the region
-  double exclusion_radius = 0;         ///< self-collision neighbourhood [length]; 0 = default of the detector
-  double sdf_cell_size = 0;            ///< rest-pose SDF cell [length]; 0 = half the mean edge length
+  double memory_budget_mb = 2048;         ///< dense Schur matrices budget [MiB]
+  double margin = 0;                      ///< obstacle contact margin [length], ≥ 0
+  bool self_collision = false;            ///< rest-pose level-set self-collision of the region
+  double exclusion_radius = 0;            ///< self-collision neighbourhood [length]; 0 = default of the detector
+  double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length
   std::vector<ObstacleSpec> obstacles;
 };
 

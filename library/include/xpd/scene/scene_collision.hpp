@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 #include <xpd/collision/detector.hpp>
-#include <xpd/scene/scene.hpp>
 #include <xpd/mesh/embedding.hpp>
+#include <xpd/scene/scene.hpp>
 #include <xpd/solver/collision_solver.hpp>
 
 namespace xpd {

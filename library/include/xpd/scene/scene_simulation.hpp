@@ -24,21 +24,20 @@
 // Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
 // anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
 // caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
-#include <xpd/scene/scene.hpp>
-#include <xpd/core/skeleton.hpp>
-#include <xpd/mesh/embedding.hpp>
-#include <xpd/solver/model.hpp>
-#include <xpd/solver/pd_solver.hpp>
-#include <xpd/scene/scene_collision.hpp>
-#include <xpd/solver/state.hpp>
-
 #include <optional>
 #include <vector>
+#include <xpd/core/skeleton.hpp>
+#include <xpd/mesh/embedding.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_collision.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/state.hpp>
 
 namespace xpd {
 
 class SceneSimulation {
-public:
+ public:
   /// Builds the mesh, materials, attachments and loads, and the model (one factorization).
   /// Throws SceneError / MeshError / SolverError / IoError with messages naming the cause.
   explicit SceneSimulation(Scene scene);
@@ -78,7 +77,7 @@ public:
   /// Collision figures of the last advance() (empty without collision handling or before frame 1).
   const std::optional<CollisionFrameStats>& collision_stats() const { return collision_stats_; }
 
-private:
+ private:
   void set_frame_inputs(int frame);
 
   Scene scene_;
@@ -86,8 +85,8 @@ private:
   std::vector<int> tet_material_;
   // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
   std::vector<int> attach_owner_, attach_node_, attach_bone_;
-  std::vector<Skeleton> skeletons_;                      // per scene attachment (bone type)
-  std::vector<std::vector<Eigen::Quaterniond>> poses_;       // per scene attachment (bone type)
+  std::vector<Skeleton> skeletons_;                     // per scene attachment (bone type)
+  std::vector<std::vector<Eigen::Quaterniond>> poses_;  // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;
   std::optional<PointEmbedding> embedding_;
   std::unique_ptr<Model> model_;

@@ -58,7 +58,7 @@ enum class CollisionMethod {
   FullRefactor,        ///< baseline (a): WᵀCW added to the sparse K, CHOLMOD numeric refactor every iteration
   ProjectiveSkinning,  ///< baseline (b), Wang et al. 2021, §5.4: K + Σ_region c w wᵀ prefactored once; inactive
                        ///< proxies target their current position (zero force, but stiffness in the matrix)
-  Pcg,                 ///< baseline (c), Wang et al. 2021, §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
+  Pcg,  ///< baseline (c), Wang et al. 2021, §5.5: (K + WᵀCW) δ = f by PCG with a Jacobi preconditioner
 };
 
 /// "schur", "full_refactor", "projective_skinning", "pcg".

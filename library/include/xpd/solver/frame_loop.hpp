@@ -36,7 +36,7 @@ namespace xpd {
 /// A global step of PD: what changes between solvers. Strategies are per-state objects (they may
 /// keep per-state scratch); the Model and any factorization they use are shared and constant.
 class GlobalStep {
-public:
+ public:
   virtual ~GlobalStep() = default;
   /// Short name for messages ("pd", "collision").
   virtual const char* name() const = 0;

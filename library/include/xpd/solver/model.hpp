@@ -3,16 +3,15 @@
 // Built once from a ModelDesc (what a scene loader fills); per-frame inputs (attachment targets,
 // shape targets, gravity, nodal forces) live in the State (see state.hpp) and never trigger a
 // refactorization.
+#include <Eigen/SparseCore>
+#include <array>
+#include <memory>
+#include <vector>
 #include <xpd/energy/springs.hpp>
 #include <xpd/energy/term.hpp>
 #include <xpd/energy/volume.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
-
-#include <Eigen/SparseCore>
-#include <array>
-#include <memory>
-#include <vector>
 
 namespace xpd {
 
@@ -45,8 +44,8 @@ struct AttachmentDesc {
 
 /// Input of build_model. Units are SI by convention (m, kg/m³, Pa, N).
 struct ModelDesc {
-  TetMesh mesh;                              ///< positively oriented tets; nodes = rest positions
-  std::vector<double> mu;                    ///< per tet (#T), or one value for all; μ > 0
+  TetMesh mesh;            ///< positively oriented tets; nodes = rest positions
+  std::vector<double> mu;  ///< per tet (#T), or one value for all; μ > 0
   /// Optional λ ≥ 0, per tet (#T) or one value for all (empty = 0). Any λ > 0 adds the corotated
   /// volume term λ/2 tr²(RᵀF − I) (energy/volume.hpp) and switches the global step to a coupled
   /// 3n × 3n matrix (see volume_matrix).
@@ -61,10 +60,10 @@ struct ModelDesc {
   std::vector<double> density{1000.0};
   std::vector<AttachmentDesc> attachments;
   std::vector<PointSpring> springs;
-  Vec3 gravity = Vec3::Zero();               ///< initial gravity (changeable per frame)
-  Points nodal_forces;                       ///< initial #V × 3 forces, or empty
+  Vec3 gravity = Vec3::Zero();  ///< initial gravity (changeable per frame)
+  Points nodal_forces;          ///< initial #V × 3 forces, or empty
   Integrator integrator = Integrator::Quasistatic;
-  double time_step = 1.0 / 30.0;             ///< h > 0 (implicit Euler only)
+  double time_step = 1.0 / 30.0;  ///< h > 0 (implicit Euler only)
   /// Quasistatic only: a connected component without attachment makes K singular (translation).
   /// false → build_model throws SolverError naming the component. true → those components get a
   /// proximal regularization ε·diag(K) on their nodes (ε = free_body_regularization), which keeps
@@ -79,7 +78,7 @@ class TetTerm;
 
 /// Constant simulation model. Movable, not copyable.
 class Model {
-public:
+ public:
   int num_nodes() const { return static_cast<int>(rest_.rows()); }
   int num_tets() const { return static_cast<int>(tets_.rows()); }
   const Points& rest_positions() const { return rest_; }
@@ -112,7 +111,7 @@ public:
   int num_components() const { return num_components_; }
   int num_free_components() const { return num_free_components_; }
 
-private:
+ private:
   friend Model build_model(const ModelDesc& desc);
   Points rest_;
   Tets tets_;

@@ -20,8 +20,7 @@ namespace xpd {
 /// Local step + forces at state.x: fills state.force = f(x) = −∇E(x) (including inertia for
 /// implicit Euler, with y = state.inertia_target) and returns the objective value E(x).
 /// Adds phase times to `timings` when given.
-double evaluate(const Model& model, State& state, PhaseTimings* timings = nullptr,
-                bool store_projections = false);
+double evaluate(const Model& model, State& state, PhaseTimings* timings = nullptr, bool store_projections = false);
 
 /// ||gravity·m + nodal forces||_F at the current inputs: the load scale of the convergence test.
 double load_norm(const Model& model, const State& state);
@@ -35,7 +34,7 @@ void solve_global(const Model& model, State& state);
 /// (solve_global); with the λ volume term the same direction, line-searched by the loop. Supports
 /// every accelerator except Chebyshev with the volume term. Holds only a reference to the model.
 class PdStep final : public GlobalStep {
-public:
+ public:
   explicit PdStep(const Model& model, bool store_projections = false)
       : model_(&model), store_projections_(store_projections) {}
   const char* name() const override { return "step"; }
@@ -47,7 +46,7 @@ public:
   void iterate(State& state, FrameStats& stats) override;
   void solve_with_matrix(Eigen::MatrixXd& b) const override;
 
-private:
+ private:
   const Model* model_;
   bool store_projections_;
 };

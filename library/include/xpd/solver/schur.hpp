@@ -44,7 +44,7 @@ struct SchurProxy {
 enum class SchurSolveMethod {
   Automatic,      ///< cheaper of the two by the cost model of choose_method()
   DenseRefactor,  ///< H = Σ + WᵀCW formed densely, LAPACK dpotrf + dpotrs (Wang et al. 2021)
-  Woodbury,       ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (Li et al. 2023, §3.2)
+  Woodbury,  ///< Σ⁻¹ − Σ⁻¹Wᵀ(C⁻¹ + WΣ⁻¹Wᵀ)⁻¹WΣ⁻¹, one k × k Cholesky (Li et al. 2023, §3.2)
 };
 
 struct SchurOptions {

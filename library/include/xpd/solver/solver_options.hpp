@@ -11,17 +11,17 @@ enum class Accelerator {
 };
 
 struct SolverOptions {
-  int max_iterations = 100;      ///< global solves per frame
+  int max_iterations = 100;  ///< global solves per frame
   /// Never stop (converged or energy test) before this many global solves; ≤ max_iterations
   /// is not required (max_iterations wins).
   int min_iterations = 0;
   /// Converged when ||f||_F ≤ rel_tolerance · scale, scale = max(||f(x_start)||, ||loads||),
   /// loads = gravity·m + nodal forces.
   double rel_tolerance = 1e-6;
-  double abs_tolerance = 0.0;    ///< or ||f||_F ≤ abs_tolerance
+  double abs_tolerance = 0.0;  ///< or ||f||_F ≤ abs_tolerance
   /// Or relative energy decrease over one iteration ≤ energy_tolerance (0 = off).
   double energy_tolerance = 0.0;
-  bool anderson = false;         ///< Anderson acceleration (same as accelerator = Anderson)
+  bool anderson = false;  ///< Anderson acceleration (same as accelerator = Anderson)
   int anderson_window = 5;
   Accelerator accelerator = Accelerator::None;  ///< `anderson = true` also selects Anderson
   /// Chebyshev: x_{k+1} = ω_{k+1} (G(x_k) − x_{k−1}) + x_{k−1} with ω = 1 for the first
@@ -35,8 +35,8 @@ struct SolverOptions {
   /// exceeds the previous one is replaced by the plain iterate G(x_k) and the warm-up restarts
   /// with a fresh estimate (monotone energy).
   double chebyshev_rho = 0.0;
-  int chebyshev_warmup = 5;      ///< plain iterations before (and after each restart of) the ω sequence
-  int chebyshev_reestimate = 50; ///< automatic ρ: accelerated iterations between re-estimates (0 = never)
+  int chebyshev_warmup = 5;        ///< plain iterations before (and after each restart of) the ω sequence
+  int chebyshev_reestimate = 50;   ///< automatic ρ: accelerated iterations between re-estimates (0 = never)
   bool store_projections = false;  ///< keep per-term projections in State::projections
 };
 
@@ -49,17 +49,17 @@ struct PhaseTimings {
 };
 
 struct FrameStats {
-  double energy = 0;           ///< objective at the end of the frame
-  double residual = 0;         ///< ||f||_F at the end
-  double initial_residual = 0; ///< ||f||_F at the start
-  double load_scale = 0;       ///< ||gravity·m + nodal forces||_F
-  int iterations = 0;          ///< global solves
-  int anderson_rejections = 0;  ///< accelerated iterates rejected by the energy check (Anderson)
-  int chebyshev_rejections = 0; ///< same for Chebyshev
-  int line_search_halvings = 0; ///< step halvings of the line search (λ volume term only)
-  double chebyshev_rho = 0;     ///< ρ used by Chebyshev in the last ω sequence (0 if none started)
+  double energy = 0;             ///< objective at the end of the frame
+  double residual = 0;           ///< ||f||_F at the end
+  double initial_residual = 0;   ///< ||f||_F at the start
+  double load_scale = 0;         ///< ||gravity·m + nodal forces||_F
+  int iterations = 0;            ///< global solves
+  int anderson_rejections = 0;   ///< accelerated iterates rejected by the energy check (Anderson)
+  int chebyshev_rejections = 0;  ///< same for Chebyshev
+  int line_search_halvings = 0;  ///< step halvings of the line search (λ volume term only)
+  double chebyshev_rho = 0;      ///< ρ used by Chebyshev in the last ω sequence (0 if none started)
   bool converged = false;
-  int threads = 0;             ///< TBB's allowed parallelism during the frame
+  int threads = 0;  ///< TBB's allowed parallelism during the frame
   double wall_ms = 0;
   PhaseTimings timings_ms;
 };

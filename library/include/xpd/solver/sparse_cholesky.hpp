@@ -20,8 +20,8 @@ std::string to_string(CholeskyBackend backend);
 
 /// Statistics of the last analyze/factorize.
 struct CholeskyInfo {
-  long n = 0;           ///< matrix order
-  double nnz_L = 0;     ///< nonzeros of the factor
+  long n = 0;        ///< matrix order
+  double nnz_L = 0;  ///< nonzeros of the factor
   double analyze_ms = 0;
   double factorize_ms = 0;
 };
@@ -29,7 +29,7 @@ struct CholeskyInfo {
 /// A = L Lᵀ for an SPD matrix A (n × n). Matrices passed in must be symmetric; only their lower
 /// triangle is read. Every failure throws SolverError (non-SPD: names the failing column).
 class SparseCholesky {
-public:
+ public:
   explicit SparseCholesky(CholeskyBackend backend = CholeskyBackend::Cholmod);
   ~SparseCholesky();
   SparseCholesky(SparseCholesky&&) noexcept;
@@ -59,7 +59,7 @@ public:
 
   struct Impl;  // backend implementation (private)
 
-private:
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,22 +1,21 @@
 #pragma once
 // State: everything that changes during a simulation (positions, velocities, per-frame inputs,
 // projections, scratch). Created once by make_state; a step never allocates.
-#include <xpd/energy/term.hpp>
-#include <xpd/solver/model.hpp>
-
 #include <Eigen/Cholesky>
 #include <vector>
+#include <xpd/energy/term.hpp>
+#include <xpd/solver/model.hpp>
 
 namespace xpd {
 
 /// Preallocated buffers of Anderson acceleration (window m, 3n-vectors).
 struct AndersonScratch {
-  Eigen::MatrixXd dF, dG;        ///< 3n × m secant differences of residuals / fixed-point images
+  Eigen::MatrixXd dF, dG;  ///< 3n × m secant differences of residuals / fixed-point images
   Eigen::VectorXd F_prev, G_prev;
-  Eigen::VectorXd x_pd;          ///< the plain PD iterate (fallback when acceleration is rejected)
-  Eigen::MatrixXd normal;        ///< m × m
-  Eigen::VectorXd gamma, dFtF;   ///< m
-  Eigen::MatrixXd normal_k;      ///< m × m: the active k × k block, identity beyond it (k = history)
+  Eigen::VectorXd x_pd;         ///< the plain PD iterate (fallback when acceleration is rejected)
+  Eigen::MatrixXd normal;       ///< m × m
+  Eigen::VectorXd gamma, dFtF;  ///< m
+  Eigen::MatrixXd normal_k;     ///< m × m: the active k × k block, identity beyond it (k = history)
   Eigen::LDLT<Eigen::MatrixXd> ldlt;
   int history = 0, head = 0;
   bool has_prev = false;
@@ -35,20 +34,20 @@ struct ChebyshevScratch {
 };
 
 struct State {
-  Points x;               ///< #V × 3 current positions
-  Points x_start;         ///< positions at the start of the current frame (x_n)
-  Points velocity;        ///< #V × 3 (implicit Euler)
-  FrameInputs inputs;     ///< per-frame inputs; edit between frames (no refactorization)
+  Points x;            ///< #V × 3 current positions
+  Points x_start;      ///< positions at the start of the current frame (x_n)
+  Points velocity;     ///< #V × 3 (implicit Euler)
+  FrameInputs inputs;  ///< per-frame inputs; edit between frames (no refactorization)
   /// Per term (Model::terms() order), its projections of the last local step
   /// (num_constraints × projection_size doubles). Filled when SolverOptions::store_projections.
   std::vector<std::vector<double>> projections;
   // Scratch (sized by make_state; the step hot path does not allocate).
-  Points force;             ///< #V × 3 f(x) = −∇E(x)
-  Points inertia_target;    ///< y = x_n + h v_n (implicit Euler)
-  Eigen::MatrixXd rhs;      ///< n × 3 column-major right-hand side / solution of the global step
-  Points step;              ///< #V × 3 δ = G(x) − x of the last global step (frame loop)
-  Points x_prev;            ///< #V × 3 iterate before the global step (line search, accelerators)
-  Eigen::VectorXd rhs3;     ///< 3n right-hand side / solution of the coupled global step (empty unless coupled)
+  Points force;           ///< #V × 3 f(x) = −∇E(x)
+  Points inertia_target;  ///< y = x_n + h v_n (implicit Euler)
+  Eigen::MatrixXd rhs;    ///< n × 3 column-major right-hand side / solution of the global step
+  Points step;            ///< #V × 3 δ = G(x) − x of the last global step (frame loop)
+  Points x_prev;          ///< #V × 3 iterate before the global step (line search, accelerators)
+  Eigen::VectorXd rhs3;   ///< 3n right-hand side / solution of the coupled global step (empty unless coupled)
   AndersonScratch anderson;
   ChebyshevScratch chebyshev;
   int frame = 0;

@@ -126,13 +126,13 @@ TEST(SceneParse, FullExampleRoundTrips) {
   EXPECT_FALSE(s.loads[3].ramp.has_value());
 
   // Solver and outputs.
-  EXPECT_EQ(s.solver.type, SolverSettings::Type::ImplicitEuler);
+  EXPECT_EQ(s.solver.type, Integrator::ImplicitEuler);
   EXPECT_DOUBLE_EQ(s.solver.time_step, 0.05);
   EXPECT_EQ(s.solver.frames, 40);
   EXPECT_EQ(s.solver.max_iterations, 30);
   EXPECT_EQ(s.solver.min_iterations, 2);
   EXPECT_DOUBLE_EQ(s.solver.tolerance, 1e-4);
-  EXPECT_EQ(s.solver.accelerator, SolverSettings::Accelerator::Anderson);
+  EXPECT_EQ(s.solver.accelerator, Accelerator::Anderson);
   EXPECT_EQ(s.solver.threads, 2);
   EXPECT_EQ(s.outputs.every, 2);
   EXPECT_FALSE(s.outputs.vtu);
@@ -144,8 +144,8 @@ TEST(SceneParse, FullExampleRoundTrips) {
   EXPECT_EQ(c.region, "top");
   EXPECT_DOUBLE_EQ(c.stiffness, 5e4);
   EXPECT_EQ(c.inner_iterations, 3);
-  EXPECT_EQ(c.method, "schur");
-  EXPECT_EQ(c.schur_solve, "woodbury");
+  EXPECT_EQ(c.method, CollisionMethod::Schur);
+  EXPECT_EQ(c.schur_solve, SchurSolveMethod::Woodbury);
   EXPECT_DOUBLE_EQ(c.memory_budget_mb, 512);
   EXPECT_DOUBLE_EQ(c.margin, 0.001);
   EXPECT_TRUE(c.self_collision);
@@ -219,13 +219,13 @@ TEST(SceneParse, MinimalSceneGetsDefaults) {
   EXPECT_TRUE(s.attachments.empty());
   EXPECT_TRUE(s.loads.empty());
   const SolverSettings d;
-  EXPECT_EQ(s.solver.type, SolverSettings::Type::Quasistatic);
+  EXPECT_EQ(s.solver.type, Integrator::Quasistatic);
   EXPECT_DOUBLE_EQ(s.solver.time_step, d.time_step);
   EXPECT_EQ(s.solver.frames, 1);
   EXPECT_EQ(s.solver.max_iterations, 100);
   EXPECT_EQ(s.solver.min_iterations, 1);
   EXPECT_DOUBLE_EQ(s.solver.tolerance, 1e-6);
-  EXPECT_EQ(s.solver.accelerator, SolverSettings::Accelerator::None);
+  EXPECT_EQ(s.solver.accelerator, Accelerator::None);
   EXPECT_EQ(s.solver.threads, 0);
   EXPECT_EQ(s.outputs.every, 1);
   EXPECT_TRUE(s.outputs.vtu);

@@ -526,8 +526,8 @@ SolverSettings parse_solver(const JsonReader& r) {
                 "threads", "volume_matrix"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
-    s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? SolverSettings::Type::Quasistatic
-                                                                           : SolverSettings::Type::ImplicitEuler;
+    s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? Integrator::Quasistatic
+                                                                           : Integrator::ImplicitEuler;
   if (const auto v = r.optional_child("time_step")) s.time_step = positive(*v);
   if (const auto v = r.optional_child("frames")) s.frames = int_at_least(*v, 1);
   if (const auto v = r.optional_child("max_iterations")) s.max_iterations = int_at_least(*v, 1);
@@ -540,14 +540,12 @@ SolverSettings parse_solver(const JsonReader& r) {
   if (const auto v = r.optional_child("tolerance")) s.tolerance = positive(*v);
   if (const auto v = r.optional_child("accelerator")) {
     const std::string a = v->one_of({"none", "anderson", "chebyshev"});
-    s.accelerator = a == "none"       ? SolverSettings::Accelerator::None
-                    : a == "anderson" ? SolverSettings::Accelerator::Anderson
-                                      : SolverSettings::Accelerator::Chebyshev;
+    s.accelerator = a == "none" ? Accelerator::None : a == "anderson" ? Accelerator::Anderson : Accelerator::Chebyshev;
   }
   if (const auto v = r.optional_child("threads")) s.threads = int_at_least(*v, 0);
   if (const auto v = r.optional_child("volume_matrix"))
-    s.volume_matrix = v->one_of({"coupled", "isotropic"}) == "coupled" ? SolverSettings::VolumeMatrix::Coupled
-                                                                       : SolverSettings::VolumeMatrix::Isotropic;
+    s.volume_matrix =
+        v->one_of({"coupled", "isotropic"}) == "coupled" ? VolumeMatrix::Coupled : VolumeMatrix::Isotropic;
   return s;
 }
 
@@ -733,9 +731,13 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   if (const auto v = r.optional_child("stiffness")) c.stiffness = positive(*v);
   if (const auto v = r.optional_child("inner_iterations")) c.inner_iterations = int_at_least(*v, 1);
   if (const auto v = r.optional_child("method"))
-    c.method = v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"});
-  if (const auto v = r.optional_child("schur_solve"))
-    c.schur_solve = v->one_of({"automatic", "dense_refactor", "woodbury"});
+    c.method = collision_method_from_string(v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"}));
+  if (const auto v = r.optional_child("schur_solve")) {
+    const std::string m = v->one_of({"automatic", "dense_refactor", "woodbury"});
+    c.schur_solve = m == "woodbury"         ? SchurSolveMethod::Woodbury
+                    : m == "dense_refactor" ? SchurSolveMethod::DenseRefactor
+                                            : SchurSolveMethod::Automatic;
+  }
   if (const auto v = r.optional_child("memory_budget_mb")) c.memory_budget_mb = positive(*v);
   if (const auto v = r.optional_child("margin")) c.margin = non_negative(*v);
   if (const auto v = r.optional_child("self_collision")) {

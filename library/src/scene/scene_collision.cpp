@@ -130,10 +130,8 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   sc->stiffness = cs.stiffness > 0 ? cs.stiffness : 100.0 * max_mu * sc->mean_edge_length;
   co.stiffness = sc->stiffness;
   co.inner_iterations = cs.inner_iterations;
-  co.method = collision_method_from_string(cs.method);
-  co.schur_solve = cs.schur_solve == "woodbury"         ? SchurSolveMethod::Woodbury
-                   : cs.schur_solve == "dense_refactor" ? SchurSolveMethod::DenseRefactor
-                                                        : SchurSolveMethod::Automatic;
+  co.method = cs.method;
+  co.schur_solve = cs.schur_solve;
   co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   try {

@@ -59,8 +59,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   }
   // Per-tet densities: the model's lumped masses carry both gravity and inertia.
   desc.density = tet_densities(scene_, tet_material_);
-  desc.volume_matrix = scene_.solver.volume_matrix == SolverSettings::VolumeMatrix::Coupled ? VolumeMatrix::Coupled
-                                                                                            : VolumeMatrix::Isotropic;
+  desc.volume_matrix = scene_.solver.volume_matrix;
 
   skeletons_.resize(scene_.attachments.size());
   poses_.resize(scene_.attachments.size());
@@ -86,8 +85,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     }
   }
   // Node forces (gravity on the model's masses) are set once the model exists.
-  desc.integrator =
-      scene_.solver.type == SolverSettings::Type::ImplicitEuler ? Integrator::ImplicitEuler : Integrator::Quasistatic;
+  desc.integrator = scene_.solver.type;
   desc.time_step = scene_.solver.time_step;
 
   if (!scene_.mesh.embedded_surface.empty()) {
@@ -105,7 +103,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   }
   state_ = make_state(*model_);
   state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), 1);
-  if (scene_.collision && scene_.solver.accelerator == SolverSettings::Accelerator::Chebyshev)
+  if (scene_.collision && scene_.solver.accelerator == Accelerator::Chebyshev)
     throw SceneError(scene_.file, "/solver/accelerator",
                      "chebyshev cannot be combined with collision handling (the contact set changes the matrix "
                      "between iterations); use anderson or none");
@@ -117,17 +115,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
   options_.min_iterations = scene_.solver.min_iterations;
-  switch (scene_.solver.accelerator) {
-    case SolverSettings::Accelerator::None:
-      options_.accelerator = Accelerator::None;
-      break;
-    case SolverSettings::Accelerator::Anderson:
-      options_.accelerator = Accelerator::Anderson;
-      break;
-    case SolverSettings::Accelerator::Chebyshev:
-      options_.accelerator = Accelerator::Chebyshev;
-      break;
-  }
+  options_.accelerator = scene_.solver.accelerator;
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 

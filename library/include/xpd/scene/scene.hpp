@@ -12,6 +12,10 @@
 #include <xpd/core/keyframes.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
+#include <xpd/solver/collision_solver.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/schur.hpp>
+#include <xpd/solver/solver_options.hpp>
 
 namespace xpd {
 
@@ -91,20 +95,18 @@ struct Load {
   double scale_at(int frame) const;
 };
 
+/// The "solver" key. Its enumerations are the solver's own (Integrator, Accelerator, VolumeMatrix).
 struct SolverSettings {
-  enum class Type { Quasistatic, ImplicitEuler };
-  enum class Accelerator { None, Anderson, Chebyshev };
-  Type type = Type::Quasistatic;
+  Integrator type = Integrator::Quasistatic;  ///< "quasistatic" | "implicit_euler"
   double time_step = 1.0 / 30.0;  ///< [s], > 0; the implicit Euler step, and the frame length for "time" keys
   int frames = 1;                 ///< frames to compute, >= 1
   int max_iterations = 100;       ///< PD iterations per frame, >= 1
   int min_iterations = 1;         ///< in [0, max_iterations]
   double tolerance = 1e-6;        ///< stop when ||residual|| <= tolerance * ||residual at iteration 0||; > 0
-  Accelerator accelerator = Accelerator::None;
-  int threads = 0;  ///< 0 = all hardware threads
+  Accelerator accelerator = Accelerator::None;  ///< "none" | "anderson" | "chebyshev"
+  int threads = 0;                              ///< 0 = all hardware threads
   /// Constant matrix when a material has λ > 0: the coupled 3n × 3n rest Hessian, or the isotropic
-  /// n × n approximation (VolumeMatrix in energy/volume.hpp).
-  enum class VolumeMatrix { Coupled, Isotropic };
+  /// n × n approximation (VolumeMatrix in energy/volume.hpp): "coupled" | "isotropic".
   VolumeMatrix volume_matrix = VolumeMatrix::Coupled;
 };
 
@@ -135,17 +137,19 @@ struct ObstacleSpec {
 /// Collision handling (Wang et al. 2021): proxies, the collision-prone region, penalty springs, detection.
 struct CollisionSettings {
   enum class Proxies { Surface, EmbeddedSurface };
-  Proxies proxies = Proxies::Surface;     ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface
-  std::string region = "all";             ///< node selection: proxies whose nearest node (largest weight) is in it
-  double stiffness = 0;                   ///< penalty per proxy [N/m], > 0; 0 = 100 · max μ · mean edge length
-  int inner_iterations = 1;               ///< J ≥ 1
-  std::string method = "schur";           ///< schur | full_refactor | projective_skinning | pcg
-  std::string schur_solve = "automatic";  ///< automatic | dense_refactor | woodbury
-  double memory_budget_mb = 2048;         ///< dense Schur matrices budget [MiB]
-  double margin = 0;                      ///< obstacle contact margin [length], ≥ 0
-  bool self_collision = false;            ///< rest-pose level-set self-collision of the region
-  double exclusion_radius = 0;            ///< self-collision neighbourhood [length]; 0 = default of the detector
-  double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length
+  Proxies proxies = Proxies::Surface;  ///< boundary nodes of the mesh, or vertices of mesh.embedded_surface
+  std::string region = "all";          ///< node selection: proxies whose nearest node (largest weight) is in it
+  double stiffness = 0;                ///< penalty per proxy [N/m], > 0; 0 = 100 · max μ · mean edge length
+  int inner_iterations = 1;            ///< J ≥ 1
+  /// "schur" | "full_refactor" | "projective_skinning" | "pcg"
+  CollisionMethod method = CollisionMethod::Schur;
+  /// "automatic" | "dense_refactor" | "woodbury"
+  SchurSolveMethod schur_solve = SchurSolveMethod::Automatic;
+  double memory_budget_mb = 2048;  ///< dense Schur matrices budget [MiB]
+  double margin = 0;               ///< obstacle contact margin [length], ≥ 0
+  bool self_collision = false;     ///< rest-pose level-set self-collision of the region
+  double exclusion_radius = 0;     ///< self-collision neighbourhood [length]; 0 = default of the detector
+  double sdf_cell_size = 0;        ///< rest-pose SDF cell [length]; 0 = half the mean edge length
   std::vector<ObstacleSpec> obstacles;
 };
 

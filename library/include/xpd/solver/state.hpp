@@ -16,7 +16,9 @@ struct AndersonScratch {
   Eigen::MatrixXd normal;       ///< m × m
   Eigen::VectorXd gamma, dFtF;  ///< m
   Eigen::MatrixXd normal_k;     ///< m × m: the active k × k block, identity beyond it (k = history)
-  Eigen::LDLT<Eigen::MatrixXd> ldlt;
+  /// Constructed from a 1 × 1 identity so that its status is defined from the start: Eigen's
+  /// default constructor leaves it uninitialized, and moving a State would read it (UBSan).
+  Eigen::LDLT<Eigen::MatrixXd> ldlt{Eigen::MatrixXd::Identity(1, 1)};
   int history = 0, head = 0;
   bool has_prev = false;
 };

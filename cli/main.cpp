@@ -9,7 +9,10 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"xpd: Projective Dynamics soft-body simulator", "xpd"};
-  app.set_version_flag("--version", XPD_VERSION_STRING);
+  // The version names the factorization a binary uses, which decides its licence (README, "Licence").
+  app.set_version_flag("--version", XPD_CHOLMOD_LGPL_ONLY
+                                        ? "xpd " XPD_VERSION_STRING " (CHOLMOD simplicial: LGPL modules only)"
+                                        : "xpd " XPD_VERSION_STRING " (CHOLMOD supernodal: GPL-2.0+)");
   app.require_subcommand(1);
   xpd::cli::add_info_command(app);
   xpd::cli::add_convert_command(app);

@@ -12,7 +12,9 @@
 // / 4, which rounds differently in the last bit). demo.json, the only implicit-Euler scene, was
 // therefore written by 0267ac1 with its build_model() summing masses that way; with that one
 // change its 60 frames agree bit for bit with the refactored code. Unpatched, they differ by one
-// ulp at frame 1, which the swinging armadillo grows to 1.3e-12 of the scene size by frame 49. By default the test runs the first frames of each scene (the suite stays short);
+// ulp at frame 1, which the swinging armadillo grows to 1.3e-12 of the scene size by frame 49.
+//
+// By default the test runs the first frames of each scene (the suite stays short);
 // XPD_REGRESSION_FULL=1 runs every frame that has stored figures.
 //
 // The figures depend on how the BLAS that CHOLMOD's supernodal factor calls rounds: OpenBLAS picks

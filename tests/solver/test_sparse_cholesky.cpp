@@ -1,6 +1,7 @@
 // Conformance of the sparse Cholesky backends (CHOLMOD supernodal vs Eigen SimplicialLLT).
 #include <gtest/gtest.h>
 
+#include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
@@ -41,6 +42,18 @@ TEST(SolverCholesky, BackendsAgreeOnThreeRightHandSides) {
   Eigen::MatrixXd D = B;
   a.solve_in_place(D);
   EXPECT_EQ(0, std::memcmp(C.data(), D.data(), sizeof(double) * static_cast<size_t>(C.size())));
+}
+
+// The licence option decides the factor kind: supernodal by default (CHOLMOD's GPL Supernodal
+// module), simplicial with XPD_CHOLMOD_LGPL_ONLY. Both solve to the same accuracy (test above).
+TEST(SolverCholesky, FactorKindFollowsTheLicenceOption) {
+  const Eigen::SparseMatrix<double> K = pd_matrix(8);
+  SparseCholesky a(CholeskyBackend::Cholmod);
+  a.compute(K);
+  EXPECT_EQ(a.info().supernodal, !XPD_CHOLMOD_LGPL_ONLY) << "XPD_CHOLMOD_LGPL_ONLY = " << XPD_CHOLMOD_LGPL_ONLY;
+  SparseCholesky e(CholeskyBackend::Eigen);
+  e.compute(K);
+  EXPECT_FALSE(e.info().supernodal);
 }
 
 TEST(SolverCholesky, NotPositiveDefiniteNamesTheColumn) {

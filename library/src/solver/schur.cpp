@@ -1,4 +1,6 @@
 // Schur-complement localisation on one CHOLMOD supernodal factor; dense kernels via BLAS/LAPACK.
+// With XPD_CHOLMOD_LGPL_ONLY the factor is a simplicial LLᵀ (no GPL Supernodal module): the same
+// blocks, read from compressed columns instead of supernodes.
 #include <cholmod.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/solver/schur.hpp>
@@ -26,6 +29,9 @@ void dsymm_(const char* side, const char* uplo, const int* m, const int* n, cons
 
 namespace xpd {
 namespace {
+
+// Supernodal (GPL module, the default) or simplicial (XPD_CHOLMOD_LGPL_ONLY) factor.
+constexpr int kFactorKind = XPD_CHOLMOD_LGPL_ONLY ? CHOLMOD_SIMPLICIAL : CHOLMOD_SUPERNODAL;
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
@@ -251,6 +257,10 @@ struct SchurFactorization::Impl {
   // nnz of the L21 and L22 blocks from the supernodal pattern (row r of a supernode's list is
   // nonzero in every column c ≤ r of that supernode).
   void count_blocks() {
+    if (!L->is_super) {
+      count_blocks_simplicial();
+      return;
+    }
     const auto* super = static_cast<const int*>(L->super);
     const auto* pi = static_cast<const int*>(L->pi);
     const auto* ls = static_cast<const int*>(L->s);
@@ -276,6 +286,10 @@ struct SchurFactorization::Impl {
     l22.setZero(m, m);
     count_blocks();
     if (m == 0) return;
+    if (!L->is_super) {
+      extract_l22_simplicial();
+      return;
+    }
     const auto* super = static_cast<const int*>(L->super);
     const auto* pi = static_cast<const int*>(L->pi);
     const auto* px = static_cast<const int*>(L->px);
@@ -293,6 +307,29 @@ struct SchurFactorization::Impl {
         }
       }
     }
+  }
+
+  // Simplicial LLᵀ (XPD_CHOLMOD_LGPL_ONLY): column j holds rows Li[Lp[j] .. Lp[j]+Lnz[j]−1]
+  // (diagonal first) with values Lx at the same positions.
+  void count_blocks_simplicial() {
+    const auto* lp = static_cast<const int*>(L->p);
+    const auto* li = static_cast<const int*>(L->i);
+    const auto* lnz = static_cast<const int*>(L->nz);
+    double l21 = 0, l22n = 0;
+    for (int j = 0; j < n; ++j)
+      for (int k = lp[j]; k < lp[j] + lnz[j]; ++k)
+        if (li[k] >= n1) (j < n1 ? l21 : l22n) += 1;
+    stats.nnz_L21 = l21;
+    stats.nnz_L22 = l22n;
+  }
+  void extract_l22_simplicial() {
+    const auto* lp = static_cast<const int*>(L->p);
+    const auto* li = static_cast<const int*>(L->i);
+    const auto* lnz = static_cast<const int*>(L->nz);
+    const auto* lx = static_cast<const double*>(L->x);
+    for (int j = n1; j < n; ++j)
+      for (int k = lp[j]; k < lp[j] + lnz[j]; ++k)
+        if (li[k] >= j) l22(li[k] - n1, j - n1) = lx[k];
   }
 
   // Σ = L22 L22ᵀ (dsyrk, lower, factor order; the H workspace serves as scratch), mirrored, then
@@ -512,7 +549,7 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
     d.c.nmethods = 1;
     d.c.method[0].ordering = CHOLMOD_METIS;
     d.c.postorder = 1;
-    d.c.supernodal = CHOLMOD_SUPERNODAL;
+    d.c.supernodal = kFactorKind;
     cholmod_factor* ref = cholmod_analyze(d.A, &d.c);
     d.check_cholmod("analyze (unconstrained METIS)");
     d.stats.nnz_L_unconstrained = d.c.lnz;
@@ -525,7 +562,8 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
   d.c.nmethods = 1;
   d.c.method[0].ordering = CHOLMOD_GIVEN;
   d.c.postorder = 0;
-  d.c.supernodal = CHOLMOD_SUPERNODAL;
+  d.c.supernodal = kFactorKind;
+  if (kFactorKind == CHOLMOD_SIMPLICIAL) d.c.final_ll = 1;  // simplicial factors are LDLᵀ unless asked for LLᵀ
   d.L = cholmod_analyze_p(d.A, d.perm.data(), nullptr, 0, &d.c);
   d.check_cholmod("analyze");
   const auto* lperm = static_cast<const int*>(d.L->Perm);
@@ -537,7 +575,8 @@ SchurFactorization::SchurFactorization(const Eigen::SparseMatrix<double>& K, con
   d.stats.analyze_ms = ms_since(t0);
 
   d.numeric_factor();
-  if (!d.L->is_super || !d.L->is_ll) throw SolverError("Schur factorization: expected a supernodal LLᵀ factor");
+  if (bool(d.L->is_super) != (kFactorKind == CHOLMOD_SUPERNODAL) || !d.L->is_ll)
+    throw SolverError("Schur factorization: CHOLMOD returned an unexpected factor type (wanted LLᵀ)");
 }
 
 SchurFactorization::~SchurFactorization() = default;

@@ -3,6 +3,7 @@
 
 #include <Eigen/SparseCholesky>
 #include <cstring>
+#include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
@@ -29,13 +30,18 @@ void check_square(const Eigen::SparseMatrix<double>& A) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CHOLMOD (64-bit indices): supernodal, METIS ordering, workspaces reused across solves.
+// CHOLMOD (64-bit indices): supernodal, METIS ordering, workspaces reused across solves. With
+// XPD_CHOLMOD_LGPL_ONLY the factorization is simplicial (CHOLMOD's Cholesky module, LGPL) and never
+// enters the Supernodal module (GPL).
 class CholmodImpl final : public SparseCholesky::Impl {
  public:
   CholmodImpl() {
     cholmod_l_start(&c_);
     c_.print = 0;  // errors are reported through SolverError, not printed
-    c_.supernodal = CHOLMOD_SUPERNODAL;
+    c_.supernodal = XPD_CHOLMOD_LGPL_ONLY ? CHOLMOD_SIMPLICIAL : CHOLMOD_SUPERNODAL;
+    // A simplicial factor is LDLᵀ unless asked for LLᵀ, and LDLᵀ accepts negative pivots: ask for
+    // LLᵀ so that an indefinite matrix is reported as such, as it is with the supernodal factor.
+    c_.final_ll = 1;
     c_.nmethods = 1;
     c_.method[0].ordering = CHOLMOD_METIS;
     c_.postorder = 1;
@@ -61,6 +67,7 @@ class CholmodImpl final : public SparseCholesky::Impl {
     check("cholmod_l_analyze");
     if (!L_) throw SolverError("cholmod_l_analyze returned no factor (out of memory?)");
     info.n = static_cast<long>(A.rows());
+    info.supernodal = L_->is_super != 0;
     info.analyze_ms = t.elapsed_ms();
   }
 

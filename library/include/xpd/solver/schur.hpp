@@ -9,7 +9,8 @@
 // x1 first (METIS order of K11) and x2 last (CAMD order of K22 with the nodes coupled to x1 last;
 // every m-sized input and output below is nevertheless in the caller's region order), and
 //
-//     P K Pᵀ = [K11 K12; K21 K22] = L Lᵀ,   L = [L11 0; L21 L22]   (one CHOLMOD supernodal factor)
+//     P K Pᵀ = [K11 K12; K21 K22] = L Lᵀ,   L = [L11 0; L21 L22]   (one CHOLMOD supernodal factor;
+//                                                                  simplicial with XPD_CHOLMOD_LGPL_ONLY)
 //
 // so L11 L11ᵀ = K11, L21 = K21 L11⁻ᵀ and
 //

@@ -2,7 +2,8 @@
 // Sparse Cholesky factorization of a symmetric positive definite matrix behind a small phased
 // interface: analyze (once per sparsity pattern) / factorize (values change) / solve (many columns).
 // Backends: CHOLMOD supernodal with METIS ordering (default) and Eigen's SimplicialLLT (fallback,
-// always available). No backend header appears here.
+// always available). No backend header appears here. A build with XPD_CHOLMOD_LGPL_ONLY=ON
+// (xpd/config.hpp) uses CHOLMOD's simplicial factorization instead of its GPL Supernodal module.
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
 #include <memory>
@@ -11,7 +12,7 @@
 namespace xpd {
 
 enum class CholeskyBackend {
-  Cholmod,  ///< SuiteSparse CHOLMOD, supernodal, METIS ordering
+  Cholmod,  ///< SuiteSparse CHOLMOD, METIS ordering; supernodal (simplicial with XPD_CHOLMOD_LGPL_ONLY)
   Eigen     ///< Eigen::SimplicialLLT with AMD ordering (slower; reference/fallback)
 };
 
@@ -24,6 +25,7 @@ struct CholeskyInfo {
   double nnz_L = 0;  ///< nonzeros of the factor
   double analyze_ms = 0;
   double factorize_ms = 0;
+  bool supernodal = false;  ///< CHOLMOD built a supernodal factor (false: simplicial, or Eigen)
 };
 
 /// A = L Lᵀ for an SPD matrix A (n × n). Matrices passed in must be symmetric; only their lower

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <xpd/core/error.hpp>
+#include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/tet_locator.hpp>
 
 namespace xpd {
-namespace {
 
-// Closest point to p on triangle (a,b,c) (Ericson 2005, §5.1.5).
 Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
   const Vec3 ab = b - a, ac = c - a, ap = p - a;
   const double d1 = ab.dot(ap), d2 = ac.dot(ap);
@@ -28,6 +27,8 @@ Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, cons
   const double denom = 1.0 / (va + vb + vc);
   return a + ab * (vb * denom) + ac * (vc * denom);
 }
+
+namespace {
 
 // The selection rules shared by the grid and the brute-force oracle.
 struct InsideBest {

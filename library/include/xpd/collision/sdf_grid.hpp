@@ -28,6 +28,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <vector>
+#include <xpd/mesh/barycentric.hpp>  // closest_point_on_triangle
 #include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
@@ -86,8 +87,5 @@ class SdfGrid {
   Eigen::Vector3i dims_ = Eigen::Vector3i::Zero();
   std::vector<double> phi_;
 };
-
-/// Closest point to p on triangle (a, b, c) (Ericson 2005, §5.1.5).
-Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c);
 
 }  // namespace xpd

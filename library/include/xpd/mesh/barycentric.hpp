@@ -1,5 +1,6 @@
 #pragma once
-// Barycentric coordinates in a tetrahedron, the weights of every embedding in xpd.
+// Barycentric coordinates in a tetrahedron, the weights of every embedding in xpd, and the closest
+// point on a triangle (the distance queries of mesh/ and collision/).
 #include <algorithm>
 #include <xpd/mesh/tet_mesh.hpp>
 
@@ -28,5 +29,9 @@ inline Vec4 barycentric(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3&
 inline Vec4 barycentric(const Vec3& p, const Points& nodes, const Tets& tets, Eigen::Index t) {
   return barycentric(p, nodes.row(tets(t, 0)), nodes.row(tets(t, 1)), nodes.row(tets(t, 2)), nodes.row(tets(t, 3)));
 }
+
+/// Closest point to p on triangle (a, b, c): the Voronoi-region walk of Ericson 2005, §5.1.5
+/// (vertex regions, then edge regions, then the face). Defined in mesh/tet_locator.cpp.
+Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c);
 
 }  // namespace xpd

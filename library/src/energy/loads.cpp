@@ -18,4 +18,9 @@ double LoadTerm::project_add_force(const Points& x, const FrameInputs& in, Point
   return energy_given(x, in, nullptr);
 }
 
+void LoadTerm::add_input_gradient(const Points&, const FrameInputs&, const Points& h, FrameInputs& grad) const {
+  grad.gravity += (h.transpose() * masses_);
+  if (grad.nodal_forces.rows() == h.rows()) grad.nodal_forces += h;
+}
+
 }  // namespace xpd

@@ -114,6 +114,21 @@ void AttachmentTerm::add_hessian(const Points&, const FrameInputs&, std::vector<
                       s.stiffness * Mat3::Identity());
 }
 
+void AttachmentTerm::add_hessian_product(const Points&, const FrameInputs&, const Points& h, Points& out) const {
+  for (const auto& s : springs_) {
+    const Vec3 Wh = s.stiffness * s.point.eval(h);
+    for (int a = 0; a < 4; ++a)
+      if (s.point.nodes[static_cast<size_t>(a)] >= 0)
+        out.row(s.point.nodes[static_cast<size_t>(a)]) += s.point.weights[static_cast<size_t>(a)] * Wh.transpose();
+  }
+}
+
+void AttachmentTerm::add_input_gradient(const Points&, const FrameInputs&, const Points& h, FrameInputs& grad) const {
+  for (size_t j = 0; j < springs_.size(); ++j)
+    grad.attachment_targets.row(static_cast<Eigen::Index>(j)) +=
+        springs_[j].stiffness * springs_[j].point.eval(h).transpose();
+}
+
 // ---------------------------------------------------------------------------------------------
 SpringTerm::SpringTerm(std::vector<PointSpring> springs, int num_nodes) : springs_(std::move(springs)) {
   for (size_t j = 0; j < springs_.size(); ++j) {

@@ -22,4 +22,15 @@ void Term::add_gradient(const Points& x, const FrameInputs& in, Points& g) const
   g -= f;
 }
 
+void Term::add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const {
+  std::vector<Triplet> trip;
+  add_hessian(x, in, trip, /*psd_project=*/false);
+  // Triplets hold DOF indices 3·node + coordinate, i.e. offsets into the row-major #V × 3 arrays.
+  const double* hv = h.data();
+  double* ov = out.data();
+  for (const Triplet& t : trip) ov[t.row()] += t.value() * hv[t.col()];
+}
+
+void Term::add_input_gradient(const Points&, const FrameInputs&, const Points&, FrameInputs&) const {}
+
 }  // namespace xpd

@@ -59,4 +59,21 @@ void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Tr
       elements_, x, [&](int k, const Mat3& F) { return density_hessian(k, F, in); }, psd_project, triplets);
 }
 
+void TetTerm::add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const {
+  // The loop adds −s Jᵀ vec(D) per element; with s = −1 and D = w/2 ∂²ψ/∂F² : dF, dF = J h (the
+  // deformation gradient of h, linear in h), that is the element's Hessian block times h.
+  detail::tet_element_loop(elements_, x, out, nullptr, [&](int k, const Mat3& F, Mat3&, Mat3& D, double& s) {
+    const Mat3 dF = deformation_gradient(elements_, k, h);
+    Eigen::Matrix<double, 9, 1> v;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) v(3 * r + c) = dF(r, c);
+    const Eigen::Matrix<double, 9, 1> Hv =
+        (0.5 * elements_.weight[static_cast<size_t>(k)]) * (density_hessian(k, F, in) * v);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) D(r, c) = Hv(3 * r + c);
+    s = -1.0;
+    return 0.0;
+  });
+}
+
 }  // namespace xpd

@@ -18,6 +18,9 @@ class LoadTerm final : public Term {
   void add_force_given(const Points& x, const FrameInputs& in, const double* p, Points& f) const override;
   double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points&, const FrameInputs&, std::vector<Triplet>&, bool) const override {}
+  void add_hessian_product(const Points&, const FrameInputs&, const Points&, Points&) const override {}
+  /// grad.gravity += Σ m_i h_i; grad.nodal_forces += h (when sized #V × 3).
+  void add_input_gradient(const Points& x, const FrameInputs& in, const Points& h, FrameInputs& grad) const override;
 
  private:
   Eigen::VectorXd masses_;

@@ -15,6 +15,10 @@ class ShapeTargetTerm final : public TetTerm {
   std::string_view name() const override { return "shape_target"; }
   Mat3 project_element(int k, const Mat3& F, const FrameInputs& in) const override;
   Mat9 density_hessian(int k, const Mat3& F, const FrameInputs& in) const override;
+  /// grad.shape_targets(row, i) += hᵀ ∂f/∂b_i = w ⟨J h, δR S + R E_i⟩ per element (Wang 2025,
+  /// §6.4): f = −w Jᵀ(F − R S), R = polar(F S), E_i = ∂S/∂b_i, δR = ∂²φ/∂G² : (F E_i) the polar
+  /// rotation's derivative (twist modes 2/(σ_j + σ_k) of G = F S, as in density_hessian).
+  void add_input_gradient(const Points& x, const FrameInputs& in, const Points& h, FrameInputs& grad) const override;
 };
 
 }  // namespace xpd

@@ -53,6 +53,10 @@ class AttachmentTerm final : public Term {
   double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
+  /// out += Σ c_j W_jᵀ W_j h (the term is quadratic: its Hessian is its PD matrix).
+  void add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const override;
+  /// grad.attachment_targets.row(j) += c_j (W_j h)ᵀ  (f = −c Wᵀ(W x − t), so ∂f/∂t_j = c_j W_jᵀ).
+  void add_input_gradient(const Points& x, const FrameInputs& in, const Points& h, FrameInputs& grad) const override;
   const std::vector<AttachmentSpring>& springs() const { return springs_; }
 
  private:

@@ -90,6 +90,18 @@ class Term {
   /// semidefinite (negative eigenvalues clamped to 0).
   virtual void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                            bool psd_project = true) const = 0;
+
+  /// Adjoint operator: out ← out + ∇²E(x) h (the exact Hessian, not PSD-projected), h and out
+  /// #V × 3. Default: the term's add_hessian(x, in, ·, false) entries applied to h without
+  /// assembling a matrix; the tet terms override it with a per-element product.
+  virtual void add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const;
+
+  /// Parameter gradients of the adjoint method (Wang 2025, §6.4, eq. 6.12): adds hᵀ ∂f/∂q for every
+  /// frame input q the term reads, f = −∇E(x), into the input-shaped `grad` (rows sized like
+  /// `in`'s): shape targets (∂/∂b, 6 per shape-targeted tet), attachment targets (c_j W_j h),
+  /// gravity (Σ m_i h_i) and nodal forces (h). With H h = ∂L/∂x at an equilibrium x*(q) these are
+  /// dL/dq. Default: the term reads no input (nothing added).
+  virtual void add_input_gradient(const Points& x, const FrameInputs& in, const Points& h, FrameInputs& grad) const;
 };
 
 }  // namespace xpd

@@ -28,6 +28,9 @@ class TetTerm : public Term {
   double project_add_force(const Points& x, const FrameInputs& in, Points& f, double* p_out) const override;
   void add_hessian(const Points& x, const FrameInputs& in, std::vector<Triplet>& triplets,
                    bool psd_project = true) const override;
+  /// Per element w/2 Jᵀ ∂²ψ/∂F² : (J h), J = ∂F/∂x (no global matrix; parallel over each colour,
+  /// deterministic like project_add_force).
+  void add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const override;
 
   /// Local step and force over an explicit element list (element-order indices, see elements()),
   /// serial, in list order: p_k = project_element(k, F_k), f ← f − w_k (F_k − p_k) ∂F_k/∂x.

@@ -389,6 +389,25 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
   return m;
 }
 
+// ---- actuation ----------------------------------------------------------------------------------
+
+Actuation parse_actuation(const JsonReader& r, const Context& ctx) {
+  r.allow_keys({"region", "stiffness", "target"});
+  Actuation a;
+  if (const auto region = r.optional_child("region")) a.region = ctx.selection_ref(*region);
+  if (const auto k = r.optional_child("stiffness")) a.stiffness = positive(*k);
+  if (const auto t = r.optional_child("target")) {
+    const std::vector<double> b = t->as<std::vector<double>>();
+    if (b.size() != 6)
+      t->fail("must hold the 6 entries b of the symmetric target S(b), got " + std::to_string(b.size()));
+    for (std::size_t i = 0; i < 6; ++i) {
+      if (!std::isfinite(b[i])) t->fail("entries must be finite numbers");
+      a.target[i] = b[i];
+    }
+  }
+  return a;
+}
+
 // ---- attachments --------------------------------------------------------------------------------
 
 Eigen::Quaterniond parse_rotation(const JsonReader& r) {
@@ -760,8 +779,8 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
   ctx.file = name;
   ctx.base_dir = base_dir;
   const JsonReader root(document, "", ctx.file);
-  root.allow_keys({"version", "description", "mesh", "materials", "selections", "attachments", "loads", "solver",
-                   "outputs", "collision"});
+  root.allow_keys({"version", "description", "mesh", "materials", "actuation", "selections", "attachments", "loads",
+                   "solver", "outputs", "collision"});
   if (const auto v = root.optional_child("version"); v && v->as<int>() != 1)
     v->fail("unsupported scene version " + v->value().dump() + " (this xpd reads version 1)");
   Scene scene;
@@ -777,6 +796,8 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
   const JsonReader materials = root.child("materials");
   scene.materials = parse_list<Material>(materials, [&](const JsonReader& r) { return parse_material(r, ctx); });
   if (scene.materials.empty()) materials.fail("at least one material is required");
+  if (const auto a = root.optional_child("actuation"))
+    scene.actuation = parse_list<Actuation>(*a, [&](const JsonReader& r) { return parse_actuation(r, ctx); });
   if (const auto a = root.optional_child("attachments"))
     scene.attachments = parse_list<Attachment>(*a, [&](const JsonReader& r) { return parse_attachment(r, ctx); });
   if (const auto l = root.optional_child("loads"))
@@ -808,6 +829,25 @@ Scene load_scene(const std::string& path) {
     throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
   }
   return parse_scene(document, path, fs::path(path).parent_path().string());
+}
+
+std::vector<int> assign_actuation(const Scene& scene, const TetMesh& mesh) {
+  std::vector<int> entry(static_cast<std::size_t>(mesh.tets.rows()), -1);
+  for (std::size_t i = 0; i < scene.actuation.size(); ++i) {
+    const std::string pointer = "/actuation/" + std::to_string(i) + "/region";
+    std::vector<int> tets;
+    try {
+      tets = select_tets(scene.actuation[i].region, scene.selections, mesh);
+    } catch (const SceneError&) {
+      throw;
+    } catch (const Error& e) {
+      throw SceneError(scene.file, pointer, e.what());
+    }
+    if (tets.empty())
+      throw SceneError(scene.file, pointer, "region '" + scene.actuation[i].region + "' contains no tets");
+    for (int e : tets) entry[static_cast<std::size_t>(e)] = static_cast<int>(i);
+  }
+  return entry;
 }
 
 std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh) {

@@ -57,6 +57,15 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       desc.strain_limits.push_back(
           {t, m.strain_limit->stiffness, m.strain_limit->sigma_min, m.strain_limit->sigma_max});
   }
+  // Shape-targeted tets (their stiffness replaces μ when given); rows in increasing tet order.
+  const std::vector<int> actuation = assign_actuation(scene_, mesh_);
+  for (int t = 0; t < nt; ++t) {
+    const int a = actuation[static_cast<std::size_t>(t)];
+    if (a < 0) continue;
+    const Actuation& act = scene_.actuation[static_cast<std::size_t>(a)];
+    if (act.stiffness) desc.mu[static_cast<std::size_t>(t)] = *act.stiffness;
+    desc.shape_targets.push_back({t, act.target});
+  }
   // Per-tet densities: the model's lumped masses carry both gravity and inertia.
   desc.density = tet_densities(scene_, tet_material_);
   desc.volume_matrix = scene_.solver.volume_matrix;

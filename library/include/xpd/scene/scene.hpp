@@ -56,6 +56,17 @@ struct Material {
   std::optional<StrainLimit> strain_limit;
 };
 
+/// Shape-targeted tets (Wang 2025, §6.3: the "muscles" of the learning chapter): each tet of the
+/// region uses stiffness · ||F − R S||² with a symmetric target S(b), b ∈ R⁶ per tet (0 = the rest
+/// shape), instead of the corotated μ ||F − R||². b is set per frame by a front end (Python,
+/// solver/quasistatic_batch.hpp) or stays at `target`. Later entries override earlier ones where
+/// regions overlap; the model's shape-target rows follow increasing tet index.
+struct Actuation {
+  std::string region = "all";                      ///< "all" or a selection name (tets via select_tets)
+  std::optional<double> stiffness;                 ///< [Pa], > 0; absent: the tet's material μ
+  std::array<double, 6> target{0, 0, 0, 0, 0, 0};  ///< initial b of every tet of the region
+};
+
 /// Skeleton data of a bone attachment; the solver defines how the bones drive the selection.
 struct BoneBinding {
   std::string skeleton;    ///< .tgf path, resolved
@@ -160,6 +171,7 @@ struct Scene {
   std::string description;
   MeshSource mesh;
   std::vector<Material> materials;
+  std::vector<Actuation> actuation;  ///< shape-targeted regions (empty: none)
   SelectionMap selections;
   std::vector<Attachment> attachments;
   std::vector<Load> loads;
@@ -188,6 +200,10 @@ TetMesh build_scene_mesh(const MeshSource& source);
 /// (path "/materials") when some tet has no material, or a material region is empty or uses a
 /// region tag the mesh does not have.
 std::vector<int> assign_materials(const Scene& scene, const TetMesh& mesh);
+
+/// Per tet the index into scene.actuation of the entry that targets it, or −1 (later entries win).
+/// Throws SceneError (pointer /actuation/i/region) for a region without tets.
+std::vector<int> assign_actuation(const Scene& scene, const TetMesh& mesh);
 
 /// Checks a scene against its mesh: every selection referenced by an attachment or load selects at
 /// least one node and index selections are in range. Throws SceneError naming the JSON path.

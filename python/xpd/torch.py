@@ -1,0 +1,92 @@
+"""PyTorch layer of xpd: quasistatic equilibria as a differentiable function (Wang 2025, ch. 6).
+
+    import torch, xpd, xpd.torch
+    model = xpd.Model.from_scene("face.json")          # a scene with "actuation"
+    layer = xpd.torch.QuasistaticLayer(model)
+    a = torch.zeros(8, model.num_actuated_tets, 6, dtype=torch.float64, requires_grad=True)
+    x = layer(a)                                        # [8, num_nodes, 3] equilibria
+    loss = ((x - target) ** 2).sum(); loss.backward()   # a.grad by the adjoint method
+
+Forward solves every frame of the batch to its equilibrium (PD with Anderson acceleration, warm
+started from the previous call's equilibria); backward solves the adjoint systems of all frames at
+once with the prefactored PD matrix (solver/adjoint.hpp) and returns dL/da (and dL/dt). Works with
+torch 1.13 and 2.x (the combined forward(ctx, ...) form, no setup_context/vmap).
+"""
+import numpy as np
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import SolverError
+from ._xpd import QuasistaticBatch
+
+
+def _as_numpy(tensor, name):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dtype != torch.float64:
+        raise TypeError(f"{name}: expected dtype torch.float64, got {tensor.dtype} "
+                        "(convert explicitly; gradients need double precision)")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy())
+
+
+class _QuasistaticFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, t, layer):
+        a_np = _as_numpy(a, "a")
+        t_np = None if t is None else _as_numpy(t, "t")
+        x, stats = layer.batch.forward(a_np, t_np)
+        layer.last_forward_stats = stats
+        bad = [i for i, s in enumerate(stats) if not s["converged"]]
+        if bad and not layer.allow_unconverged:
+            worst = max(stats[i]["residual"] / max(stats[i]["initial_residual"], 1e-300) for i in bad)
+            raise SolverError(
+                f"forward: frame(s) {bad} did not converge in {layer.max_iterations} iterations "
+                f"(worst relative residual {worst:.2e} > {layer.tolerance:.1e}); raise max_iterations, "
+                "or pass allow_unconverged=True to accept approximate equilibria and gradients")
+        ctx.layer = layer
+        ctx.has_t = t is not None
+        x_t = torch.from_numpy(x).to(a.device)
+        ctx.save_for_backward(a, t, x_t)
+        return x_t
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_x):
+        a, t, x = ctx.saved_tensors
+        layer = ctx.layer
+        ga, gt, stats = layer.batch.backward(
+            _as_numpy(x, "x"), _as_numpy(a, "a"), None if t is None else _as_numpy(t, "t"),
+            _as_numpy(grad_x, "grad_x"))
+        layer.last_backward_stats = stats
+        grad_a = torch.from_numpy(ga).to(a.device) if ctx.needs_input_grad[0] else None
+        grad_t = torch.from_numpy(gt).to(t.device) if ctx.has_t and ctx.needs_input_grad[1] else None
+        return grad_a, grad_t, None
+
+
+class QuasistaticLayer(torch.nn.Module):
+    """x = argmin_x E(x; a, t) for a batch of frames of one xpd.Model.
+
+    forward(a) with a: float64 [B, num_actuated_tets, 6] (0 = the rest shape) returns positions
+    [B, num_nodes, 3]; forward(a, t) also takes the attachment targets, float64
+    [B, num_attachment_targets, 3]. Options: tolerance (relative residual of the forward solve),
+    max_iterations, newton_polish (Newton to round-off after PD: for gradient checks),
+    adjoint_method ('cg', 'fixed_point', 'direct'), adjoint_tolerance, allow_unconverged.
+    """
+
+    def __init__(self, model, tolerance=1e-8, max_iterations=5000, newton_polish=False,
+                 adjoint_method="cg", adjoint_tolerance=1e-10, adjoint_max_iterations=5000,
+                 allow_unconverged=False):
+        super().__init__()
+        self.model = model
+        self.tolerance = tolerance
+        self.max_iterations = max_iterations
+        self.allow_unconverged = allow_unconverged
+        self.batch = QuasistaticBatch(model, tolerance=tolerance, max_iterations=max_iterations,
+                                      newton_polish=newton_polish, adjoint_method=adjoint_method,
+                                      adjoint_tolerance=adjoint_tolerance,
+                                      adjoint_max_iterations=adjoint_max_iterations)
+        self.last_forward_stats = None
+        self.last_backward_stats = None
+
+    def forward(self, a, t=None):
+        return _QuasistaticFunction.apply(a, t, self)

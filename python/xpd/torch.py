@@ -38,11 +38,12 @@ class _QuasistaticFunction(torch.autograd.Function):
         layer.last_forward_stats = stats
         bad = [i for i, s in enumerate(stats) if not s["converged"]]
         if bad and not layer.allow_unconverged:
-            worst = max(stats[i]["residual"] / max(stats[i]["initial_residual"], 1e-300) for i in bad)
+            worst = max(stats[i]["residual"] for i in bad)
             raise SolverError(
                 f"forward: frame(s) {bad} did not converge in {layer.max_iterations} iterations "
-                f"(worst relative residual {worst:.2e} > {layer.tolerance:.1e}); raise max_iterations, "
-                "or pass allow_unconverged=True to accept approximate equilibria and gradients")
+                f"(largest residual |f| = {worst:.2e}, tolerance {layer.tolerance:.1e} relative to the "
+                "rest shape's); raise max_iterations, or pass allow_unconverged=True to accept "
+                "approximate equilibria and gradients")
         ctx.layer = layer
         ctx.has_t = t is not None
         x_t = torch.from_numpy(x).to(a.device)

@@ -1,0 +1,78 @@
+"""xpd.torch.QuasistaticLayer: autograd through quasistatic equilibria (torch 1.13 and 2.x)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import xpd  # noqa: E402
+import xpd.torch  # noqa: E402
+from conftest import write_actuated_bar  # noqa: E402
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """3 × 2 × 2 nodes: 12 actuated tets (72 parameters), 4 attachment targets."""
+    model = xpd.Model.from_scene(write_actuated_bar(tmp_path / "tiny.json", nodes=(3, 2, 2)))
+    return model, xpd.torch.QuasistaticLayer(model, tolerance=1e-12, newton_polish=True)
+
+
+def test_gradcheck_actuation(tiny):
+    model, layer = tiny
+    torch.manual_seed(0)
+    a = (0.05 * torch.randn(1, model.num_actuated_tets, 6, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a_: layer(a_), (a,))
+
+
+def test_gradcheck_attachment_targets_and_actuation(tiny):
+    model, layer = tiny
+    torch.manual_seed(1)
+    a = (0.05 * torch.randn(2, model.num_actuated_tets, 6, dtype=torch.float64)).requires_grad_()
+    t0 = torch.from_numpy(model.attachment_targets)
+    t = (t0.expand(2, -1, -1) + 0.01 * torch.randn(2, model.num_attachment_targets, 3,
+                                                    dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a_, t_: layer(a_, t_), (a, t))
+
+
+def test_batched_equals_frame_by_frame(tiny):
+    model, layer = tiny
+    torch.manual_seed(2)
+    a = (0.05 * torch.randn(4, model.num_actuated_tets, 6, dtype=torch.float64)).requires_grad_()
+    w = torch.randn(4, model.num_nodes, 3, dtype=torch.float64)
+    (layer(a) * w).sum().backward()
+    for i in range(4):
+        ai = a[i:i + 1].detach().clone().requires_grad_()
+        (layer(ai) * w[i:i + 1]).sum().backward()
+        torch.testing.assert_close(ai.grad[0], a.grad[i], rtol=1e-12, atol=1e-14)
+
+
+def test_backward_twice_with_retain_graph_is_identical_and_double_backward_is_refused(tiny):
+    model, layer = tiny
+    a = torch.full((1, model.num_actuated_tets, 6), 0.02, dtype=torch.float64, requires_grad=True)
+    x = layer(a)
+    loss = (x ** 2).sum()
+    g1, = torch.autograd.grad(loss, a, retain_graph=True)
+    layer(a + 0.1)  # another forward in between must not change the first one's gradient
+    g2, = torch.autograd.grad(loss, a)
+    assert torch.equal(g1, g2)
+    # ∂L/∂x = 2x depends on a: its gradient would need the layer's second derivative.
+    g, = torch.autograd.grad((layer(a) ** 2).sum(), a, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|twice"):
+        g.sum().backward()
+
+
+def test_bad_inputs_and_unconverged_forward(tiny):
+    model, layer = tiny
+    u = model.num_actuated_tets
+    with pytest.raises(TypeError, match="a: expected dtype torch.float64"):
+        layer(torch.zeros(1, u, 6, dtype=torch.float32))
+    with pytest.raises(ValueError, match=r"a: expected shape \[\*, %d, 6\]" % u):
+        layer(torch.zeros(1, u + 1, 6, dtype=torch.float64))
+    bad = torch.zeros(1, u, 6, dtype=torch.float64)
+    bad[0, 0, 0] = float("inf")
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        layer(bad)
+    strict = xpd.torch.QuasistaticLayer(model, tolerance=1e-14, max_iterations=2)
+    with pytest.raises(xpd.SolverError, match=r"frame\(s\) \[0\] did not converge"):
+        strict(torch.full((1, u, 6), 0.1, dtype=torch.float64))
+    loose = xpd.torch.QuasistaticLayer(model, tolerance=1e-14, max_iterations=2, allow_unconverged=True)
+    x = loose(torch.full((1, u, 6), 0.1, dtype=torch.float64))
+    assert x.shape == (1, model.num_nodes, 3) and not loose.last_forward_stats[0]["converged"]

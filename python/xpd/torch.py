@@ -91,3 +91,38 @@ class QuasistaticLayer(torch.nn.Module):
 
     def forward(self, a, t=None):
         return _QuasistaticFunction.apply(a, t, self)
+
+
+# ---- several processes (torch.distributed) -------------------------------------------------------
+# Training over many frames scales out with PyTorch's own torch.distributed (the gloo backend works on
+# CPU): every process builds its own Model from the same scene and a QuasistaticLayer for its share
+# of the frames, computes the loss of its frames, and sums the gradients of the shared parameters
+# over the processes before the optimizer step. docs/python.md, "Several processes".
+
+def frames_of_rank(num_frames, rank=None, world_size=None):
+    """The frame indices process `rank` of `world_size` owns: a contiguous block, sizes differing by
+    at most one (defaults: the current torch.distributed process group)."""
+    import torch.distributed as dist
+    if rank is None:
+        rank = dist.get_rank()
+    if world_size is None:
+        world_size = dist.get_world_size()
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+    base, extra = divmod(num_frames, world_size)
+    start = rank * base + min(rank, extra)
+    return range(start, start + base + (1 if rank < extra else 0))
+
+
+def all_reduce_gradients(parameters, average=False):
+    """Sums (or averages) the .grad of every parameter over the processes of the default group, so
+    that each process steps with the gradient of the whole loss. Parameters without a gradient
+    contribute zeros (every process must pass the same parameters in the same order)."""
+    import torch.distributed as dist
+    world = dist.get_world_size()
+    for p in parameters:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+        if average:
+            p.grad /= world

@@ -40,6 +40,30 @@ TEST(SceneActuation, StretchTargetGivesTheStretchedBar) {
   EXPECT_LT(err, 1e-6 * 2.0) << "max node error " << err;
 }
 
+TEST(SceneActuation, KeyframesDriveTheTargetPerFrame) {
+  // b0 from 0 at frame 0 to 0.2 at frame 2 (linear): the bar is stretched by 1.1, then by 1.2. No
+  // extrapolated warm start: from frame 1's equilibrium it would land exactly on frame 2's, where
+  // plain PD's relative test (no loads) cannot be met.
+  json j = bar(json::parse(R"([{"keyframes": [{"frame": 0, "target": [0, 0, 0, 0, 0, 0]},
+                                               {"frame": 2, "target": [0.2, 0, 0, 0, 0, 0]}]}])"));
+  j["solver"]["frames"] = 3;
+  SceneSimulation sim(parse_scene(j, "bar.json", ""));
+  sim.set_extrapolation(false);
+  EXPECT_EQ(sim.model().initial_inputs().shape_targets.cwiseAbs().maxCoeff(), 0.0);
+  for (const auto& [frame, stretch] : {std::pair{1, 1.1}, std::pair{2, 1.2}}) {
+    const FrameStats st = sim.advance(frame);
+    ASSERT_TRUE(st.converged) << "frame " << frame;
+    Points expected = sim.model().rest_positions();
+    expected.col(0) *= stretch;
+    EXPECT_LT((sim.positions() - expected).rowwise().norm().maxCoeff(), 2e-6) << "frame " << frame;
+  }
+  // Constant after the last keyframe, and before the first.
+  const Actuation& act = sim.scene().actuation[0];
+  EXPECT_EQ(act.target_at(3)[0], 0.2);
+  EXPECT_EQ(act.target_at(-1)[0], 0.0);
+  EXPECT_DOUBLE_EQ(act.target_at(0.5)[0], 0.05);
+}
+
 TEST(SceneActuation, RegionsStiffnessAndOrder) {
   // "front" (x ≥ 1) actuated with its own
   // stiffness; rows follow tet order, each with the entry's initial target.
@@ -71,6 +95,12 @@ TEST(SceneActuation, ErrorsNameTheirPointer) {
   EXPECT_EQ(pointer_of(json::parse(R"([{"stiffness": -1}])")), "/actuation/0/stiffness");
   EXPECT_EQ(pointer_of(json::parse(R"([{"region": "nowhere"}])")), "/actuation/0/region");
   EXPECT_EQ(pointer_of(json::parse(R"([{"muscle": 1}])")), "/actuation/0/muscle");
+  EXPECT_EQ(pointer_of(json::parse(
+                R"([{"target": [0, 0, 0, 0, 0, 0], "keyframes": [{"frame": 0, "target": [0, 0, 0, 0, 0, 0]}]}])")),
+            "/actuation/0/keyframes");
+  EXPECT_EQ(pointer_of(json::parse(R"([{"keyframes": [{"frame": 2, "target": [0, 0, 0, 0, 0, 0]},
+                                                      {"frame": 1, "target": [0, 0, 0, 0, 0, 0]}]}])")),
+            "/actuation/0/keyframes/1/frame");
 }
 
 }  // namespace

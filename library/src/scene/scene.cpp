@@ -392,18 +392,38 @@ Material parse_material(const JsonReader& r, const Context& ctx) {
 // ---- actuation ----------------------------------------------------------------------------------
 
 Actuation parse_actuation(const JsonReader& r, const Context& ctx) {
-  r.allow_keys({"region", "stiffness", "target"});
+  r.allow_keys({"region", "stiffness", "target", "keyframes"});
   Actuation a;
   if (const auto region = r.optional_child("region")) a.region = ctx.selection_ref(*region);
   if (const auto k = r.optional_child("stiffness")) a.stiffness = positive(*k);
-  if (const auto t = r.optional_child("target")) {
-    const std::vector<double> b = t->as<std::vector<double>>();
+  const auto six = [](const JsonReader& t) {
+    const std::vector<double> b = t.as<std::vector<double>>();
     if (b.size() != 6)
-      t->fail("must hold the 6 entries b of the symmetric target S(b), got " + std::to_string(b.size()));
+      t.fail("must hold the 6 entries b of the symmetric target S(b), got " + std::to_string(b.size()));
+    std::array<double, 6> out{};
     for (std::size_t i = 0; i < 6; ++i) {
-      if (!std::isfinite(b[i])) t->fail("entries must be finite numbers");
-      a.target[i] = b[i];
+      if (!std::isfinite(b[i])) t.fail("entries must be finite numbers");
+      out[i] = b[i];
     }
+    return out;
+  };
+  if (const auto t = r.optional_child("target")) a.target = six(*t);
+  if (const auto keys = r.optional_child("keyframes")) {
+    if (r.has("target")) keys->fail("give either 'target' or 'keyframes', not both");
+    if (!keys->is_array() || keys->size() == 0) keys->fail_type("a non-empty array of keyframes");
+    for (std::size_t i = 0; i < keys->size(); ++i) {
+      const JsonReader key = keys->element(i);
+      key.allow_keys({"frame", "time", "target"});
+      if (key.has("frame") == key.has("time")) key.fail("give exactly one of 'frame' and 'time'");
+      const double f =
+          key.has("frame") ? non_negative(key.child("frame")) : non_negative(key.child("time")) / ctx.solver.time_step;
+      if (i > 0 && !(f > a.keyframes.back().first))
+        key.fail_at(key.has("frame") ? "frame" : "time", "keyframes must be in strictly increasing order (frame " +
+                                                             fmt_num(f) + " follows frame " +
+                                                             fmt_num(a.keyframes.back().first) + ")");
+      a.keyframes.emplace_back(f, six(key.child("target")));
+    }
+    a.target = a.target_at(0.0);
   }
   return a;
 }
@@ -829,6 +849,20 @@ Scene load_scene(const std::string& path) {
     throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
   }
   return parse_scene(document, path, fs::path(path).parent_path().string());
+}
+
+std::array<double, 6> Actuation::target_at(double frame) const {
+  if (keyframes.empty()) return target;
+  if (frame <= keyframes.front().first) return keyframes.front().second;
+  if (frame >= keyframes.back().first) return keyframes.back().second;
+  std::size_t k = 1;
+  while (keyframes[k].first < frame) ++k;
+  const auto& [f0, b0] = keyframes[k - 1];
+  const auto& [f1, b1] = keyframes[k];
+  const double s = (frame - f0) / (f1 - f0);
+  std::array<double, 6> b{};
+  for (std::size_t i = 0; i < 6; ++i) b[i] = (1 - s) * b0[i] + s * b1[i];
+  return b;
 }
 
 std::vector<int> assign_actuation(const Scene& scene, const TetMesh& mesh) {

@@ -65,6 +65,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     const Actuation& act = scene_.actuation[static_cast<std::size_t>(a)];
     if (act.stiffness) desc.mu[static_cast<std::size_t>(t)] = *act.stiffness;
     desc.shape_targets.push_back({t, act.target});
+    actuation_entry_.push_back(a);
   }
   // Per-tet densities: the model's lumped masses carry both gravity and inertia.
   desc.density = tet_densities(scene_, tet_material_);
@@ -161,6 +162,14 @@ void SceneSimulation::set_frame_inputs(int frame) {
     targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
   }
   state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), frame);
+  // Keyframed actuation: each shape-target row takes its entry's b at this frame.
+  for (std::size_t r = 0; r < actuation_entry_.size(); ++r) {
+    const Actuation& act = scene_.actuation[static_cast<std::size_t>(actuation_entry_[r])];
+    if (act.keyframes.empty()) continue;
+    const std::array<double, 6> b = act.target_at(frame);
+    for (int c = 0; c < 6; ++c)
+      state_.inputs.shape_targets(static_cast<Eigen::Index>(r), c) = b[static_cast<std::size_t>(c)];
+  }
 }
 
 FrameStats SceneSimulation::advance(int frame) {

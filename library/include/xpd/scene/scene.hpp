@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 #include <xpd/core/keyframes.hpp>
 #include <xpd/mesh/selection.hpp>
@@ -58,13 +59,18 @@ struct Material {
 
 /// Shape-targeted tets (Wang 2025, §6.3: the "muscles" of the learning chapter): each tet of the
 /// region uses stiffness · ||F − R S||² with a symmetric target S(b), b ∈ R⁶ per tet (0 = the rest
-/// shape), instead of the corotated μ ||F − R||². b is set per frame by a front end (Python,
-/// solver/quasistatic_batch.hpp) or stays at `target`. Later entries override earlier ones where
-/// regions overlap; the model's shape-target rows follow increasing tet index.
+/// shape), instead of the corotated μ ||F − R||². b follows the entry's keyframes per frame, or stays
+/// at `target`; a front end (Python, solver/quasistatic_batch.hpp) may set it instead. Later entries override earlier
+/// ones where regions overlap; the model's shape-target rows follow increasing tet index.
 struct Actuation {
   std::string region = "all";                      ///< "all" or a selection name (tets via select_tets)
   std::optional<double> stiffness;                 ///< [Pa], > 0; absent: the tet's material μ
   std::array<double, 6> target{0, 0, 0, 0, 0, 0};  ///< initial b of every tet of the region
+  /// Per-frame values: b(frame) piecewise linear between keyframes (frame, b), constant before the
+  /// first and after the last; empty = `target` in every frame.
+  std::vector<std::pair<double, std::array<double, 6>>> keyframes;
+  /// b at `frame` (keyframes, or target).
+  std::array<double, 6> target_at(double frame) const;
 };
 
 /// Skeleton data of a bone attachment; the solver defines how the bones drive the selection.

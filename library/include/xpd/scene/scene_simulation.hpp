@@ -9,6 +9,7 @@
 //     the rest positions; "bone" → each selected node follows the nearest listed bone (rest-pose
 //     distance to the bone segment), the bones posed by forward kinematics with the relative
 //     rotations of the pose file slerped from identity (frame 0) to the full pose (last frame);
+//   - actuation: the shape targets of keyframed "actuation" entries, Actuation::target_at(k);
 //   - external forces: external_forces(scene, mesh, model.masses(), k): gravity on the model's
 //     lumped masses (per-tet densities of the materials: the same masses as the implicit-Euler
 //     inertia), node and total forces, with their ramps.
@@ -85,6 +86,7 @@ class SceneSimulation {
   std::vector<int> tet_material_;
   // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
   std::vector<int> attach_owner_, attach_node_, attach_bone_;
+  std::vector<int> actuation_entry_;                    // per shape-target row, its scene.actuation entry
   std::vector<Skeleton> skeletons_;                     // per scene attachment (bone type)
   std::vector<std::vector<Eigen::Quaterniond>> poses_;  // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;

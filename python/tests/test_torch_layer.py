@@ -76,3 +76,40 @@ def test_bad_inputs_and_unconverged_forward(tiny):
     loose = xpd.torch.QuasistaticLayer(model, tolerance=1e-14, max_iterations=2, allow_unconverged=True)
     x = loose(torch.full((1, u, 6), 0.1, dtype=torch.float64))
     assert x.shape == (1, model.num_nodes, 3) and not loose.last_forward_stats[0]["converged"]
+
+
+def test_gradcheck_on_octopus_low(data_dir, tmp_path):
+    """gradcheck (float64, default tolerances) on the octopus (452 nodes, 1,140 actuated tets), with a
+    subset of the parameters as inputs: 4 tets' actuation (24 numbers) and 4 attachment targets (12),
+    the others fixed; three random projections of the positions as outputs (one backward each)."""
+    import json
+    scene = {
+        "mesh": str(data_dir / "libigl-tutorial-data" / "octopus-low.mesh"),
+        "selections": {"top": {"type": "half_space", "normal": [0, -1, 0], "offset": -0.343}},
+        "materials": [{"mu": 1e3, "density": 100}],
+        "actuation": [{"region": "all"}],
+        "attachments": [{"selection": "top", "type": "fixed", "stiffness": 1e5}],
+        "loads": [{"type": "gravity", "acceleration": [0.3, -1.5, 0]}],
+        "solver": {"type": "quasistatic", "frames": 1},
+    }
+    path = tmp_path / "octopus.json"
+    path.write_text(json.dumps(scene))
+    model = xpd.Model.from_scene(str(path))
+    assert model.num_nodes == 452 and model.num_actuated_tets == 1140 and model.num_attachment_targets == 11
+    layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-12, newton_polish=True)
+    g = torch.Generator().manual_seed(4)
+    base_a = 0.05 * torch.randn(1, model.num_actuated_tets, 6, generator=g, dtype=torch.float64)
+    base_t = torch.from_numpy(model.attachment_targets)[None].clone()
+    tets = torch.tensor([3, 250, 700, 1101])
+    targets = torch.tensor([0, 3, 6, 10])
+    W = torch.randn(3, 1, model.num_nodes, 3, generator=g, dtype=torch.float64)
+
+    def f(sub_a, sub_t):
+        a = base_a.index_put((torch.zeros_like(tets), tets), sub_a)
+        t = base_t.index_put((torch.zeros_like(targets), targets), sub_t)
+        x = layer(a, t)
+        return (W * x).sum(dim=(1, 2, 3))
+
+    sub_a = base_a[0, tets].clone().requires_grad_()
+    sub_t = (base_t[0, targets] + 0.01 * torch.randn(4, 3, generator=g, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(f, (sub_a, sub_t))

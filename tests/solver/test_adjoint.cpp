@@ -51,22 +51,21 @@ ModelDesc actuated_desc(const TetMesh& mesh, unsigned seed = 3) {
   return d;
 }
 
-ShapeTargetParams random_params(Eigen::Index rows, double amplitude, unsigned seed) {
+// Uniform entries in [−amplitude, amplitude]: shape-target parameters (cols = 6) or points (3).
+template <class Matrix>
+Matrix uniform(Eigen::Index rows, double amplitude, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-amplitude, amplitude);
-  ShapeTargetParams b(rows, 6);
+  Matrix m(rows, Matrix::ColsAtCompileTime);
   for (Eigen::Index r = 0; r < rows; ++r)
-    for (int c = 0; c < 6; ++c) b(r, c) = u(rng);
-  return b;
+    for (Eigen::Index c = 0; c < m.cols(); ++c) m(r, c) = u(rng);
+  return m;
 }
-
+ShapeTargetParams random_params(Eigen::Index rows, double amplitude, unsigned seed) {
+  return uniform<ShapeTargetParams>(rows, amplitude, seed);
+}
 Points random_points(Eigen::Index rows, double amplitude, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-amplitude, amplitude);
-  Points p(rows, 3);
-  for (Eigen::Index r = 0; r < rows; ++r)
-    for (int c = 0; c < 3; ++c) p(r, c) = u(rng);
-  return p;
+  return uniform<Points>(rows, amplitude, seed);
 }
 
 Points flat_product(const Eigen::SparseMatrix<double>& H, const Points& h) {

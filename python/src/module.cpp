@@ -17,6 +17,7 @@
 #include <string>
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
+#include <xpd/mesh/bcc_lattice.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
@@ -141,6 +142,26 @@ Scene scene_of(const py::object& scene_or_path) {
   return scene_or_path.cast<Scene>();
 }
 
+// The embedded surface's binding as two #S × 4 arrays: node indices (int32) and weights (float64).
+py::tuple embedding_of(const SceneSimulation& sim) {
+  if (!sim.embedding())
+    throw py::value_error("embedding: the scene has no mesh.embedded_surface (docs/scene-format.md §3)");
+  const PointEmbedding& e = *sim.embedding();
+  const Tets& tets = sim.mesh().tets;
+  const auto S = static_cast<py::ssize_t>(e.tet_of_point.size());
+  py::array_t<std::int32_t> nodes({S, py::ssize_t{4}});
+  auto r = nodes.mutable_unchecked<2>();
+  for (py::ssize_t s = 0; s < S; ++s)
+    for (int k = 0; k < 4; ++k) r(s, k) = tets(e.tet_of_point[static_cast<size_t>(s)], k);
+  return py::make_tuple(nodes, copy_of(e.weights));
+}
+
+py::array embedded_triangles_of(const SceneSimulation& sim) {
+  if (!sim.rest_embedded_surface())
+    throw py::value_error("embedded_surface_triangles: the scene has no mesh.embedded_surface");
+  return copy_of(sim.rest_embedded_surface()->triangles);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_xpd, m) {
@@ -201,6 +222,20 @@ PYBIND11_MODULE(_xpd, m) {
             return out;
           },
           py::arg("frames") = 1, "Solves the next `frames` frames; returns their statistics (stats.json records).")
+      .def(
+          "set_actuation",
+          [](PySimulation& s, const py::object& a_obj) {
+            const auto u = static_cast<py::ssize_t>(s.sim->model().initial_inputs().shape_targets.rows());
+            const DoubleArray a = checked(a_obj, "a", {-1, u, 6});
+            std::vector<ShapeTargetParams> frames(static_cast<size_t>(a.shape(0)));
+            for (size_t k = 0; k < frames.size(); ++k)
+              frames[k] = Eigen::Map<const ShapeTargetParams>(a.data() + k * static_cast<size_t>(u) * 6, u, 6);
+            s.sim->set_actuation_frames(std::move(frames));
+          },
+          py::arg("a"),
+          "Per-frame actuation [F, num_actuated_tets, 6]: frame k = 1..F uses a[k-1] instead of the "
+          "scene's actuation (later frames use the scene's again); an empty array [0, u, 6] removes it. "
+          "Applies to advance() and write().")
       .def_property_readonly("frame", [](const PySimulation& s) { return s.frame; })
       .def_property_readonly("num_frames", [](const PySimulation& s) { return s.sim->num_frames(); })
       .def_property_readonly(
@@ -275,7 +310,36 @@ PYBIND11_MODULE(_xpd, m) {
           [](const PyModel& p) { return copy_of(p.sim->model().initial_inputs().attachment_targets); })
       .def_property_readonly(
           "actuation", [](const PyModel& p) { return copy_of(p.sim->model().initial_inputs().shape_targets); },
-          "The scene's initial actuation b, #actuated tets × 6.");
+          "The scene's initial actuation b, #actuated tets × 6.")
+      .def_property_readonly(
+          "embedding", [](const PyModel& p) { return embedding_of(*p.sim); },
+          "The embedded surface's binding (nodes [S, 4] int32, weights [S, 4] float64): surface vertex s "
+          "is sum_k weights[s, k] * x[nodes[s, k]]. ValueError without mesh.embedded_surface.")
+      .def_property_readonly(
+          "embedded_surface_triangles", [](const PyModel& p) { return embedded_triangles_of(*p.sim); },
+          "Triangles of the embedded surface [F, 3] (indices into its vertices).");
+
+  m.def(
+      "bcc_lattice",
+      [](const py::object& lower_obj, const py::object& upper_obj, double cell_size) {
+        const DoubleArray lo = checked(lower_obj, "lower", {3}), hi = checked(upper_obj, "upper", {3});
+        if (!(cell_size > 0)) throw py::value_error("cell_size: must be > 0");
+        const Eigen::AlignedBox3d box(Vec3(lo.at(0), lo.at(1), lo.at(2)), Vec3(hi.at(0), hi.at(1), hi.at(2)));
+        if (!(box.sizes().array() >= 0).all()) throw py::value_error("upper: must be >= lower on every axis");
+        const BccGrid grid = BccGrid::covering(box, cell_size);
+        if (grid.num_cells() > 16'000'000)
+          throw py::value_error(fmt::format("cell_size: {} cells, more than 16M; use a larger cell", grid.num_cells()));
+        TetMesh mesh;
+        {
+          py::gil_scoped_release release;
+          mesh = make_bcc_lattice(grid);
+        }
+        return py::make_tuple(copy_of(mesh.nodes), copy_of(mesh.tets));
+      },
+      py::arg("lower"), py::arg("upper"), py::arg("cell_size"),
+      "The body-centred cubic lattice (mesh/bcc_lattice.hpp) of cubes of side cell_size covering the box "
+      "[lower, upper] with a cell of margin: (nodes [V, 3] float64, tets [T, 4] int32), every tet "
+      "positively oriented with volume cell_size^3 / 12. Cut it to a shape by keeping some tets.");
 
   py::class_<PyBatch>(m, "QuasistaticBatch",
                       "Forward equilibria and adjoint gradients of a batch of frames of one Model "

@@ -37,9 +37,10 @@ from ._xpd import (  # noqa: E402  (the exception classes above must exist first
     Scene,
     Simulation,
     __version__,
+    bcc_lattice,
 )
 
 __all__ = [
     "Error", "SceneError", "IoError", "MeshError", "SolverError",
-    "Scene", "Simulation", "Model", "QuasistaticBatch", "__version__",
+    "Scene", "Simulation", "Model", "QuasistaticBatch", "bcc_lattice", "__version__",
 ]

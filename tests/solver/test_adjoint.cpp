@@ -124,7 +124,42 @@ TEST(AdjointHessianProduct, EqualsAssembledNewtonHessianOnRealMeshes) {
     const double rel = (Hh - ref).norm() / ref.norm();
     test::report("H h vs assembled Hessian", rel, 1e-12);
     EXPECT_LE(rel, 1e-12);
+    // The linearized operator of the adjoint iterations (cached element blocks) is the same H.
+    const HessianOperator op(model, s);
+    Points Hh_cached;
+    op.apply(h, Hh_cached);
+    const double rel_cached = (Hh_cached - ref).norm() / ref.norm();
+    test::report("cached H h vs assembled Hessian", rel_cached, 1e-12);
+    EXPECT_LE(rel_cached, 1e-12);
   }
+}
+
+TEST(AdjointHessianProduct, CachedOperatorCoversEveryTermKind) {
+  // Strain limits and the λ volume term take the default (triplet) cache of Term; corotated and
+  // shape-target tets the element-block cache. Both must give the assembled Hessian's product.
+  const TetMesh mesh = load(kMeshes[0]);
+  ModelDesc d = actuated_desc(mesh);
+  d.lambda = {2e3};
+  // Half the tets corotated with a strain limit instead of shape-targeted.
+  std::vector<ShapeTargetDesc> targeted;
+  for (const ShapeTargetDesc& t : d.shape_targets)
+    if (t.tet % 2 == 0)
+      targeted.push_back(t);
+    else
+      d.strain_limits.push_back({t.tet, 1e4, 0.95, 1.05});
+  d.shape_targets = targeted;
+  const Model model = build_model(d);
+  State s = make_state(model);
+  s.inputs.shape_targets = random_params(model.initial_inputs().shape_targets.rows(), 0.2, 21);
+  const double L = test::bbox_diagonal(mesh.nodes);
+  s.x = model.rest_positions() * 1.15 + random_points(model.num_nodes(), 0.01 * L, 22);
+  const Points h = random_points(model.num_nodes(), 1.0, 23);
+  const Points ref = flat_product(newton_hessian(model, s, /*psd_project=*/false), h);
+  Points out;
+  HessianOperator(model, s).apply(h, out);
+  const double rel = (out - ref).norm() / ref.norm();
+  test::report("cached H h (volume, strain limit) vs assembled", rel, 1e-12);
+  EXPECT_LE(rel, 1e-12);
 }
 
 TEST(AdjointMixedProduct, ShapeTargetGradientEqualsCentralDifferences) {

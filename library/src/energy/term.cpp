@@ -31,6 +31,30 @@ void Term::add_hessian_product(const Points& x, const FrameInputs& in, const Poi
   for (const Triplet& t : trip) ov[t.row()] += t.value() * hv[t.col()];
 }
 
+namespace {
+struct TripletCache : Term::HessianCache {
+  std::vector<Triplet> triplets;
+};
+}  // namespace
+
+std::unique_ptr<Term::HessianCache> Term::make_hessian_cache(const Points& x, const FrameInputs& in) const {
+  auto c = std::make_unique<TripletCache>();
+  add_hessian(x, in, c->triplets, /*psd_project=*/false);
+  return c;
+}
+
+void Term::add_cached_hessian_product(const HessianCache* cache, const Points& x, const FrameInputs& in,
+                                      const Points& h, Points& out) const {
+  const auto* c = dynamic_cast<const TripletCache*>(cache);
+  if (!c) {
+    add_hessian_product(x, in, h, out);
+    return;
+  }
+  const double* hv = h.data();
+  double* ov = out.data();
+  for (const Triplet& t : c->triplets) ov[t.row()] += t.value() * hv[t.col()];
+}
+
 void Term::add_input_gradient(const Points&, const FrameInputs&, const Points&, FrameInputs&) const {}
 
 }  // namespace xpd

@@ -1,8 +1,33 @@
 #include <xpd/energy/tet_term.hpp>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "tet_kernel.hpp"
 
 namespace xpd {
+
+namespace {
+struct ElementHessians : Term::HessianCache {
+  std::vector<Mat9, Eigen::aligned_allocator<Mat9>> blocks;  // element order, scaled by w/2
+};
+
+// Adds the element products Jᵀ B_k (J h) with B_k given per element (see add_hessian_product).
+template <class Block>
+void element_products(const TetElements& e, const Points& x, const Points& h, Points& out, Block&& block) {
+  detail::tet_element_loop(e, x, out, nullptr, [&](int k, const Mat3& F, Mat3&, Mat3& D, double& s) {
+    const Mat3 dF = deformation_gradient(e, k, h);
+    Eigen::Matrix<double, 9, 1> v;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) v(3 * r + c) = dF(r, c);
+    const Eigen::Matrix<double, 9, 1> Hv = block(k, F) * v;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) D(r, c) = Hv(3 * r + c);
+    s = -1.0;
+    return 0.0;
+  });
+}
+}  // namespace
 
 void TetTerm::add_matrix(std::vector<Triplet>& triplets) const { detail::tet_add_gram(elements_, 1.0, triplets); }
 
@@ -62,18 +87,32 @@ void TetTerm::add_hessian(const Points& x, const FrameInputs& in, std::vector<Tr
 void TetTerm::add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const {
   // The loop adds −s Jᵀ vec(D) per element; with s = −1 and D = w/2 ∂²ψ/∂F² : dF, dF = J h (the
   // deformation gradient of h, linear in h), that is the element's Hessian block times h.
-  detail::tet_element_loop(elements_, x, out, nullptr, [&](int k, const Mat3& F, Mat3&, Mat3& D, double& s) {
-    const Mat3 dF = deformation_gradient(elements_, k, h);
-    Eigen::Matrix<double, 9, 1> v;
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c) v(3 * r + c) = dF(r, c);
-    const Eigen::Matrix<double, 9, 1> Hv =
-        (0.5 * elements_.weight[static_cast<size_t>(k)]) * (density_hessian(k, F, in) * v);
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c) D(r, c) = Hv(3 * r + c);
-    s = -1.0;
-    return 0.0;
+  element_products(elements_, x, h, out, [&](int k, const Mat3& F) -> Mat9 {
+    return (0.5 * elements_.weight[static_cast<size_t>(k)]) * density_hessian(k, F, in);
   });
+}
+
+
+std::unique_ptr<Term::HessianCache> TetTerm::make_hessian_cache(const Points& x, const FrameInputs& in) const {
+  auto c = std::make_unique<ElementHessians>();
+  const int m = elements_.size();
+  c->blocks.resize(static_cast<size_t>(m));
+  tbb::parallel_for(tbb::blocked_range<int>(0, m, 256), [&](const tbb::blocked_range<int>& r) {
+    for (int k = r.begin(); k < r.end(); ++k)
+      c->blocks[static_cast<size_t>(k)] = (0.5 * elements_.weight[static_cast<size_t>(k)]) *
+                                          density_hessian(k, deformation_gradient(elements_, k, x), in);
+  });
+  return c;
+}
+
+void TetTerm::add_cached_hessian_product(const HessianCache* cache, const Points& x, const FrameInputs& in,
+                                         const Points& h, Points& out) const {
+  const auto* c = dynamic_cast<const ElementHessians*>(cache);
+  if (!c || c->blocks.size() != static_cast<size_t>(elements_.size())) {
+    add_hessian_product(x, in, h, out);
+    return;
+  }
+  element_products(elements_, x, h, out, [&](int k, const Mat3&) -> const Mat9& { return c->blocks[static_cast<size_t>(k)]; });
 }
 
 }  // namespace xpd

@@ -170,6 +170,20 @@ void SceneSimulation::set_frame_inputs(int frame) {
     for (int c = 0; c < 6; ++c)
       state_.inputs.shape_targets(static_cast<Eigen::Index>(r), c) = b[static_cast<std::size_t>(c)];
   }
+  if (frame <= static_cast<int>(actuation_frames_.size()))
+    state_.inputs.shape_targets = actuation_frames_[static_cast<std::size_t>(frame - 1)];
+}
+
+void SceneSimulation::set_actuation_frames(std::vector<ShapeTargetParams> frames) {
+  const Eigen::Index u = model_->initial_inputs().shape_targets.rows();
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const ShapeTargetParams& b = frames[k];
+    if (b.rows() != u || b.cols() != 6)
+      throw Error(fmt::format("set_actuation_frames: frame {} has shape {}x{}, expected {}x6 (#actuated tets x 6)",
+                              k + 1, b.rows(), b.cols(), u));
+    if (!b.allFinite()) throw Error(fmt::format("set_actuation_frames: frame {} has a NaN or Inf entry", k + 1));
+  }
+  actuation_frames_ = std::move(frames);
 }
 
 FrameStats SceneSimulation::advance(int frame) {

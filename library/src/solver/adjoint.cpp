@@ -17,6 +17,20 @@ void hessian_product(const Model& model, const State& state, const Points& h, Po
   if (reg.size() == n) out += reg.asDiagonal() * h;
 }
 
+HessianOperator::HessianOperator(const Model& model, const State& state) : model_(&model), state_(&state) {
+  for (const auto& t : model.terms()) caches_.push_back(t->make_hessian_cache(state.x, state.inputs));
+}
+
+void HessianOperator::apply(const Points& h, Points& out) const {
+  const Model& model = *model_;
+  const Eigen::Index n = model.num_nodes();
+  out.setZero(n, 3);
+  for (size_t i = 0; i < model.terms().size(); ++i)
+    model.terms()[i]->add_cached_hessian_product(caches_[i].get(), state_->x, state_->inputs, h, out);
+  const Eigen::VectorXd& reg = model.regularization();
+  if (reg.size() == n) out += reg.asDiagonal() * h;
+}
+
 FrameInputs input_gradient(const Model& model, const State& state, const Points& h) {
   FrameInputs g;
   g.shape_targets = ShapeTargetParams::Zero(state.inputs.shape_targets.rows(), 6);
@@ -36,6 +50,7 @@ struct Frame {
   const State* state = nullptr;
   const Points* g = nullptr;
   Points* h = nullptr;
+  std::unique_ptr<HessianOperator> H;  // H at the frame's state (built once per solve)
   Points r, z, p, q;
   double rz = 0.0, gnorm = 0.0, r0 = 0.0;
   bool active = true, restart = false;
@@ -74,7 +89,10 @@ bool any_active(const std::vector<Frame>& frames) {
 
 // r ← g − H h; returns ||r||.
 double true_residual(const Model& model, Frame& f) {
-  hessian_product(model, *f.state, *f.h, f.q);
+  if (f.H)
+    f.H->apply(*f.h, f.q);
+  else
+    hessian_product(model, *f.state, *f.h, f.q);
   f.r = *f.g - f.q;
   return f.r.norm();
 }
@@ -102,7 +120,7 @@ void run_cg(const Model& model, const AdjointOptions& opt, std::vector<Frame>& f
     for (size_t i = 0; i < frames.size(); ++i) {
       Frame& f = frames[i];
       if (!f.active) continue;
-      hessian_product(model, *f.state, f.p, f.q);
+      f.H->apply(f.p, f.q);
       const double pq = dot(f.p, f.q);
       check_finite(f, i, pq, "curvature pᵀHp");
       if (!(pq > 0.0))
@@ -242,6 +260,9 @@ std::vector<AdjointStats> AdjointSolver::solve(const std::vector<const State*>& 
     f.gnorm = g[i].norm();
     if (f.gnorm == 0.0) f.active = false;  // h = 0 exactly
   }
+  if (options_.method != AdjointMethod::Direct)
+    for (Frame& f : frames)
+      if (f.active) f.H = std::make_unique<HessianOperator>(model, *f.state);
   switch (options_.method) {
     case AdjointMethod::ConjugateGradient:
       run_cg(model, options_, frames);

@@ -11,6 +11,7 @@
 // Shapes: positions x are #V × 3 row-major (`Points`); forces and gradients likewise. Projections
 // are stored flat, `projection_size()` doubles per constraint, in the term's element order.
 #include <Eigen/SparseCore>
+#include <memory>
 #include <string_view>
 #include <vector>
 #include <xpd/mesh/tet_mesh.hpp>
@@ -95,6 +96,21 @@ class Term {
   /// #V × 3. Default: the term's add_hessian(x, in, ·, false) entries applied to h without
   /// assembling a matrix; the tet terms override it with a per-element product.
   virtual void add_hessian_product(const Points& x, const FrameInputs& in, const Points& h, Points& out) const;
+
+  /// What a term precomputes at one x so that many Hessian products there (the adjoint's CG
+  /// iterations) cost a product each, not a re-linearization: the tet terms keep each element's
+  /// 9×9 block w/2 ∂²ψ/∂F² (648 bytes per tet), the default keeps the add_hessian triplets.
+  class HessianCache {
+   public:
+    virtual ~HessianCache() = default;
+  };
+  /// The cache of add_cached_hessian_product at (x, in); null when a term's product needs none.
+  virtual std::unique_ptr<HessianCache> make_hessian_cache(const Points& x, const FrameInputs& in) const;
+  /// out ← out + ∇²E(x) h with a cache made by make_hessian_cache at the same x and inputs (equal
+  /// to add_hessian_product up to the order of additions). `cache` may be null when
+  /// make_hessian_cache returned null.
+  virtual void add_cached_hessian_product(const HessianCache* cache, const Points& x, const FrameInputs& in,
+                                          const Points& h, Points& out) const;
 
   /// Parameter gradients of the adjoint method (Wang 2025, §6.4, eq. 6.12): adds hᵀ ∂f/∂q for every
   /// frame input q the term reads, f = −∇E(x), into the input-shaped `grad` (rows sized like

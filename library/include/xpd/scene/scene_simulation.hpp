@@ -72,6 +72,17 @@ class SceneSimulation {
 
   /// The embedded surface at the current positions (W x), if the scene has one.
   std::optional<SurfaceMesh> embedded_surface() const;
+  /// The embedded surface at rest (the file of mesh.embedded_surface) and its binding to the tets
+  /// (tet and barycentric weights of every vertex; vertices outside every tet are snapped to the
+  /// nearest one with extrapolated weights); both empty when the scene has none.
+  const std::optional<SurfaceMesh>& rest_embedded_surface() const { return surface_; }
+  const std::optional<PointEmbedding>& embedding() const { return embedding_; }
+
+  /// Per-frame actuation set by a front end (e.g. fitted by learning): frame k (1-based, k ≤
+  /// frames.size()) uses frames[k−1] (#actuated tets × 6, the shape-target rows b) instead of the
+  /// scene's actuation targets and keyframes; later frames fall back to the scene. Throws Error on
+  /// a wrong shape or a non-finite entry. An empty vector removes the override.
+  void set_actuation_frames(std::vector<ShapeTargetParams> frames);
 
   /// Collision handling of the scene (null without a "collision" key).
   const SceneCollision* collision() const { return collision_.get(); }
@@ -87,6 +98,7 @@ class SceneSimulation {
   // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
   std::vector<int> attach_owner_, attach_node_, attach_bone_;
   std::vector<int> actuation_entry_;                    // per shape-target row, its scene.actuation entry
+  std::vector<ShapeTargetParams> actuation_frames_;      // set_actuation_frames (empty: the scene's)
   std::vector<Skeleton> skeletons_;                     // per scene attachment (bone type)
   std::vector<std::vector<Eigen::Quaterniond>> poses_;  // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;

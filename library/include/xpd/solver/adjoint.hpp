@@ -24,6 +24,7 @@
 // 3n × B for a coupled model); frames that converge drop out of the batch.
 //
 // Shapes: g, h are #V × 3 (row-major Points, like positions). Quasistatic models only.
+#include <memory>
 #include <vector>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/state.hpp>
@@ -52,6 +53,22 @@ struct AdjointStats {
 /// out ← H h, H = ∇²ₓE(state.x) of the quasistatic model (not PSD-projected) plus the model's
 /// regularization diagonal. `out` is resized to #V × 3.
 void hessian_product(const Model& model, const State& state, const Points& h, Points& out);
+
+/// H at one state, linearized once for many products (the adjoint's iterations): each term's
+/// Term::make_hessian_cache (per-tet 9×9 blocks: one SVD-based linearization per element and
+/// state instead of one per product). apply() equals hessian_product() up to round-off.
+/// Memory: 648 bytes per tet. The model and state are borrowed and must outlive the operator.
+class HessianOperator {
+ public:
+  HessianOperator(const Model& model, const State& state);
+  /// out ← H h (out resized to #V × 3).
+  void apply(const Points& h, Points& out) const;
+
+ private:
+  const Model* model_;
+  const State* state_;
+  std::vector<std::unique_ptr<Term::HessianCache>> caches_;  // one per model term
+};
 
 /// hᵀ ∂f/∂q for every frame input q, shaped like the inputs: shape_targets (#shape targets × 6),
 /// attachment_targets (#attachments × 3), gravity, nodal_forces (#V × 3, always sized).

@@ -10,10 +10,10 @@ skin is W x. Then, all through xpd.torch.QuasistaticLayer and its adjoint gradie
 1. Fit: for every expression, the shape targets a_e (6 numbers per tet) that make the simulated skin
    match the expression (L-BFGS on the skin's squared error plus a small ||a||² regularization);
    prints the RMS vertex error in mm per expression.
-2. Decoder: the expressions are split into a training and a held-out set (fixed seed). A small
-   decoder a(z) = mean + D tanh(E z) (code z of --code numbers) is trained on the fitted actuations
-   of the training set, then refined end to end through the simulator; for a held-out expression
-   only its code is fitted, through the decoder and the simulator.
+2. Decoder: the expressions are split into a training and a held-out set (fixed seed). A linear
+   decoder a(z) = mean + z B (code z of --code numbers) starts as the PCA of the training set's
+   fitted actuations and is then trained end to end through the simulator (B, mean and the training
+   codes); for a held-out expression only its code is fitted, through the decoder and the simulator.
 3. Baseline: PCA of the training expressions' vertex positions with the same number of components
    (the thesis's data-only baseline); a held-out expression is projected onto it.
    Prints the held-out RMS vertex error (mm) of both.
@@ -21,8 +21,8 @@ skin is W x. Then, all through xpd.torch.QuasistaticLayer and its adjoint gradie
    written by the library's run writer; render them with `xpd render OUT --frames 1:K --sheet S.png`)
    and results.json with every figure.
 
-Small form (the default; about two minutes on 2 cores): a coarse lattice and 16 expressions, 12
-for training and 4 held out, code 4. Full form: --full (every expression, 47 / 10, code 16, finer
+Small form (the default; under two minutes on 2 cores): a 1.2 cm lattice and 12 expressions, 9
+for training and 3 held out, code 4. Full form: --full (every expression, 47 / 10, code 16, finer
 lattice; tens of minutes).
 
     PYTHONPATH=build/python python3 python/examples/face_expressions.py [--full] [--out DIR]
@@ -221,6 +221,8 @@ def lbfgs(params, loss_fn, steps, log=None):
         opt.zero_grad()
         loss = loss_fn()
         loss.backward()
+        for p in params:  # L-BFGS flattens with view(); a matmul's gradient may be transposed
+            p.grad = p.grad.contiguous()
         count[0] += 1
         if log and (count[0] == 1 or count[0] % 10 == 0):
             log(f"    evaluation {count[0]:3d}: loss {loss.item():.4e}")
@@ -244,17 +246,24 @@ def fit_expressions(layer, skin, targets, scale, reg, steps, log):
 
 
 class Decoder(torch.nn.Module):
-    """a(z) = mean + D tanh(E z): a code of `code` numbers to the actuation of every tet."""
+    """a(z) = mean + z B: a code of `code` numbers to the actuation of every tet (B: code x 6u).
+    Initialized by PCA of fitted actuations (the codes then are their projections), then trained
+    through the simulator."""
 
-    def __init__(self, code, hidden, u):
+    def __init__(self, actuations, code):
         super().__init__()
-        self.u = u
-        self.inner = torch.nn.Linear(code, hidden).double()
-        self.outer = torch.nn.Linear(hidden, 6 * u).double()
-        self.mean = torch.nn.Parameter(torch.zeros(u * 6, dtype=torch.float64))
+        A = actuations.reshape(len(actuations), -1)
+        mean = A.mean(0)
+        _, _, vt = torch.linalg.svd(A - mean, full_matrices=False)
+        self.shape = actuations.shape[1:]
+        self.mean = torch.nn.Parameter(mean.clone())
+        self.basis = torch.nn.Parameter(vt[:code].clone())
+
+    def encode(self, actuations):
+        return (actuations.reshape(len(actuations), -1) - self.mean) @ self.basis.T
 
     def forward(self, z):
-        return (self.mean + self.outer(torch.tanh(self.inner(z)))).reshape(-1, self.u, 6)
+        return (self.mean + z @ self.basis).reshape(-1, *self.shape)
 
 
 def pca_heldout_rms(train, test, k):
@@ -275,19 +284,19 @@ def main(argv=None):
     ap.add_argument("--data", default=str(DATA), help="the ict-facekit folder")
     ap.add_argument("--cell", type=float, help="lattice cell [m] (small 0.012, full 0.006)")
     ap.add_argument("--thickness", type=float, default=0.015, help="flesh thickness behind the skin [m]")
-    ap.add_argument("--expressions", type=int, help="number of expressions (small 16, full 57)")
-    ap.add_argument("--heldout", type=int, help="held-out expressions (small 4, full 10)")
+    ap.add_argument("--expressions", type=int, help="number of expressions (small 12, full 57)")
+    ap.add_argument("--heldout", type=int, help="held-out expressions (small 3, full 10)")
     ap.add_argument("--code", type=int, help="code size (small 4, full 16)")
-    ap.add_argument("--fit-steps", type=int, default=60, help="L-BFGS evaluations of the per-expression fit")
-    ap.add_argument("--train-steps", type=int, default=30, help="L-BFGS evaluations of the end-to-end decoder refinement")
-    ap.add_argument("--code-steps", type=int, default=30, help="L-BFGS evaluations of the held-out code fit")
+    ap.add_argument("--fit-steps", type=int, default=40, help="L-BFGS evaluations of the per-expression fit")
+    ap.add_argument("--train-steps", type=int, default=20, help="L-BFGS evaluations of the end-to-end decoder refinement")
+    ap.add_argument("--code-steps", type=int, default=20, help="L-BFGS evaluations of the held-out code fit")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="folder for results.json and the run folder of the held-out expressions")
     args = ap.parse_args(argv)
     full = args.full
     cell = args.cell or (0.006 if full else 0.012)
-    count = args.expressions or (57 if full else 16)
-    heldout = args.heldout or (10 if full else 4)
+    count = args.expressions or (57 if full else 12)
+    heldout = args.heldout or (10 if full else 3)
     code = args.code or (16 if full else 4)
     torch.set_num_threads(1)  # xpd's threads do the work; avoid oversubscribing 2 cores
     t0 = time.perf_counter()
@@ -331,20 +340,8 @@ def main(argv=None):
     # 2. Decoder: trained on the training expressions' fitted actuation, then end to end.
     tr = [names.index(n) for n in train_names]
     te = [names.index(n) for n in test_names]
-    u = model.num_actuated_tets
-    decoder = Decoder(code, hidden=64, u=u)
-    codes = torch.nn.Parameter(0.1 * torch.randn(len(tr), code, dtype=torch.float64,
-                                                  generator=torch.Generator().manual_seed(args.seed)))
-    A_tr = a_fit[tr]
-    with torch.no_grad():
-        decoder.mean.copy_(A_tr.mean(0).reshape(-1))
-    opt = torch.optim.Adam(list(decoder.parameters()) + [codes], lr=1e-2)
-    for it in range(1500):
-        opt.zero_grad()
-        loss = ((decoder(codes) - A_tr) ** 2).mean()
-        loss.backward()
-        opt.step()
-    log(f"decoder pre-trained on fitted actuation: mean squared error {loss.item():.3e}")
+    decoder = Decoder(a_fit[tr], min(code, len(tr) - 1))
+    codes = torch.nn.Parameter(decoder.encode(a_fit[tr]).detach())
     T_tr, T_te = T_all[tr], T_all[te]
 
     def train_loss():
@@ -355,11 +352,10 @@ def main(argv=None):
         train_rms = rms_mm(skin(layer(decoder(codes))), T_tr).numpy()
     log(f"decoder end to end: training RMS median {np.median(train_rms):.3f} mm after {n_train} evaluations")
 
-    # Held-out: only the code is fitted, through decoder and simulator; start from the code of the
-    # training expression with the smallest decoded-shape error.
+    # Held-out: only the code is fitted, through decoder and simulator, from the mean code (0).
     for p in decoder.parameters():
         p.requires_grad_(False)
-    z = torch.nn.Parameter(codes.detach().mean(0, keepdim=True).repeat(len(te), 1))
+    z = torch.nn.Parameter(torch.zeros(len(te), codes.shape[1], dtype=torch.float64))
 
     def test_loss():
         return ((skin(layer(decoder(z))) - T_te) ** 2).sum(-1).mean(-1).sum() / cell ** 2

@@ -1,5 +1,7 @@
 """The Python examples in their small forms (each under two minutes on 2 cores)."""
 import importlib.util
+import json
+import os
 import pathlib
 
 import pytest
@@ -21,3 +23,17 @@ def test_armadillo_recovers_its_actuation(data_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "surface error" in out
     assert (tmp_path / "recovered.obj").stat().st_size > 0
+
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="the face example takes about 2 minutes optimized, far longer under AddressSanitizer")
+def test_face_fits_expressions_and_compares_with_pca(data_dir, tmp_path, capsys):
+    if not (data_dir / "ict-facekit" / "FaceXModel_neutral_and_expressions.tar.xz").is_file():
+        pytest.skip("ict-facekit missing from the shared data")
+    assert load("face_expressions").main(["--data", str(data_dir / "ict-facekit"), "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    # Every fit reduces the expression's distance to the neutral face; the run folder renders.
+    for name, fit in results["fit_rms_mm"].items():
+        assert fit < 0.5 * results["neutral_rms_mm"][name], name
+    assert (tmp_path / "heldout" / "stats.json").is_file()
+    assert len(list((tmp_path / "heldout" / "surfaces").iterdir())) == len(results["heldout"]) + 1

@@ -78,3 +78,73 @@ def test_library_errors_map_to_python_exceptions(tmp_path):
     unattached.write_text('{"mesh": "box:3", "materials": [{"mu": 1000}]}')
     with pytest.raises(xpd.SolverError, match="component"):
         xpd.Simulation(str(unattached))
+
+
+def test_bcc_lattice_is_the_positive_lattice_of_the_box():
+    nodes, tets = xpd.bcc_lattice(np.zeros(3), np.array([1.0, 0.5, 0.5]), 0.25)
+    assert nodes.dtype == np.float64 and tets.dtype == np.int32 and tets.shape[1] == 4
+    e = nodes[tets[:, 1:]] - nodes[tets[:, :1]]
+    vol = np.linalg.det(e) / 6.0
+    # Every tet positive with volume h^3 / 12; together they cover the box.
+    np.testing.assert_allclose(vol, 0.25 ** 3 / 12, rtol=1e-12)
+    assert nodes.min(0).max() <= 0 and (nodes.max(0) >= [1.0, 0.5, 0.5]).all()
+    with pytest.raises(ValueError, match="cell_size"):
+        xpd.bcc_lattice(np.zeros(3), np.ones(3), 0.0)
+    with pytest.raises(TypeError, match="lower"):
+        xpd.bcc_lattice(np.zeros(3, dtype=np.float32), np.ones(3), 0.5)
+
+
+def _embedded_scene(tmp_path):
+    """A 2x1x1 box bar, clamped at x = 0, every tet actuated, with an embedded 'skin' of 3 points."""
+    (tmp_path / "skin.obj").write_text("v 1.5 0.5 0.5\nv 1.9 0.1 0.9\nv 0.7 0.8 0.2\nf 1 2 3\n")
+    scene = {
+        "mesh": {"generator": "box", "nodes": [5, 3, 3], "min": [0, 0, 0], "max": [2, 1, 1],
+                 "embedded_surface": "skin.obj"},
+        "selections": {"clamp": {"type": "half_space", "normal": [1, 0, 0], "offset": 1e-6}},
+        "materials": [{"mu": 1e3, "density": 1000}],
+        "actuation": [{"region": "all"}],
+        "attachments": [{"selection": "clamp", "type": "fixed", "stiffness": 1e6}],
+        "solver": {"type": "quasistatic", "frames": 2, "tolerance": 1e-10, "max_iterations": 20000},
+        "outputs": {"surface": "obj"},
+    }
+    path = tmp_path / "bar.json"
+    path.write_text(json.dumps(scene))
+    return path
+
+
+def test_embedding_reproduces_the_embedded_surface(tmp_path):
+    path = _embedded_scene(tmp_path)
+    model = xpd.Model.from_scene(str(path))
+    nodes, weights = model.embedding
+    assert nodes.shape == (3, 4) and weights.shape == (3, 4)
+    np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-14)
+    skin = (model.rest_positions[nodes] * weights[..., None]).sum(1)
+    np.testing.assert_allclose(skin, [[1.5, 0.5, 0.5], [1.9, 0.1, 0.9], [0.7, 0.8, 0.2]], atol=1e-14)
+    np.testing.assert_array_equal(model.embedded_surface_triangles, [[0, 1, 2]])
+    plain = xpd.Model.from_scene(str(pathlib.Path(__file__).resolve().parents[2] / "python" / "examples" / "armadillo.json"))
+    with pytest.raises(ValueError, match="embedded_surface"):
+        plain.embedding
+
+
+def test_set_actuation_drives_the_frames_like_the_layer(tmp_path):
+    path = _embedded_scene(tmp_path)
+    model = xpd.Model.from_scene(str(path))
+    u = model.num_actuated_tets
+    rng = np.random.default_rng(5)
+    a = np.ascontiguousarray(0.05 * rng.standard_normal((2, u, 6)))
+    batch = xpd.QuasistaticBatch(model, tolerance=1e-10)
+    x_batch, _ = batch.forward(a)
+    sim = xpd.Simulation(str(path))
+    sim.set_actuation(a)
+    sim.advance(2)
+    # Frame 2 of the simulation is the equilibrium of a[1] (the same model and inputs).
+    scale = np.abs(x_batch[1] - model.rest_positions).max()
+    assert scale > 1e-3
+    np.testing.assert_allclose(sim.positions, x_batch[1], atol=1e-6 * scale)
+    out = tmp_path / "run"
+    sim2 = xpd.Simulation(str(path))
+    sim2.set_actuation(a)
+    assert sim2.write(str(out))["frames"] == 2
+    assert (out / "surfaces").is_dir()
+    with pytest.raises(ValueError, match=r"a: expected shape \[\*, %d, 6\]" % u):
+        sim.set_actuation(np.zeros((1, u + 1, 6)))

@@ -1,7 +1,7 @@
-#include <xpd/energy/tet_term.hpp>
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+
+#include <xpd/energy/tet_term.hpp>
 
 #include "tet_kernel.hpp"
 
@@ -92,7 +92,6 @@ void TetTerm::add_hessian_product(const Points& x, const FrameInputs& in, const 
   });
 }
 
-
 std::unique_ptr<Term::HessianCache> TetTerm::make_hessian_cache(const Points& x, const FrameInputs& in) const {
   auto c = std::make_unique<ElementHessians>();
   const int m = elements_.size();
@@ -112,7 +111,8 @@ void TetTerm::add_cached_hessian_product(const HessianCache* cache, const Points
     add_hessian_product(x, in, h, out);
     return;
   }
-  element_products(elements_, x, h, out, [&](int k, const Mat3&) -> const Mat9& { return c->blocks[static_cast<size_t>(k)]; });
+  element_products(elements_, x, h, out,
+                   [&](int k, const Mat3&) -> const Mat9& { return c->blocks[static_cast<size_t>(k)]; });
 }
 
 }  // namespace xpd

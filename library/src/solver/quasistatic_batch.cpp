@@ -69,22 +69,9 @@ std::vector<FrameStats> QuasistaticBatch::forward(int B, const double* a, const 
     s.x = warm;
     SolverOptions o = options_.forward;
     FrameStats& st = stats[static_cast<size_t>(i)];
-    if (cold > roundoff_) {
-      o.abs_tolerance = std::max(o.abs_tolerance, o.rel_tolerance * cold);
-    } else {
-      // The rest shape is the equilibrium (to round-off), and a tolerance relative to its residual
-      // is unreachable. A warm start there too is done; any other converges relative to its own
-      // starting residual (the frame loop's scale).
-      const double e = evaluate(*model_, s);
-      if (s.force.norm() <= roundoff_) {
-        st = FrameStats{};
-        st.converged = true;
-        st.energy = e;
-        st.residual = st.initial_residual = s.force.norm();
-        Eigen::Map<Points>(x + static_cast<size_t>(i) * 3 * n, n, 3) = s.x;
-        continue;
-      }
-    }
+    // Round-off level (constructor): reachable whatever the inputs, e.g. a = 0, whose equilibrium
+    // is the rest shape and whose cold residual is itself round-off.
+    o.abs_tolerance = std::max({o.abs_tolerance, o.rel_tolerance * cold, roundoff_});
     st = step(*model_, s, o);
     if (options_.newton_polish) {
       NewtonOptions no;

@@ -34,8 +34,8 @@ class TetTerm : public Term {
   /// The cache holds every element's 9×9 block w/2 ∂²ψ/∂F² at x (one SVD-based linearization per
   /// element instead of one per product).
   std::unique_ptr<HessianCache> make_hessian_cache(const Points& x, const FrameInputs& in) const override;
-  void add_cached_hessian_product(const HessianCache* cache, const Points& x, const FrameInputs& in,
-                                  const Points& h, Points& out) const override;
+  void add_cached_hessian_product(const HessianCache* cache, const Points& x, const FrameInputs& in, const Points& h,
+                                  Points& out) const override;
 
   /// Local step and force over an explicit element list (element-order indices, see elements()),
   /// serial, in list order: p_k = project_element(k, F_k), f ← f − w_k (F_k − p_k) ∂F_k/∂x.

@@ -98,7 +98,7 @@ class SceneSimulation {
   // Attachment springs, in Model order: owning scene attachment, node, bone (−1 if none).
   std::vector<int> attach_owner_, attach_node_, attach_bone_;
   std::vector<int> actuation_entry_;                    // per shape-target row, its scene.actuation entry
-  std::vector<ShapeTargetParams> actuation_frames_;      // set_actuation_frames (empty: the scene's)
+  std::vector<ShapeTargetParams> actuation_frames_;     // set_actuation_frames (empty: the scene's)
   std::vector<Skeleton> skeletons_;                     // per scene attachment (bone type)
   std::vector<std::vector<Eigen::Quaterniond>> poses_;  // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;

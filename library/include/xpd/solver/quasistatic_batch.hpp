@@ -25,10 +25,10 @@ struct QuasistaticBatchOptions {
   /// The forward solve per frame. Defaults: Anderson, relative tolerance 1e-8, up to 5,000
   /// iterations (SolverOptions otherwise). A frame converges when ||f(x)|| ≤ rel_tolerance ·
   /// ||f(X; a, t)|| (the residual a cold start from the rest shape X would begin with), whatever
-  /// its warm start, or by the frame loop's own tests. When the rest shape is itself the
-  /// equilibrium (a = 0 without loads: ||f(X; a, t)|| ≤ 64 ε || |K| |X − X̄| ||, round-off, K the PD
-  /// matrix with entrywise absolute values, X̄ the rest centroid), a warm start at round-off level
-  /// is converged at once and any other converges relative to its own starting residual.
+  /// its warm start, or by the frame loop's own tests, or at round-off level: ||f(x)|| ≤ 64 ε
+  /// || |K| |X − X̄| || (K the PD matrix with entrywise absolute values, X̄ the rest centroid), which
+  /// a = 0 needs (its equilibrium is the rest shape, its cold residual is itself round-off) and
+  /// tiny actuations too (PD stagnates at ~1e-11 on the face example whatever the size of a).
   SolverOptions forward = default_forward();
   /// Polish each forward equilibrium with the Newton oracle (solver/newton.hpp) to its round-off
   /// level: for gradient checks, where an equilibrium converged only to 1e-8 makes finite

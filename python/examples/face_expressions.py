@@ -280,9 +280,9 @@ def pca_heldout_rms(train, test, k):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--full", action="store_true", help="every expression, 47 / 10 split, code 16, cell 0.6 cm")
+    ap.add_argument("--full", action="store_true", help="every expression, 47 / 10 split, code 16, cell 0.8 cm")
     ap.add_argument("--data", default=str(DATA), help="the ict-facekit folder")
-    ap.add_argument("--cell", type=float, help="lattice cell [m] (small 0.012, full 0.006)")
+    ap.add_argument("--cell", type=float, help="lattice cell [m] (small 0.012, full 0.008)")
     ap.add_argument("--thickness", type=float, default=0.015, help="flesh thickness behind the skin [m]")
     ap.add_argument("--expressions", type=int, help="number of expressions (small 12, full 57)")
     ap.add_argument("--heldout", type=int, help="held-out expressions (small 3, full 10)")
@@ -294,7 +294,7 @@ def main(argv=None):
     ap.add_argument("--out", help="folder for results.json and the run folder of the held-out expressions")
     args = ap.parse_args(argv)
     full = args.full
-    cell = args.cell or (0.006 if full else 0.012)
+    cell = args.cell or (0.008 if full else 0.012)
     count = args.expressions or (57 if full else 12)
     heldout = args.heldout or (10 if full else 3)
     code = args.code or (16 if full else 4)

@@ -64,17 +64,25 @@ def _obj_faces(text):
     return faces
 
 
-def load_ict(data_dir, names=None):
+def expression_names(data_dir):
+    """The 57 expression blendshapes of the archive (every OBJ but the neutral mesh), sorted."""
+    archive = pathlib.Path(data_dir) / "FaceXModel_neutral_and_expressions.tar.xz"
+    if not archive.is_file():
+        raise FileNotFoundError(f"{archive}: the ICT face model is missing (../shared/data, SOURCES.md)")
+    with tarfile.open(archive) as tar:
+        names = [pathlib.PurePosixPath(m.name).stem for m in tar.getmembers() if m.name.endswith(".obj")]
+    return sorted(n for n in names if n != "generic_neutral_mesh")
+
+
+def load_ict(data_dir, names):
     """Neutral positions [V, 3] (m), its polygons, and {name: positions [V, 3]} of the expressions."""
     archive = pathlib.Path(data_dir) / "FaceXModel_neutral_and_expressions.tar.xz"
     if not archive.is_file():
         raise FileNotFoundError(f"{archive}: the ICT face model is missing (../shared/data, SOURCES.md)")
-    index = json.loads((pathlib.Path(data_dir) / "vertex_indices.json").read_text())
-    wanted = index["expressions"] if names is None else names
     expressions = {}
     with tarfile.open(archive) as tar:
         neutral_text = tar.extractfile("FaceXModel/generic_neutral_mesh.obj").read().decode()
-        for name in wanted:
+        for name in names:
             expressions[name] = _obj_vertices(tar.extractfile(f"FaceXModel/{name}.obj").read().decode()) * CM
     return _obj_vertices(neutral_text) * CM, _obj_faces(neutral_text), expressions
 
@@ -256,8 +264,8 @@ class Decoder(torch.nn.Module):
         mean = A.mean(0)
         _, _, vt = torch.linalg.svd(A - mean, full_matrices=False)
         self.shape = actuations.shape[1:]
-        self.mean = torch.nn.Parameter(mean.clone())
-        self.basis = torch.nn.Parameter(vt[:code].clone())
+        self.mean = torch.nn.Parameter(mean.clone(memory_format=torch.contiguous_format))
+        self.basis = torch.nn.Parameter(vt[:code].clone(memory_format=torch.contiguous_format))
 
     def encode(self, actuations):
         return (actuations.reshape(len(actuations), -1) - self.mean) @ self.basis.T
@@ -304,9 +312,8 @@ def main(argv=None):
     def log(msg):
         print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
 
-    index = json.loads((pathlib.Path(args.data) / "vertex_indices.json").read_text())
     rng = np.random.default_rng(args.seed)
-    names = sorted(rng.choice(index["expressions"], size=count, replace=False).tolist())
+    names = sorted(rng.choice(expression_names(args.data), size=count, replace=False).tolist())
     test_names = sorted(rng.choice(names, size=heldout, replace=False).tolist())
     train_names = [n for n in names if n not in test_names]
     neutral, polygons, expr = load_ict(args.data, names)

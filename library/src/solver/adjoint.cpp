@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <xpd/core/error.hpp>
 #include <xpd/solver/adjoint.hpp>
@@ -50,6 +51,7 @@ struct Frame {
   const State* state = nullptr;
   const Points* g = nullptr;
   Points* h = nullptr;
+  size_t index = 0;                    // in the batch (error messages)
   std::unique_ptr<HessianOperator> H;  // H at the frame's state (built once per solve)
   Points r, z, p, q;
   double rz = 0.0, gnorm = 0.0, r0 = 0.0;
@@ -102,9 +104,10 @@ void finish(Frame& f, double rnorm) {
   f.stats.residual = rnorm / f.gnorm;
 }
 
-void check_finite(const Frame& f, size_t index, double value, const char* what) {
+void check_finite(const Frame& f, double value, const char* what) {
   if (!std::isfinite(value))
-    throw SolverError(fmt::format("adjoint: frame {}: non-finite {} at iteration {}", index, what, f.stats.iterations));
+    throw SolverError(
+        fmt::format("adjoint: frame {}: non-finite {} at iteration {}", f.index, what, f.stats.iterations));
 }
 
 void run_cg(const Model& model, const AdjointOptions& opt, std::vector<Frame>& frames) {
@@ -122,18 +125,18 @@ void run_cg(const Model& model, const AdjointOptions& opt, std::vector<Frame>& f
       if (!f.active) continue;
       f.H->apply(f.p, f.q);
       const double pq = dot(f.p, f.q);
-      check_finite(f, i, pq, "curvature pᵀHp");
+      check_finite(f, pq, "curvature pᵀHp");
       if (!(pq > 0.0))
         throw SolverError(
             fmt::format("adjoint: frame {}: Hessian not positive definite (pᵀHp = {:.3e} ≤ 0 at CG iteration {}): the "
                         "equilibrium is unstable (buckled or inverted elements) and has no gradient",
-                        i, pq, f.stats.iterations));
+                        f.index, pq, f.stats.iterations));
       const double alpha = f.rz / pq;
       *f.h += alpha * f.p;
       f.r -= alpha * f.q;
       ++f.stats.iterations;
       double rnorm = f.r.norm();
-      check_finite(f, i, rnorm, "residual");
+      check_finite(f, rnorm, "residual");
       f.restart = false;
       if (rnorm <= opt.tolerance * f.gnorm) {
         // The recursive residual drifts from g − H h in round-off: accept on the true one, else
@@ -148,7 +151,7 @@ void run_cg(const Model& model, const AdjointOptions& opt, std::vector<Frame>& f
       if (f.stats.iterations >= opt.max_iterations)
         throw SolverError(
             fmt::format("adjoint: frame {}: not converged after {} CG iterations (relative residual {:.3e} > {:.1e})",
-                        i, f.stats.iterations, rnorm / f.gnorm, opt.tolerance));
+                        f.index, f.stats.iterations, rnorm / f.gnorm, opt.tolerance));
     }
     precondition(model, frames, buf);
     for (Frame& f : frames) {
@@ -178,7 +181,7 @@ void run_fixed_point(const Model& model, const AdjointOptions& opt, std::vector<
       *f.h += f.z;
       ++f.stats.iterations;
       const double rnorm = true_residual(model, f);
-      check_finite(f, i, rnorm, "residual");
+      check_finite(f, rnorm, "residual");
       if (rnorm <= opt.tolerance * f.gnorm) {
         finish(f, rnorm);
         continue;
@@ -187,11 +190,11 @@ void run_fixed_point(const Model& model, const AdjointOptions& opt, std::vector<
         throw SolverError(fmt::format(
             "adjoint: frame {}: fixed-point iteration diverged (residual grew {:.1e}× in {} iterations): the Hessian "
             "is not positive definite, or exceeds the PD matrix",
-            i, rnorm / f.r0, f.stats.iterations));
+            f.index, rnorm / f.r0, f.stats.iterations));
       if (f.stats.iterations >= opt.max_iterations)
         throw SolverError(fmt::format(
-            "adjoint: frame {}: not converged after {} fixed-point iterations (relative residual {:.3e} > {:.1e})", i,
-            f.stats.iterations, rnorm / f.gnorm, opt.tolerance));
+            "adjoint: frame {}: not converged after {} fixed-point iterations (relative residual {:.3e} > {:.1e})",
+            f.index, f.stats.iterations, rnorm / f.gnorm, opt.tolerance));
     }
   }
 }
@@ -208,13 +211,13 @@ void run_direct(const Model& model, std::vector<Frame>& frames) {
       chol.factorize(H);
     } catch (const SolverError& e) {
       throw SolverError(
-          fmt::format("adjoint: frame {}: Hessian not positive definite (direct solve: {})", i, e.what()));
+          fmt::format("adjoint: frame {}: Hessian not positive definite (direct solve: {})", f.index, e.what()));
     }
     Eigen::MatrixXd b = Eigen::Map<const Eigen::VectorXd>(f.g->data(), 3 * n);
     chol.solve_in_place(b);
     Eigen::Map<Eigen::VectorXd>(f.h->data(), 3 * n) = b.col(0);
     const double rnorm = true_residual(model, f);
-    check_finite(f, i, rnorm, "residual");
+    check_finite(f, rnorm, "residual");
     finish(f, rnorm);
   }
 }
@@ -253,6 +256,7 @@ std::vector<AdjointStats> AdjointSolver::solve(const std::vector<const State*>& 
       throw SolverError(
           fmt::format("adjoint: frame {}: loss gradient has {} rows, expected {} (one per node)", i, g[i].rows(), n));
     if (!g[i].allFinite()) throw SolverError(fmt::format("adjoint: frame {}: loss gradient is not finite", i));
+    f.index = i;
     f.state = states[i];
     f.g = &g[i];
     f.h = &h[i];
@@ -260,23 +264,33 @@ std::vector<AdjointStats> AdjointSolver::solve(const std::vector<const State*>& 
     f.gnorm = g[i].norm();
     if (f.gnorm == 0.0) f.active = false;  // h = 0 exactly
   }
-  if (options_.method != AdjointMethod::Direct)
-    for (Frame& f : frames)
-      if (f.active) f.H = std::make_unique<HessianOperator>(model, *f.state);
-  switch (options_.method) {
-    case AdjointMethod::ConjugateGradient:
-      run_cg(model, options_, frames);
-      break;
-    case AdjointMethod::FixedPoint:
-      run_fixed_point(model, options_, frames);
-      break;
-    case AdjointMethod::Direct:
-      run_direct(model, frames);
-      break;
-  }
+  // Groups of at most kGroup frames, each solved to the end before the next: the linearized
+  // Hessians of a group (648 bytes per tet and frame) stay in cache across its iterations.
+  // Measured on the armadillo (bench_adjoint, 2.4 MB of blocks per frame): 48 or 96 frames in one
+  // batch cost 1.6 times their one-at-a-time time, 16 broke even.
+  constexpr size_t kGroup = 16;
   std::vector<AdjointStats> stats;
   stats.reserve(frames.size());
-  for (const Frame& f : frames) stats.push_back(f.stats);
+  for (size_t begin = 0; begin < frames.size(); begin += kGroup) {
+    const size_t end = std::min(frames.size(), begin + kGroup);
+    std::vector<Frame> group;
+    for (size_t i = begin; i < end; ++i) group.push_back(std::move(frames[i]));
+    if (options_.method != AdjointMethod::Direct)
+      for (Frame& f : group)
+        if (f.active) f.H = std::make_unique<HessianOperator>(model, *f.state);
+    switch (options_.method) {
+      case AdjointMethod::ConjugateGradient:
+        run_cg(model, options_, group);
+        break;
+      case AdjointMethod::FixedPoint:
+        run_fixed_point(model, options_, group);
+        break;
+      case AdjointMethod::Direct:
+        run_direct(model, group);
+        break;
+    }
+    for (const Frame& f : group) stats.push_back(f.stats);
+  }
   return stats;
 }
 

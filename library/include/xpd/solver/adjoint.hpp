@@ -19,9 +19,10 @@
 //    1 − λ_min(K⁻¹H)); diverges when H is indefinite, which it reports by throwing.
 //  - Direct: the assembled Hessian (newton_hessian, not PSD-projected) factored by CHOLMOD; throws
 //    when it is not positive definite. For small models and as the oracle of the other two.
-// Batched: the frames of a batch (one State each, one shared Model) advance together and their
-// preconditioner solves go through one multi-column solve with the shared factor (n × 3B, or
-// 3n × B for a coupled model); frames that converge drop out of the batch.
+// Batched: the frames of a batch (one State each, one shared Model) advance together, in groups
+// of 16, and their preconditioner solves go through one multi-column solve with the shared factor
+// (n × 3B, or 3n × B for a coupled model); frames that converge drop out of the batch. Each frame's
+// Hessian is linearized once (HessianOperator); groups keep those blocks in cache (BENCHMARKS.md).
 //
 // Shapes: g, h are #V × 3 (row-major Points, like positions). Quasistatic models only.
 #include <memory>

@@ -48,6 +48,7 @@ struct RenderOptions {
   int timeout_s = 180;
   std::string chromium;
   std::string up;
+  bool no_overlay = false;
 };
 
 std::string find_chromium(const std::string& explicit_path) {
@@ -154,6 +155,7 @@ void run_render(const RenderOptions& o) {
   else
     url += "&frame=" + std::to_string(o.frame.value_or(0));
   if (!o.up.empty()) url += "&up=" + o.up;
+  if (o.no_overlay) url += "&overlay=0";
 
   char tmpl[] = "/tmp/xpd-render-XXXXXX";
   if (!::mkdtemp(tmpl)) throw Error(fmt::format("cannot create a temporary folder: {}", std::strerror(errno)));
@@ -227,6 +229,8 @@ void add_render_command(CLI::App& app) {
   cmd->add_option("--width", o->width, "Image width in pixels")->capture_default_str();
   cmd->add_option("--height", o->height, "Image height in pixels")->capture_default_str();
   cmd->add_option("--up", o->up, "Up axis of the camera: y or z")->check(CLI::IsMember({"y", "z"}));
+  cmd->add_flag("--no-overlay", o->no_overlay,
+                "Leave out the attachments and obstacles of scene.json (e.g. when attached nodes hide the body)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for Chromium")->capture_default_str();
   cmd->add_option("--chromium", o->chromium, "Chromium executable (default: $XPD_CHROMIUM, /usr/bin/chromium, PATH)");
   cmd->callback([o] { run_render(*o); });

@@ -32,8 +32,12 @@ def test_face_fits_expressions_and_compares_with_pca(data_dir, tmp_path, capsys)
         pytest.skip("ict-facekit missing from the shared data")
     assert load("face_expressions").main(["--data", str(data_dir / "ict-facekit"), "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    # Every fit reduces the expression's distance to the neutral face; the run folder renders.
-    for name, fit in results["fit_rms_mm"].items():
-        assert fit < 0.5 * results["neutral_rms_mm"][name], name
+    # Every fit at least halves the expression's distance to the neutral face (PupilDilate_L/R move
+    # only the pupils, outside the face region: 0.000 / 0.002 mm, nothing to fit); the run folder
+    # has the held-out frames.
+    moving = {n: d for n, d in results["neutral_rms_mm"].items() if d > 0.01}
+    assert len(moving) >= len(results["neutral_rms_mm"]) - 2
+    for name, neutral in moving.items():
+        assert results["fit_rms_mm"][name] < 0.5 * neutral, name
     assert (tmp_path / "heldout" / "stats.json").is_file()
     assert len(list((tmp_path / "heldout" / "surfaces").iterdir())) == len(results["heldout"]) + 1

@@ -17,6 +17,7 @@ const DATA = (params.get('data') || 'data/').replace(/\/?$/, '/');
 const RENDER_MODE = params.get('render') === '1';
 const SHEET = params.get('frames');
 const UP = params.get('up') === 'z' ? 'z' : 'y';
+const OVERLAY = params.get('overlay') !== '0';  // overlay=0: no attachments/obstacles (xpd render --no-overlay)
 const BACKGROUND = 0x1d2025;
 const CACHE_BYTES = 512 * 1024 * 1024;
 
@@ -578,7 +579,7 @@ async function main() {
     const run = await loadIndex();
     document.title = `xpd — ${run.meta.name || run.stats.scene || 'run'}`;
     const cache = new FrameCache(run.frames);
-    if (run.overlay) {
+    if (run.overlay && OVERLAY) {
       overlayView = new OverlayView(run.overlay, requestDraw);
       scene.add(overlayView.group);
       window.__xpdScene.overlay = overlayView;

@@ -454,3 +454,24 @@ TEST(QuasistaticBatchForward, RestInputsConvergeAtTheRestShapeFromAnyStart) {
   test::report("back to rest (||x - X|| / ||x_deformed - X||)", back, 1e-4);
   EXPECT_LE(back, 1e-4);
 }
+
+TEST(AdjointBatch, ErrorsNameTheFrameByItsIndexInTheBatch) {
+  // Batches are solved in groups of 16 frames; an error in a later group must still name the
+  // frame's index in the whole batch. Frames 0..16 have g = 0 (h = 0 at once), frame 17 cannot
+  // converge in one CG iteration.
+  const Model model = build_model(actuated_desc(test::jittered_box(4)));
+  State s = make_state(model);
+  equilibrate(model, s);
+  const int B = 18;
+  std::vector<const State*> states(B, &s);
+  std::vector<Points> g(B, Points::Zero(model.num_nodes(), 3)), h;
+  g[17] = random_points(model.num_nodes(), 1.0, 99);
+  AdjointOptions o;
+  o.max_iterations = 1;
+  try {
+    AdjointSolver(model, o).solve(states, g, h);
+    FAIL() << "expected a SolverError";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame 17:"), std::string::npos) << e.what();
+  }
+}

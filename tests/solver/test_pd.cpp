@@ -6,12 +6,14 @@
 #include <numeric>
 #include <random>
 #include <xpd/core/error.hpp>
+#include <xpd/core/threads.hpp>
 #include <xpd/energy/tet_term.hpp>
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
 #include "bench_core.hpp"
 #include "solver/pd_fixtures.hpp"
+#include "test_util.hpp"
 
 using namespace xpd;
 
@@ -299,4 +301,34 @@ TEST(SolverBench, CoreBenchRunsOnASmallBox) {
   EXPECT_EQ(i.nnz_L, r.nnz_L);
   EXPECT_GT(c.solve_3rhs_ms, 0.0);
   EXPECT_NE(c.to_json().find("\"volume_matrix\": \"coupled\""), std::string::npos);
+}
+
+// `xpd bench core --mesh FILE --scaling`: a real mesh, timed on 1 thread (TBB and OpenBLAS both
+// capped, restored afterwards) and on 2, with the factor bandwidth and CHOLMOD's serial solve
+// measured beside the default one.
+TEST(SolverBench, CoreScalingOnAMeshFileCapsBothThreadPools) {
+  const int blas_before = blas_threads();
+  CoreBenchConfig c;
+  c.mesh = test::data_path("libigl-tutorial-data/octopus-low.mesh");
+  c.iterations = 2;
+  c.threads = 2;
+  const CoreScalingResult s = bench_core_scaling(c);
+  EXPECT_EQ(s.one.mesh, "octopus-low.mesh");
+  EXPECT_GT(s.one.nodes, 0);
+  EXPECT_EQ(s.one.threads, 1);
+  EXPECT_EQ(s.many.threads, 2);
+  if (blas_before > 0) {  // OpenBLAS: capped to 1 in the one-thread leg, given back afterwards
+    EXPECT_EQ(s.one.blas_threads, 1);
+    EXPECT_EQ(blas_threads(), blas_before);
+  }
+  for (const CoreBenchResult* r : {&s.one, &s.many}) {
+    EXPECT_GT(r->pd_iteration_ms, 0.0);
+    EXPECT_GT(r->solve_gbps, 0.0);
+    EXPECT_GT(r->cholmod_solve_3rhs_ms, 0.0);
+  }
+  EXPECT_GT(s.iteration_speedup, 0.0);
+  EXPECT_NE(s.to_json().find("\"one_thread\""), std::string::npos);
+  CoreBenchConfig bad = c;
+  bad.up = 3;
+  EXPECT_THROW(bench_core(bad), Error);
 }

@@ -17,7 +17,7 @@ namespace xpd::detail {
 
 /// Grain of the deterministic reduction: fixed, so partitioning (and round-off) never depends on
 /// the number of threads.
-inline constexpr int kTetGrain = 2048;
+inline constexpr int kTetGrain = 256;
 
 /// The element loop of every tet term (colour by colour; elements of a colour share no node):
 /// F = Ds Dm⁻¹, then `elem(k, F, p, D, s)` returns the element energy E_k and fills the 3×3

@@ -1,11 +1,11 @@
 #include <fmt/format.h>
-#include <tbb/global_control.h>
 
 #include <chrono>
 #include <cmath>
 #include <optional>
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
+#include <xpd/core/threads.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
@@ -28,18 +28,10 @@ int nearest_bone(const Skeleton& sk, const std::vector<int>& bones, const Vec3& 
 
 }  // namespace
 
-namespace {
-// solver.threads > 0 limits TBB's parallelism while the simulation builds or advances (0 = all).
-std::optional<tbb::global_control> thread_limit(int threads) {
-  std::optional<tbb::global_control> c;
-  if (threads > 0) c.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-  return c;
-}
-}  // namespace
-
 SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto limit = thread_limit(scene_.solver.threads);
+  // solver.threads > 0 limits TBB and OpenBLAS while the simulation builds or advances (0 = all).
+  const ThreadLimit limit(scene_.solver.threads);
   mesh_ = build_scene_mesh(scene_.mesh);
   check_scene_against_mesh(scene_, mesh_);
   tet_material_ = assign_materials(scene_, mesh_);
@@ -188,7 +180,8 @@ void SceneSimulation::set_actuation_frames(std::vector<ShapeTargetParams> frames
 
 FrameStats SceneSimulation::advance(int frame) {
   if (frame < 1) throw Error("SceneSimulation::advance: frames start at 1 (frame 0 is the initial state)");
-  const auto limit = thread_limit(scene_.solver.threads);
+  // solver.threads > 0 limits TBB and OpenBLAS while the simulation builds or advances (0 = all).
+  const ThreadLimit limit(scene_.solver.threads);
   set_frame_inputs(frame);
   last_extrapolated_ = false;
   const Points current = state_.x;  // x_{k−1}

@@ -2,13 +2,22 @@
 #include <fmt/format.h>
 
 #include <Eigen/SparseCholesky>
+#include <atomic>
 #include <cstring>
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/solver/sparse_cholesky.hpp>
 
+#include "supernodal_solve.hpp"
+
 namespace xpd {
+
+namespace {
+std::atomic<bool> g_default_parallel_solve{true};
+}
+
+void SparseCholesky::set_default_parallel_solve(bool on) { g_default_parallel_solve = on; }
 
 std::string to_string(CholeskyBackend backend) { return backend == CholeskyBackend::Cholmod ? "cholmod" : "eigen"; }
 
@@ -18,7 +27,9 @@ struct SparseCholesky::Impl {
   virtual void factorize(const Eigen::SparseMatrix<double>& A) = 0;
   virtual void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) = 0;
   virtual CholeskyBackend backend() const = 0;
+  virtual void set_parallel_solve(bool on) { parallel_solve = on; }
   CholeskyInfo info;
+  bool parallel_solve = g_default_parallel_solve;
 };
 
 namespace {
@@ -62,6 +73,7 @@ class CholmodImpl final : public SparseCholesky::Impl {
     Timer t;
     check_square(A);
     load_lower(A, /*pattern_changed=*/true);
+    tree_.reset();
     if (L_) cholmod_l_free_factor(&L_, &c_);
     L_ = cholmod_l_analyze(A_, &c_);
     check("cholmod_l_analyze");
@@ -89,6 +101,15 @@ class CholmodImpl final : public SparseCholesky::Impl {
                       col, info.n, k));
     }
     info.nnz_L = c_.lnz;
+    // The substitution schedule depends on the supernodal structure only; rebuilt here (O(n),
+    // negligible beside the factorization) so that it always matches the factor it reads.
+    tree_.reset();
+    if (L_->is_super && L_->is_ll) {
+      tree_ = std::make_unique<detail::SupernodalSolve>(L_);
+      info.solve_tasks = tree_->num_tasks();
+      info.solve_top_fraction = tree_->top_fraction();
+    }
+    info.factor_bytes = factor_bytes();
     info.factorize_ms = t.elapsed_ms();
   }
 
@@ -97,6 +118,10 @@ class CholmodImpl final : public SparseCholesky::Impl {
     if (B.rows() != info.n)
       throw SolverError(fmt::format("SparseCholesky::solve: rhs has {} rows, matrix {}", B.rows(), info.n));
     if (B.cols() == 0) return;
+    if (tree_ && parallel_solve) {
+      tree_->solve_in_place(B);
+      return;
+    }
     if (B.outerStride() != B.rows()) {  // CHOLMOD needs a packed column-major block
       Eigen::MatrixXd tmp = B;
       solve_in_place(tmp);
@@ -121,6 +146,12 @@ class CholmodImpl final : public SparseCholesky::Impl {
   }
 
  private:
+  // Bytes a triangular solve reads from the factor (values and row indices, once per sweep).
+  double factor_bytes() const {
+    if (tree_) return tree_->factor_bytes();
+    return static_cast<double>(c_.lnz) * (sizeof(double) + sizeof(SuiteSparse_long));
+  }
+
   void check(const char* what) const {
     if (c_.status < CHOLMOD_OK) throw SolverError(fmt::format("{} failed with CHOLMOD status {}", what, c_.status));
   }
@@ -160,6 +191,7 @@ class CholmodImpl final : public SparseCholesky::Impl {
   cholmod_dense* X_ = nullptr;
   cholmod_dense* Y_ = nullptr;
   cholmod_dense* E_ = nullptr;
+  std::unique_ptr<detail::SupernodalSolve> tree_;  // after L_: destroyed first
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -226,5 +258,7 @@ Eigen::MatrixXd SparseCholesky::solve(const Eigen::MatrixXd& B) const {
 CholeskyBackend SparseCholesky::backend() const { return impl_->backend(); }
 const CholeskyInfo& SparseCholesky::info() const { return impl_->info; }
 long SparseCholesky::rows() const { return impl_->info.n; }
+void SparseCholesky::set_parallel_solve(bool on) { impl_->set_parallel_solve(on); }
+bool SparseCholesky::parallel_solve() const { return impl_->parallel_solve; }
 
 }  // namespace xpd

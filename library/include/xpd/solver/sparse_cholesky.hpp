@@ -25,7 +25,10 @@ struct CholeskyInfo {
   double nnz_L = 0;  ///< nonzeros of the factor
   double analyze_ms = 0;
   double factorize_ms = 0;
-  bool supernodal = false;  ///< CHOLMOD built a supernodal factor (false: simplicial, or Eigen)
+  bool supernodal = false;        ///< CHOLMOD built a supernodal factor (false: simplicial, or Eigen)
+  double factor_bytes = 0;        ///< bytes of L (values + row indices) that one triangular sweep reads
+  long solve_tasks = 0;           ///< independent subtrees of the tree-parallel solve (0: not used)
+  double solve_top_fraction = 0;  ///< share of L's values in the serial top of the tree-parallel solve
 };
 
 /// A = L Lᵀ for an SPD matrix A (n × n). Matrices passed in must be symmetric; only their lower
@@ -49,9 +52,20 @@ class SparseCholesky {
     factorize(A);
   }
   /// Solves A X = B in place: B is n × k, column-major; all k columns are solved at once (one pass
-  /// over the factor). Allocation-free after the first call with a given k (CHOLMOD workspaces are
-  /// kept).
+  /// over the factor). Allocation-free after the first call with a given k (workspaces are kept), so
+  /// two solves with one factor must not run concurrently.
+  ///
+  /// A supernodal CHOLMOD factor is solved tree-parallel by default (subtrees of the supernodal
+  /// elimination tree on TBB's threads, the separators above them serially; the result is
+  /// bit-identical on any number of threads, and equals CHOLMOD's own serial solve to round-off).
   void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const;
+  /// true (default): the tree-parallel substitution where the factor is supernodal; false:
+  /// CHOLMOD's serial cholmod_l_solve2 (the oracle of the tests). No effect on other backends.
+  void set_parallel_solve(bool on);
+  bool parallel_solve() const;
+  /// The parallel_solve() of factors constructed from now on (process-wide; default true). The
+  /// scene regression test turns it off to compare with figures written by the serial solve.
+  static void set_default_parallel_solve(bool on);
   /// Returns A⁻¹ B.
   Eigen::MatrixXd solve(const Eigen::MatrixXd& B) const;
 

@@ -1,0 +1,321 @@
+#include "supernodal_solve.hpp"
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <queue>
+#include <xpd/core/error.hpp>
+
+// Fortran BLAS (the library CHOLMOD calls; 32-bit integers as in Debian's OpenBLAS and reference BLAS).
+extern "C" {
+void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
+void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag, const int* m, const int* n,
+            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
+}
+
+namespace xpd::detail {
+
+namespace {
+using Long = SuiteSparse_long;
+
+// Supernodes with at least this many columns go through BLAS (blocked, vectorized kernels); smaller
+// ones through the plain loops, where a BLAS call costs more than its arithmetic.
+constexpr long kBlasColumns = 16;
+using ConstBlock = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
+
+// Subtrees lighter than total / kTaskSplit become tasks. Fixed (not derived from the thread count)
+// so that the decomposition, and with it every rounding, is the same on any number of threads; 32
+// leaves enough tasks for a dynamic schedule to balance 2 to 8 threads.
+constexpr double kTaskSplit = 32.0;
+}  // namespace
+
+SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
+  if (!L || !L->is_super || !L->is_ll || L->xtype != CHOLMOD_REAL || L->itype != CHOLMOD_LONG)
+    throw SolverError("supernodal solve: needs a real supernodal LL' factor with 64-bit indices");
+  n_ = static_cast<long>(L->n);
+  const long ns = static_cast<long>(L->nsuper);
+  const auto* super = static_cast<const Long*>(L->super);
+  const auto* pi = static_cast<const Long*>(L->pi);
+  const auto* sidx = static_cast<const Long*>(L->s);
+
+  std::vector<long> col_super(n_);
+  for (long s = 0; s < ns; ++s)
+    for (Long c = super[s]; c < super[s + 1]; ++c) col_super[c] = s;
+  std::vector<long> parent(ns, -1), first(ns), count(ns, 1);
+  std::vector<double> weight(ns), subtree(ns);
+  double total = 0;
+  for (long s = 0; s < ns; ++s) {
+    const long nscol = super[s + 1] - super[s], nsrow = pi[s + 1] - pi[s];
+    if (nsrow > nscol) parent[s] = col_super[sidx[pi[s] + nscol]];
+    if (parent[s] >= 0 && parent[s] <= s)
+      throw SolverError(fmt::format("supernodal solve: supernode {} has parent {} (not postordered)", s, parent[s]));
+    weight[s] = static_cast<double>(nsrow) * static_cast<double>(nscol);
+    total += weight[s];
+    factor_bytes_ += weight[s] * sizeof(double) + static_cast<double>(nsrow) * sizeof(Long);
+    first[s] = s;
+  }
+  for (long s = 0; s < ns; ++s) {  // children precede parents: one ascending pass accumulates
+    subtree[s] += weight[s];
+    if (parent[s] >= 0) {
+      subtree[parent[s]] += subtree[s];
+      count[parent[s]] += count[s];
+      first[parent[s]] = std::min(first[parent[s]], first[s]);
+    }
+  }
+  std::vector<std::vector<long>> children(ns);
+  for (long s = 0; s < ns; ++s)
+    if (parent[s] >= 0) children[parent[s]].push_back(s);
+
+  // Split the heaviest subtree until every remaining one is light (or a single supernode).
+  auto lighter = [&](long a, long b) { return subtree[a] < subtree[b] || (subtree[a] == subtree[b] && a > b); };
+  std::priority_queue<long, std::vector<long>, decltype(lighter)> heap(lighter);
+  for (long s = 0; s < ns; ++s)
+    if (parent[s] < 0) heap.push(s);
+  std::vector<long> roots;
+  std::vector<char> in_top(ns, 0);
+  const double threshold = total / kTaskSplit;
+  while (!heap.empty()) {
+    const long s = heap.top();
+    heap.pop();
+    if (subtree[s] > threshold && !children[s].empty()) {
+      in_top[s] = 1;
+      top_.push_back(s);
+      for (long c : children[s]) heap.push(c);
+    } else {
+      roots.push_back(s);
+    }
+  }
+  std::sort(top_.begin(), top_.end());
+  // Heaviest first, so that a dynamic schedule ends with the small tasks.
+  std::sort(roots.begin(), roots.end(), [&](long a, long b) { return lighter(b, a); });
+  double top_weight = 0;
+  for (long s : top_) top_weight += weight[s];
+  top_fraction_ = total > 0 ? top_weight / total : 0.0;
+
+  top_pos_.assign(ns, -1);
+  for (size_t i = 0; i < top_.size(); ++i) top_pos_[top_[i]] = static_cast<long>(i);
+  col_super_ = std::move(col_super);
+  const long nt = static_cast<long>(top_.size());
+  for (long r : roots) {
+    if (r - first[r] + 1 != count[r])
+      throw SolverError(fmt::format("supernodal solve: subtree of supernode {} is not contiguous", r));
+    Task t;
+    t.first = first[r];
+    t.last = r;
+    // Buffer layout: the columns of every top ancestor of r, nearest first.
+    t.slot.assign(nt, -1);
+    for (long a = parent[r]; a >= 0; a = parent[a]) {
+      t.slot[top_pos_[a]] = t.path_cols;
+      t.path_cols += super[a + 1] - super[a];
+    }
+    tasks_.push_back(std::move(t));
+  }
+}
+
+// Both sweeps stream each column of L once, top to bottom (column-major values): the diagonal
+// block by substitution, the rows below it as axpy (forward) or dot products (backward) into a
+// small row-major work block, so that one pass serves all k right-hand sides. Y is row-major n × k.
+// Plain loops beat BLAS / Eigen calls here: most supernodes of a tet mesh's factor have a few
+// columns, and a call's overhead exceeds their arithmetic.
+template <int K>
+void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* task, double* buffer,
+                                        std::vector<double>& work) const {
+  const long kk = K > 0 ? K : k;
+  const auto* super = static_cast<const Long*>(L_->super);
+  const auto* pi = static_cast<const Long*>(L_->pi);
+  const auto* px = static_cast<const Long*>(L_->px);
+  const auto* sidx = static_cast<const Long*>(L_->s);
+  const long k1 = super[s], nscol = super[s + 1] - k1, psi = pi[s], nsrow = pi[s + 1] - psi, m = nsrow - nscol;
+  const double* Lx = static_cast<const double*>(L_->x) + px[s];
+  double* Yd = Y + k1 * kk;
+  // t: the update of the rows below the diagonal block, row-major m × kk.
+  const double* t;
+  if (nscol >= kBlasColumns) {
+    // Column-major E (nsrow × kk) as CHOLMOD lays it out: E₁ := L_dd⁻¹ E₁, E₂ := L_off E₁.
+    work.resize(static_cast<size_t>((nsrow + m) * kk));  // E, then T (row-major m × kk)
+    double* E = work.data();
+    for (long c = 0; c < nscol; ++c)
+      for (long j = 0; j < kk; ++j) E[c + j * nsrow] = Yd[c * kk + j];
+    const int bk = static_cast<int>(kk), bn = static_cast<int>(nscol), bm = static_cast<int>(m),
+              ld = static_cast<int>(nsrow);
+    const double one = 1.0, zero = 0.0;
+    dtrsm_("L", "L", "N", "N", &bn, &bk, &one, Lx, &ld, E, &ld);
+    for (long c = 0; c < nscol; ++c)
+      for (long j = 0; j < kk; ++j) Yd[c * kk + j] = E[c + j * nsrow];
+    if (m == 0) return;
+    dgemm_("N", "N", &bm, &bk, &bn, &one, Lx + nscol, &ld, E, &ld, &zero, E + nscol, &ld);
+    double* T = E + nsrow * kk;
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < kk; ++j) T[i * kk + j] = E[nscol + i + j * nsrow];
+    t = T;
+  } else {
+    for (long c = 0; c < nscol; ++c) {
+      const double* Lc = Lx + c * nsrow;
+      double* yc = Yd + c * kk;
+      for (long j = 0; j < kk; ++j) yc[j] /= Lc[c];
+      for (long i = c + 1; i < nscol; ++i) {
+        double* yi = Yd + i * kk;
+        const double l = Lc[i];
+        for (long j = 0; j < kk; ++j) yi[j] -= l * yc[j];
+      }
+    }
+    if (m == 0) return;
+    work.assign(static_cast<size_t>(m * kk), 0.0);
+    double* T = work.data();
+    for (long c = 0; c < nscol; ++c) {
+      const double* Lc = Lx + c * nsrow + nscol;
+      const double* yc = Yd + c * kk;
+      for (long i = 0; i < m; ++i)
+        for (long j = 0; j < kk; ++j) T[i * kk + j] += Lc[i] * yc[j];
+    }
+    t = T;
+  }
+  const Long* rows = sidx + psi + nscol;
+  // Rows of the task's own subtree precede (in postorder) every top row: ancestors of the task root
+  // that are outside the task have larger column indices than any column of the task.
+  const long top_from = task ? super[task->last + 1] : n_;
+  for (long i = 0; i < m; ++i) {
+    const long r = rows[i];
+    double* dst;
+    long stride = 1;
+    if (r < top_from) {
+      dst = Y + r * kk;
+    } else {
+      const long a = col_super_[r];
+      dst = buffer + task->slot[top_pos_[a]] + (r - super[a]);
+      stride = task->path_cols;
+    }
+    for (long j = 0; j < kk; ++j) dst[j * stride] -= t[i * kk + j];
+  }
+}
+
+template <int K>
+void SupernodalSolve::backward_supernode(long s, double* Y, long k, std::vector<double>& work) const {
+  const long kk = K > 0 ? K : k;
+  const auto* super = static_cast<const Long*>(L_->super);
+  const auto* pi = static_cast<const Long*>(L_->pi);
+  const auto* px = static_cast<const Long*>(L_->px);
+  const auto* sidx = static_cast<const Long*>(L_->s);
+  const long k1 = super[s], nscol = super[s + 1] - k1, psi = pi[s], nsrow = pi[s + 1] - psi, m = nsrow - nscol;
+  const double* Lx = static_cast<const double*>(L_->x) + px[s];
+  const Long* rows = sidx + psi + nscol;
+  double* Yd = Y + k1 * kk;
+  if (nscol >= kBlasColumns) {
+    // Column-major E (nsrow × kk): E₁ −= L_offᵀ E₂, E₁ := L_dd⁻ᵀ E₁.
+    work.resize(static_cast<size_t>(nsrow * kk));
+    double* E = work.data();
+    for (long c = 0; c < nscol; ++c)
+      for (long j = 0; j < kk; ++j) E[c + j * nsrow] = Yd[c * kk + j];
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < kk; ++j) E[nscol + i + j * nsrow] = Y[rows[i] * kk + j];
+    const int bk = static_cast<int>(kk), bn = static_cast<int>(nscol), bm = static_cast<int>(m),
+              ld = static_cast<int>(nsrow);
+    const double one = 1.0, minus = -1.0;
+    if (m > 0) dgemm_("T", "N", &bn, &bk, &bm, &minus, Lx + nscol, &ld, E + nscol, &ld, &one, E, &ld);
+    dtrsm_("L", "L", "T", "N", &bn, &bk, &one, Lx, &ld, E, &ld);
+    for (long c = 0; c < nscol; ++c)
+      for (long j = 0; j < kk; ++j) Yd[c * kk + j] = E[c + j * nsrow];
+    return;
+  }
+  if (m > 0) {
+    work.resize(static_cast<size_t>(m * kk));
+    double* g = work.data();
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < kk; ++j) g[i * kk + j] = Y[rows[i] * kk + j];
+    for (long c = 0; c < nscol; ++c) {
+      const double* Lc = Lx + c * nsrow + nscol;
+      double acc[K > 0 ? K : 16];
+      for (long j0 = 0; j0 < kk; j0 += 16) {  // runtime k: blocks of 16 columns
+        const long nj = std::min<long>(kk - j0, K > 0 ? K : 16);
+        for (long j = 0; j < nj; ++j) acc[j] = 0.0;
+        for (long i = 0; i < m; ++i)
+          for (long j = 0; j < nj; ++j) acc[j] += Lc[i] * g[i * kk + j0 + j];
+        for (long j = 0; j < nj; ++j) Yd[c * kk + j0 + j] -= acc[j];
+      }
+    }
+  }
+  for (long c = nscol - 1; c >= 0; --c) {
+    const double* Lc = Lx + c * nsrow;
+    double* yc = Yd + c * kk;
+    for (long i = c + 1; i < nscol; ++i) {
+      const double* yi = Yd + i * kk;
+      const double l = Lc[i];
+      for (long j = 0; j < kk; ++j) yc[j] -= l * yi[j];
+    }
+    for (long j = 0; j < kk; ++j) yc[j] /= Lc[c];
+  }
+}
+
+void SupernodalSolve::solve_in_place(Eigen::Ref<Eigen::MatrixXd> X) const {
+  if (X.rows() != n_) throw SolverError(fmt::format("supernodal solve: rhs has {} rows, factor {}", X.rows(), n_));
+  const long k = X.cols();
+  if (k == 0) return;
+  if (k == 1)
+    sweep<1>(X);
+  else if (k == 3)
+    sweep<3>(X);
+  else
+    sweep<0>(X);
+}
+
+template <int K>
+void SupernodalSolve::sweep(Eigen::Ref<Eigen::MatrixXd> X) const {
+  const long k = X.cols();
+  const auto* perm = static_cast<const Long*>(L_->Perm);
+  Y_.resize(static_cast<size_t>(n_ * k));
+  double* Y = Y_.data();
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) Y[i * k + j] = X(perm ? perm[i] : i, j);
+
+  const long nt = static_cast<long>(tasks_.size());
+  offsets_.resize(static_cast<size_t>(nt + 1));
+  offsets_[0] = 0;
+  for (long t = 0; t < nt; ++t) offsets_[t + 1] = offsets_[t] + tasks_[t].path_cols * k;
+  buffers_.assign(static_cast<size_t>(offsets_[nt]), 0.0);
+  auto& work = work_;
+
+  // Forward: the subtrees concurrently, their updates of the top in per-task buffers.
+  tbb::parallel_for(
+      tbb::blocked_range<long>(0, nt, 1),
+      [&](const tbb::blocked_range<long>& range) {
+        std::vector<double>& w = work.local();
+        for (long t = range.begin(); t < range.end(); ++t)
+          for (long s = tasks_[t].first; s <= tasks_[t].last; ++s)
+            forward_supernode<K>(s, Y, k, &tasks_[t], buffers_.data() + offsets_[t], w);
+      },
+      tbb::simple_partitioner());
+  // Merge in task order (fixed rounding), then the top serially.
+  const auto* super = static_cast<const Long*>(L_->super);
+  for (long t = 0; t < nt; ++t) {
+    const Task& task = tasks_[t];
+    const double* b = buffers_.data() + offsets_[t];
+    for (size_t p = 0; p < top_.size(); ++p) {
+      const long off = task.slot[p];
+      if (off < 0) continue;
+      const long a = top_[p], c0 = super[a], nc = super[a + 1] - c0;
+      for (long c = 0; c < nc; ++c)
+        for (long j = 0; j < k; ++j) Y[(c0 + c) * k + j] += b[off + c + j * task.path_cols];
+    }
+  }
+  std::vector<double>& w0 = work.local();
+  for (long s : top_) forward_supernode<K>(s, Y, k, nullptr, nullptr, w0);
+
+  // Backward: the top serially (parents first), then the subtrees concurrently.
+  for (auto it = top_.rbegin(); it != top_.rend(); ++it) backward_supernode<K>(*it, Y, k, w0);
+  tbb::parallel_for(
+      tbb::blocked_range<long>(0, nt, 1),
+      [&](const tbb::blocked_range<long>& range) {
+        std::vector<double>& w = work.local();
+        for (long t = range.begin(); t < range.end(); ++t)
+          for (long s = tasks_[t].last; s >= tasks_[t].first; --s) backward_supernode<K>(s, Y, k, w);
+      },
+      tbb::simple_partitioner());
+
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) X(perm ? perm[i] : i, j) = Y[i * k + j];
+}
+
+}  // namespace xpd::detail

@@ -94,5 +94,44 @@ TEST(FrameLoop, UnsupportedAcceleratorIsRefusedByName) {
   }
 }
 
+// A tolerance below what double precision resolves (1e-16 relative) used to spin to max_iterations;
+// the frame now stops at the round-off floor and says so. Anderson and Chebyshev alike; a reachable
+// tolerance is not affected, and stagnation_window = 0 restores the old behaviour.
+TEST(FrameLoop, UnreachableToleranceStopsAtTheRoundOffFloor) {
+  const Model model = build_model(test::loaded_desc(test::jittered_box(6)));
+  for (Accelerator a : {Accelerator::Anderson, Accelerator::Chebyshev}) {
+    SCOPED_TRACE(a == Accelerator::Anderson ? "anderson" : "chebyshev");
+    SolverOptions o;
+    o.accelerator = a;
+    o.max_iterations = 20000;
+    o.rel_tolerance = 1e-16;
+    State s = make_state(model);
+    const FrameStats st = step(model, s, o);
+    EXPECT_TRUE(st.stagnated);
+    EXPECT_FALSE(st.converged);
+    EXPECT_GT(st.roundoff_residual, 0.0);
+    EXPECT_LE(st.residual, 4.0 * st.roundoff_residual);
+    EXPECT_LT(st.iterations, 2000) << "stopped late";
+    // Where it stopped is the equilibrium a reachable tolerance gives, to that tolerance.
+    SolverOptions r = o;
+    r.rel_tolerance = 1e-9;
+    State t = make_state(model);
+    const FrameStats rt = step(model, t, r);
+    EXPECT_TRUE(rt.converged);
+    EXPECT_FALSE(rt.stagnated);
+    EXPECT_LE(
+        (s.x - t.x).norm(),
+        1e-6 * (model.rest_positions().colwise().maxCoeff() - model.rest_positions().colwise().minCoeff()).norm());
+    // Without the window: the old behaviour, every iteration spent.
+    SolverOptions spin = o;
+    spin.stagnation_window = 0;
+    spin.max_iterations = 3 * st.iterations;
+    State u = make_state(model);
+    const FrameStats su = step(model, u, spin);
+    EXPECT_FALSE(su.stagnated);
+    EXPECT_EQ(su.iterations, spin.max_iterations);
+  }
+}
+
 }  // namespace
 }  // namespace xpd

@@ -93,7 +93,8 @@ TEST(ValidationRealMesh, ConvergedPdMatchesNewtonOnOctopus) {
     o.rel_tolerance = 1e-8;  // the residual floor (round-off of the stiff attachments) is ~1e-10
     o.anderson = true;
     const FrameStats st = step(model, pd, o);
-    EXPECT_TRUE(st.converged) << "residual " << st.residual << " after " << st.iterations;
+    EXPECT_TRUE(st.converged) << "residual " << st.residual << " after " << st.iterations << " (round-off estimate "
+                              << st.roundoff_residual << ")";
     State nt = make_state(model);
     const NewtonResult nr = newton_solve(model, nt);
     EXPECT_TRUE(nr.converged) << "Newton gradient " << nr.gradient_norm;

@@ -113,6 +113,8 @@ nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const st
       {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
       {"iterations", s.iterations},
       {"converged", s.converged},
+      {"stagnated", s.stagnated},
+      {"roundoff_residual", s.roundoff_residual},
       {"wall_ms", s.wall_ms},
       {"timings_ms",
        {{"local", s.timings_ms.local},
@@ -120,6 +122,8 @@ nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const st
         {"solve", s.timings_ms.solve},
         {"other", s.timings_ms.other}}}};
   if (s.line_search_halvings > 0) j["line_search_halvings"] = s.line_search_halvings;
+  if (s.anderson_rejections > 0) j["anderson_rejections"] = s.anderson_rejections;
+  if (s.chebyshev_rejections > 0) j["chebyshev_rejections"] = s.chebyshev_rejections;
   if (c) {
     j["inner_iterations"] = c->inner_iterations;
     j["plain_iterations"] = c->plain_iterations;

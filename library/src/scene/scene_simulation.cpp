@@ -117,6 +117,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
   options_.min_iterations = scene_.solver.min_iterations;
+  options_.stagnation_window = scene_.solver.stagnation_window;
   options_.accelerator = scene_.solver.accelerator;
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -22,8 +22,10 @@ namespace {
 using Long = SuiteSparse_long;
 
 // Supernodes with at least this many columns go through BLAS (blocked, vectorized kernels); smaller
-// ones through the plain loops, where a BLAS call costs more than its arithmetic.
+// ones through the plain loops, where a BLAS call costs more than its arithmetic, unless there are
+// many right-hand sides (the adjoint's batches: 48 columns), which BLAS handles at any size.
 constexpr long kBlasColumns = 16;
+constexpr long kBlasRightHandSides = 8;
 using ConstBlock = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
 
 // Subtrees lighter than total / kTaskSplit become tasks. Fixed (not derived from the thread count)
@@ -133,7 +135,7 @@ void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* t
   double* Yd = Y + k1 * kk;
   // t: the update of the rows below the diagonal block, row-major m × kk.
   const double* t;
-  if (nscol >= kBlasColumns) {
+  if (nscol >= kBlasColumns || kk >= kBlasRightHandSides) {
     // Column-major E (nsrow × kk) as CHOLMOD lays it out: E₁ := L_dd⁻¹ E₁, E₂ := L_off E₁.
     work.resize(static_cast<size_t>((nsrow + m) * kk));  // E, then T (row-major m × kk)
     double* E = work.data();
@@ -203,7 +205,7 @@ void SupernodalSolve::backward_supernode(long s, double* Y, long k, std::vector<
   const double* Lx = static_cast<const double*>(L_->x) + px[s];
   const Long* rows = sidx + psi + nscol;
   double* Yd = Y + k1 * kk;
-  if (nscol >= kBlasColumns) {
+  if (nscol >= kBlasColumns || kk >= kBlasRightHandSides) {
     // Column-major E (nsrow × kk): E₁ −= L_offᵀ E₂, E₁ := L_dd⁻ᵀ E₁.
     work.resize(static_cast<size_t>(nsrow * kk));
     double* E = work.data();

@@ -122,6 +122,7 @@ struct SolverSettings {
   double tolerance = 1e-6;        ///< stop when ||residual|| <= tolerance * ||residual at iteration 0||; > 0
   Accelerator accelerator = Accelerator::None;  ///< "none" | "anderson" | "chebyshev"
   int threads = 0;                              ///< 0 = all hardware threads
+  int stagnation_window = 200;  ///< SolverOptions::stagnation_window: stop at the round-off floor (0 = never)
   /// Constant matrix when a material has λ > 0: the coupled 3n × 3n rest Hessian, or the isotropic
   /// n × n approximation (VolumeMatrix in energy/volume.hpp): "coupled" | "isotropic".
   VolumeMatrix volume_matrix = VolumeMatrix::Coupled;

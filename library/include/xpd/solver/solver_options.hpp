@@ -38,6 +38,11 @@ struct SolverOptions {
   int chebyshev_warmup = 5;        ///< plain iterations before (and after each restart of) the ω sequence
   int chebyshev_reestimate = 50;   ///< automatic ρ: accelerated iterations between re-estimates (0 = never)
   bool store_projections = false;  ///< keep per-term projections in State::projections
+  /// Stop at the round-off floor: a frame whose best residual has not fallen by 10% in the last
+  /// max(stagnation_window, iterations / 4) iterations while ||f|| ≤ 4 × the round-off estimate
+  /// (FrameStats::roundoff_residual) stops with `stagnated` set and converged = false (a tolerance below what double
+  /// precision resolves would otherwise spin to max_iterations). 0: never.
+  int stagnation_window = 200;
 };
 
 /// Wall time of the phases (milliseconds), like Figure 4 of Wang et al. 2021.
@@ -59,6 +64,12 @@ struct FrameStats {
   int line_search_halvings = 0;  ///< step halvings of the line search (λ volume term only)
   double chebyshev_rho = 0;      ///< ρ used by Chebyshev in the last ω sequence (0 if none started)
   bool converged = false;
+  /// Stopped at the round-off floor before max_iterations (SolverOptions::stagnation_window): the
+  /// tolerance asked for is below what double precision resolves for this state.
+  bool stagnated = false;
+  /// Round-off estimate of ||f||: ε ||(K_ii |x_i|)_i||, K the global matrix (stiff springs and
+  /// attachments dominate it: f = w (t − x) loses ε w |x| to cancellation), x at the frame's start.
+  double roundoff_residual = 0;
   int threads = 0;  ///< TBB's allowed parallelism during the frame
   double wall_ms = 0;
   PhaseTimings timings_ms;

@@ -117,21 +117,33 @@ SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
   }
 }
 
-// Both sweeps stream each column of L once, top to bottom (column-major values): the diagonal
-// block by substitution, the rows below it as axpy (forward) or dot products (backward) into a
-// small row-major work block, so that one pass serves all k right-hand sides. Y is row-major n × k.
-// Plain loops beat BLAS / Eigen calls here: most supernodes of a tet mesh's factor have a few
-// columns, and a call's overhead exceeds their arithmetic.
+SupernodalSolve::Supernode SupernodalSolve::supernode(long s) const {
+  const auto* super = static_cast<const Long*>(L_->super);
+  const auto* pi = static_cast<const Long*>(L_->pi);
+  const auto* px = static_cast<const Long*>(L_->px);
+  Supernode b;
+  b.first = super[s];
+  b.nscol = super[s + 1] - b.first;
+  b.nsrow = pi[s + 1] - pi[s];
+  b.values = static_cast<const double*>(L_->x) + px[s];
+  b.rows = static_cast<const Long*>(L_->s) + pi[s] + b.nscol;
+  return b;
+}
+
+// Both sweeps stream each column of L once, top to bottom (column-major values). Small supernodes
+// (most of a tet mesh's factor: a few columns, where a BLAS call costs more than its arithmetic):
+// the diagonal block by substitution, the rows below it as axpy (forward) or dot products
+// (backward) into a small row-major work block, so that one pass serves all k right-hand sides.
+// Large ones, or many right-hand sides: dtrsm / dgemm on a column-major copy. Y is row-major n × k.
 template <int K>
 void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* task, double* buffer,
                                         std::vector<double>& work) const {
   const long kk = K > 0 ? K : k;
   const auto* super = static_cast<const Long*>(L_->super);
-  const auto* pi = static_cast<const Long*>(L_->pi);
-  const auto* px = static_cast<const Long*>(L_->px);
-  const auto* sidx = static_cast<const Long*>(L_->s);
-  const long k1 = super[s], nscol = super[s + 1] - k1, psi = pi[s], nsrow = pi[s + 1] - psi, m = nsrow - nscol;
-  const double* Lx = static_cast<const double*>(L_->x) + px[s];
+  const Supernode b = supernode(s);
+  const long k1 = b.first, nscol = b.nscol, nsrow = b.nsrow, m = nsrow - nscol;
+  const double* Lx = b.values;
+  const Long* rows = b.rows;
   double* Yd = Y + k1 * kk;
   // t: the update of the rows below the diagonal block, row-major m × kk.
   const double* t;
@@ -175,7 +187,6 @@ void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* t
     }
     t = T;
   }
-  const Long* rows = sidx + psi + nscol;
   // Rows of the task's own subtree precede (in postorder) every top row: ancestors of the task root
   // that are outside the task have larger column indices than any column of the task.
   const long top_from = task ? super[task->last + 1] : n_;
@@ -197,13 +208,10 @@ void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* t
 template <int K>
 void SupernodalSolve::backward_supernode(long s, double* Y, long k, std::vector<double>& work) const {
   const long kk = K > 0 ? K : k;
-  const auto* super = static_cast<const Long*>(L_->super);
-  const auto* pi = static_cast<const Long*>(L_->pi);
-  const auto* px = static_cast<const Long*>(L_->px);
-  const auto* sidx = static_cast<const Long*>(L_->s);
-  const long k1 = super[s], nscol = super[s + 1] - k1, psi = pi[s], nsrow = pi[s + 1] - psi, m = nsrow - nscol;
-  const double* Lx = static_cast<const double*>(L_->x) + px[s];
-  const Long* rows = sidx + psi + nscol;
+  const Supernode b = supernode(s);
+  const long k1 = b.first, nscol = b.nscol, nsrow = b.nsrow, m = nsrow - nscol;
+  const double* Lx = b.values;
+  const Long* rows = b.rows;
   double* Yd = Y + k1 * kk;
   if (nscol >= kBlasColumns || kk >= kBlasRightHandSides) {
     // Column-major E (nsrow × kk): E₁ −= L_offᵀ E₂, E₁ := L_dd⁻ᵀ E₁.

@@ -48,6 +48,14 @@ class SupernodalSolve {
     long path_cols = 0;      // columns of the root's top ancestors: the rows of this task's buffer
     std::vector<long> slot;  // top position → first buffer row of that supernode, −1 if not an ancestor
   };
+  // Supernode s: columns first..first+nscol−1, nsrow × nscol column-major values (the diagonal
+  // block, then the rows below it), the row indices of those rows below.
+  struct Supernode {
+    long first = 0, nscol = 0, nsrow = 0;
+    const double* values = nullptr;
+    const SuiteSparse_long* rows = nullptr;
+  };
+  Supernode supernode(long s) const;
   template <int K>
   void sweep(Eigen::Ref<Eigen::MatrixXd> X) const;
   template <int K>

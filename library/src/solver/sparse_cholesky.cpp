@@ -104,10 +104,16 @@ class CholmodImpl final : public SparseCholesky::Impl {
     // The substitution schedule depends on the supernodal structure only; rebuilt here (O(n),
     // negligible beside the factorization) so that it always matches the factor it reads.
     tree_.reset();
+    info.solve_tasks = 0;
+    info.solve_top_fraction = 0;
     if (L_->is_super && L_->is_ll) {
-      tree_ = std::make_unique<detail::SupernodalSolve>(L_);
-      info.solve_tasks = tree_->num_tasks();
-      info.solve_top_fraction = tree_->top_fraction();
+      try {
+        tree_ = std::make_unique<detail::SupernodalSolve>(L_);
+        info.solve_tasks = tree_->num_tasks();
+        info.solve_top_fraction = tree_->top_fraction();
+      } catch (const SolverError&) {
+        tree_.reset();  // a factor whose structure the schedule does not expect: CHOLMOD's own solve
+      }
     }
     info.factor_bytes = factor_bytes();
     info.factorize_ms = t.elapsed_ms();

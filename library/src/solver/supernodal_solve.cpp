@@ -26,7 +26,6 @@ using Long = SuiteSparse_long;
 // many right-hand sides (the adjoint's batches: 48 columns), which BLAS handles at any size.
 constexpr long kBlasColumns = 16;
 constexpr long kBlasRightHandSides = 8;
-using ConstBlock = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
 
 // Subtrees lighter than total / kTaskSplit become tasks. Fixed (not derived from the thread count)
 // so that the decomposition, and with it every rounding, is the same on any number of threads; 32
@@ -77,13 +76,11 @@ SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
   for (long s = 0; s < ns; ++s)
     if (parent[s] < 0) heap.push(s);
   std::vector<long> roots;
-  std::vector<char> in_top(ns, 0);
   const double threshold = total / kTaskSplit;
   while (!heap.empty()) {
     const long s = heap.top();
     heap.pop();
     if (subtree[s] > threshold && !children[s].empty()) {
-      in_top[s] = 1;
       top_.push_back(s);
       for (long c : children[s]) heap.push(c);
     } else {

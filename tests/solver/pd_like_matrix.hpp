@@ -71,9 +71,11 @@ inline std::vector<int> region_from_seeds(const TetMesh& mesh, const std::vector
 }
 
 /// k proxies at random barycentric points of random E_β tets (region-local node indices), with
-/// stiffness uniform in [0.5, 2] · stiffness.
+/// stiffness uniform in [0.5, 2] · stiffness. two_sided: each spring also joins a random point of a
+/// second random E_β tet (slots 4-7, negated weights), as a two-sided self-contact spring does.
 inline std::vector<SchurProxy> random_proxies(const TetMesh& mesh, const std::vector<int>& beta_tets,
-                                              const SchurFactorization& schur, int k, double stiffness, unsigned seed) {
+                                              const SchurFactorization& schur, int k, double stiffness, unsigned seed,
+                                              bool two_sided = false) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, beta_tets.size() - 1);
   std::uniform_real_distribution<double> u(0.05, 1.0), s(0.5, 2.0);
@@ -87,6 +89,16 @@ inline std::vector<SchurProxy> random_proxies(const TetMesh& mesh, const std::ve
       sum += p.weights[static_cast<size_t>(a)];
     }
     for (double& w : p.weights) w /= sum;
+    if (two_sided) {
+      const int t2 = beta_tets[pick(rng)];
+      double sum2 = 0;
+      for (size_t a = 4; a < 8; ++a) {
+        p.nodes[a] = schur.region_index(mesh.tets(t2, static_cast<int>(a - 4)));
+        p.weights[a] = u(rng);
+        sum2 += p.weights[a];
+      }
+      for (size_t a = 4; a < 8; ++a) p.weights[a] /= -sum2;
+    }
     p.stiffness = stiffness * s(rng);
   }
   return out;

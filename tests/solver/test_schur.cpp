@@ -158,38 +158,43 @@ TEST_P(SchurMeshes, RefactorWoodburyAndSparseBaselineAgree) {
   const int m = schur.m();
   const double kdiag = p.K.diagonal().mean();
   const Eigen::MatrixXd f = random_rhs(schur.n(), 3, 3);
-  for (int k : {1, std::max(2, m / 10), m / 2 + 1}) {
-    const std::vector<SchurProxy> proxies =
-        test::random_proxies(p.mesh, p.beta_tets, schur, k, 100.0 * kdiag, 11u + static_cast<unsigned>(k));
-    // Baseline: the springs added into the sparse K, refactorized, full solve.
-    const Eigen::SparseMatrix<double> c22 = collision_matrix(m, proxies);
-    std::vector<Eigen::Triplet<double>> trip;
-    for (int j = 0; j < m; ++j)
-      for (Eigen::SparseMatrix<double>::InnerIterator it(c22, j); it; ++it)
-        trip.emplace_back(p.region[static_cast<size_t>(it.row())], p.region[static_cast<size_t>(j)], it.value());
-    Eigen::SparseMatrix<double> cfull(p.K.rows(), p.K.cols());
-    cfull.setFromTriplets(trip.begin(), trip.end());
-    const Eigen::SparseMatrix<double> kc = p.K + cfull;
-    const Eigen::MatrixXd u_ref = sparse_solve(kc, f);
+  // One-sided springs (a proxy held to a point in space) and two-sided ones (a proxy joined to a
+  // point of another tet, w = W_p − B_s over 8 nodes).
+  for (const bool two_sided : {false, true})
+    for (int k : {1, std::max(2, m / 10), m / 2 + 1}) {
+      SCOPED_TRACE(two_sided ? "two-sided springs" : "one-sided springs");
+      const std::vector<SchurProxy> proxies =
+          test::random_proxies(p.mesh, p.beta_tets, schur, k, 100.0 * kdiag, 11u + static_cast<unsigned>(k), two_sided);
+      // Baseline: the springs added into the sparse K, refactorized, full solve.
+      const Eigen::SparseMatrix<double> c22 = collision_matrix(m, proxies);
+      std::vector<Eigen::Triplet<double>> trip;
+      for (int j = 0; j < m; ++j)
+        for (Eigen::SparseMatrix<double>::InnerIterator it(c22, j); it; ++it)
+          trip.emplace_back(p.region[static_cast<size_t>(it.row())], p.region[static_cast<size_t>(j)], it.value());
+      Eigen::SparseMatrix<double> cfull(p.K.rows(), p.K.cols());
+      cfull.setFromTriplets(trip.begin(), trip.end());
+      const Eigen::SparseMatrix<double> kc = p.K + cfull;
+      const Eigen::MatrixXd u_ref = sparse_solve(kc, f);
 
-    Eigen::MatrixXd y1, g2;
-    schur.forward(f, y1, g2);
-    const Eigen::MatrixXd u2_dense = schur.solve_collision_system(proxies, g2, SchurSolveMethod::DenseRefactor);
-    EXPECT_EQ(schur.last_method(), SchurSolveMethod::DenseRefactor);
-    const Eigen::MatrixXd u2_wood = schur.solve_collision_system(proxies, g2, SchurSolveMethod::Woodbury);
-    EXPECT_EQ(schur.last_method(), SchurSolveMethod::Woodbury);
-    const Eigen::MatrixXd u2_auto = schur.solve_collision_system(proxies, g2);
-    EXPECT_LT(rel_error(u2_wood, u2_dense), kCollisionTol) << "k = " << k;
-    EXPECT_LT(rel_error(u2_auto, u2_dense), kCollisionTol) << "k = " << k;
-    EXPECT_LT(rel_error(schur.backward(y1, u2_dense), u_ref), kCollisionTol) << "k = " << k;
-    EXPECT_LT(rel_error(schur.backward(y1, u2_wood), u_ref), kCollisionTol) << "k = " << k;
+      Eigen::MatrixXd y1, g2;
+      schur.forward(f, y1, g2);
+      const Eigen::MatrixXd u2_dense = schur.solve_collision_system(proxies, g2, SchurSolveMethod::DenseRefactor);
+      EXPECT_EQ(schur.last_method(), SchurSolveMethod::DenseRefactor);
+      const Eigen::MatrixXd u2_wood = schur.solve_collision_system(proxies, g2, SchurSolveMethod::Woodbury);
+      EXPECT_EQ(schur.last_method(), SchurSolveMethod::Woodbury);
+      const Eigen::MatrixXd u2_auto = schur.solve_collision_system(proxies, g2);
+      EXPECT_LT(rel_error(u2_wood, u2_dense), kCollisionTol) << "k = " << k;
+      EXPECT_LT(rel_error(u2_auto, u2_dense), kCollisionTol) << "k = " << k;
+      EXPECT_LT(rel_error(schur.backward(y1, u2_dense), u_ref), kCollisionTol) << "k = " << k;
+      EXPECT_LT(rel_error(schur.backward(y1, u2_wood), u_ref), kCollisionTol) << "k = " << k;
 
-    // The same baseline through CHOLMOD: numeric refactorization on the analyzed pattern (the
-    // proxies live in E_β tets, so WᵀCW adds no entries outside the pattern of K).
-    SchurFactorization plain(p.K, {});
-    plain.refactorize(kc);
-    EXPECT_LT(rel_error(plain.solve(f), u_ref), kCollisionTol) << "k = " << k;
-  }
+      // The same baseline through CHOLMOD: numeric refactorization on the analyzed pattern (one-sided
+      // proxies live in E_β tets, so WᵀCW adds no entries outside the pattern of K).
+      if (two_sided) continue;
+      SchurFactorization plain(p.K, {});
+      plain.refactorize(kc);
+      EXPECT_LT(rel_error(plain.solve(f), u_ref), kCollisionTol) << "k = " << k;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Schur, SchurMeshes,

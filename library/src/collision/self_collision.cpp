@@ -155,6 +155,8 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   c.depth = (t - xp).norm();
   c.source = ProxyContact::Source::Self;
   c.other = T;
+  c.surface_tet = S;
+  c.surface_weights = bp;
   if (c.depth > 0) {
     c.normal = (t - xp) / c.depth;
   } else {

@@ -83,18 +83,33 @@ struct CollisionModel::Impl {
     return xp;
   }
 
-  // K + Σ_springs c w wᵀ with K's pattern (every spring lies in one tet, so its entries exist).
-  Eigen::SparseMatrix<double> matrix_with_springs(const std::vector<int>& proxy_ids) const {
+  // K + Σ_springs c w wᵀ. A one-sided spring lies in one tet, so its entries exist in K's pattern;
+  // a two-sided one (surface_tet[i] ≥ 0) couples the proxy's tet with the other side's and adds
+  // entries (coeffRef inserts them).
+  Eigen::SparseMatrix<double> matrix_with_springs(const std::vector<int>& proxy_ids,
+                                                  const std::vector<int>& surface_tet = {},
+                                                  const std::vector<Vec4>& surface_w = {}) const {
     Eigen::SparseMatrix<double> A = model->matrix();
     const Tets& tets = model->tets();
-    for (const int p : proxy_ids) {
+    for (size_t i = 0; i < proxy_ids.size(); ++i) {
+      const int p = proxy_ids[i];
       const int t = proxies.tet[static_cast<size_t>(p)];
+      std::array<int, 8> nodes{};
+      std::array<double, 8> w{};
       for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b) {
-          const double v = opt.stiffness * proxies.weights(p, a) * proxies.weights(p, b);
-          if (v != 0.0) A.coeffRef(tets(t, a), tets(t, b)) += v;
+        nodes[static_cast<size_t>(a)] = tets(t, a), w[static_cast<size_t>(a)] = proxies.weights(p, a);
+      const int st = i < surface_tet.size() ? surface_tet[i] : -1;
+      for (int a = 0; a < 4; ++a) {
+        nodes[static_cast<size_t>(4 + a)] = st >= 0 ? tets(st, a) : 0;
+        w[static_cast<size_t>(4 + a)] = st >= 0 ? -surface_w[i][a] : 0.0;
+      }
+      for (size_t a = 0; a < 8; ++a)
+        for (size_t b = 0; b < 8; ++b) {
+          const double v = opt.stiffness * w[a] * w[b];
+          if (v != 0.0) A.coeffRef(nodes[a], nodes[b]) += v;
         }
     }
+    A.makeCompressed();
     return A;
   }
 };
@@ -112,8 +127,17 @@ struct CollisionState::Impl {
   std::vector<char> in_springs;   // per proxy
   std::vector<int> out_count;     // per proxy: detections in a row out of contact while in springs
   std::vector<int> spring_proxy;  // sorted
-  std::vector<Vec3> spring_target;
+  // Per spring: the other side's surface point for a two-sided self-contact spring (tet, weights;
+  // tet −1: one-sided) and the constant offset o, so the spring's vector is
+  // d = x_p − Σ_a spring_surface_w[a] x[tets(spring_surface_tet, a)] − o (o = the target in space for
+  // one-sided springs, 0 for a touching two-sided one, the current d for a spring out of contact).
+  std::vector<int> spring_surface_tet;
+  std::vector<Vec4> spring_surface_w;
+  std::vector<Vec3> spring_offset;
+  std::vector<int> last_surface_tet;  // per proxy: the surface of its last self contact (−1: none)
+  std::vector<Vec4> last_surface_w;
   std::optional<SparseCholesky> refactor;  // baseline (a): analyzed on K, refactored per iteration
+  bool refactor_pattern_is_k = true;       // false after an analysis with two-sided springs
   SchurWorkspace ws;
   // Scratch.
   Points fb;  // #V × 3, zero outside of use (only x2 rows are ever written)
@@ -124,9 +148,28 @@ struct CollisionState::Impl {
   int m() const { return cm->m(); }
 
   void reset_springs() {
-    for (const int p : spring_proxy) in_springs[static_cast<size_t>(p)] = 0, out_count[static_cast<size_t>(p)] = 0;
+    for (const int p : spring_proxy) {
+      in_springs[static_cast<size_t>(p)] = 0, out_count[static_cast<size_t>(p)] = 0;
+      last_surface_tet[static_cast<size_t>(p)] = -1;
+    }
     spring_proxy.clear();
-    spring_target.clear();
+    spring_surface_tet.clear();
+    spring_surface_w.clear();
+    spring_offset.clear();
+  }
+
+  Vec3 surface_point(const Points& x, int tet, const Vec4& w) const {
+    const Tets& tets = cm->model->tets();
+    Vec3 q = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) q += w[a] * x.row(tets(tet, a)).transpose();
+    return q;
+  }
+
+  // Spring i's vector d at x (see spring_offset).
+  Vec3 spring_vector(const Points& x, size_t i) const {
+    Vec3 d = cm->proxy_position(x, spring_proxy[i]) - spring_offset[i];
+    if (spring_surface_tet[i] >= 0) d -= surface_point(x, spring_surface_tet[i], spring_surface_w[i]);
+    return d;
   }
 
   // Springs after a detection at x (contacts sorted by proxy). A spring out of contact keeps its
@@ -143,34 +186,77 @@ struct CollisionState::Impl {
       }
     }
     std::sort(spring_proxy.begin(), spring_proxy.end());
-    spring_target.clear();
+    spring_surface_tet.clear();
+    spring_surface_w.clear();
+    spring_offset.clear();
     size_t c = 0, kept = 0;
     for (size_t i = 0; i < spring_proxy.size(); ++i) {
       const int p = spring_proxy[i];
+      const auto pi = static_cast<size_t>(p);
       while (c < contacts.size() && contacts[c].proxy < p) ++c;
       const bool touching = c < contacts.size() && contacts[c].proxy == p;
-      if (!touching && ++out_count[static_cast<size_t>(p)] >= cm->opt.release_after) {
-        in_springs[static_cast<size_t>(p)] = 0;
-        out_count[static_cast<size_t>(p)] = 0;
+      if (!touching && ++out_count[pi] >= cm->opt.release_after) {
+        in_springs[pi] = 0;
+        out_count[pi] = 0;
+        last_surface_tet[pi] = -1;
         continue;
       }
       spring_proxy[kept++] = p;
+      const Vec3 xp = cm->proxy_position(x, p);
       if (!touching) {
-        spring_target.push_back(cm->proxy_position(x, p));
-      } else if (contacts[c].source == ProxyContact::Source::Self) {
-        // Both sides of a self-contact are proxies, each pulled towards the other side's surface:
-        // with full targets the two surfaces would swap places every iteration (a 2-cycle for a
-        // stiff penalty). Half-way targets make the pair meet in the middle.
-        const Vec3 xp = cm->proxy_position(x, p);
-        spring_target.push_back(xp + 0.5 * (contacts[c].target - xp));
+        // Zero force; the same matrix row as while touching (a two-sided spring stays two-sided).
+        const int st = last_surface_tet[pi];
+        spring_surface_tet.push_back(st);
+        spring_surface_w.push_back(last_surface_w[pi]);
+        spring_offset.push_back(st >= 0 ? Vec3(xp - surface_point(x, st, last_surface_w[pi])) : xp);
+        continue;
+      }
+      const ProxyContact& ct = contacts[c];
+      if (ct.source == ProxyContact::Source::Self && cm->opt.two_sided_self_contact && ct.surface_tet >= 0) {
+        // The target is material of the other side: c/2 ||x_p − Σ b'_a x_a||² acts on both sides,
+        // equal and opposite, and the global step moves them together (no swap, no half-way rule).
+        check_surface_tet(ct);
+        last_surface_tet[pi] = ct.surface_tet;
+        last_surface_w[pi] = ct.surface_weights;
+        spring_surface_tet.push_back(ct.surface_tet);
+        spring_surface_w.push_back(ct.surface_weights);
+        spring_offset.push_back(Vec3::Zero());
+      } else if (ct.source == ProxyContact::Source::Self) {
+        // One-sided (two_sided_self_contact = false): both sides of a self-contact are proxies,
+        // each pulled towards the other side's surface frozen in space; with full targets the two
+        // surfaces would swap places every iteration (a 2-cycle for a stiff penalty), so half-way
+        // targets make the pair meet in the middle.
+        last_surface_tet[pi] = -1;
+        spring_surface_tet.push_back(-1);
+        spring_surface_w.push_back(Vec4::Zero());
+        spring_offset.push_back(xp + 0.5 * (ct.target - xp));
       } else {
-        spring_target.push_back(contacts[c].target);
+        last_surface_tet[pi] = -1;
+        spring_surface_tet.push_back(-1);
+        spring_surface_w.push_back(Vec4::Zero());
+        spring_offset.push_back(ct.target);
       }
     }
     spring_proxy.resize(kept);
   }
 
-  // Collision energy Σ c/2 ||x_p − t||² of the springs at x; adds −c (x_p − t) w_a to f rows.
+  // The Schur path keeps the springs in x2: the other side's tet must lie in the region.
+  void check_surface_tet(const ProxyContact& ct) const {
+    const Tets& tets = cm->model->tets();
+    if (ct.surface_tet < 0 || ct.surface_tet >= cm->model->num_tets())
+      throw SolverError(
+          fmt::format("collision detector: proxy {} has surface tet {} outside the mesh", ct.proxy, ct.surface_tet));
+    if (cm->opt.method != CollisionMethod::Schur) return;
+    for (int a = 0; a < 4; ++a)
+      if (cm->local_of[static_cast<size_t>(tets(ct.surface_tet, a))] < 0)
+        throw SolverError(fmt::format(
+            "collision: self contact of proxy {} reaches tet {}, whose nodes are not all in the collision region "
+            "(add the self-collision detector's tets to CollisionOptions::region_tets)",
+            ct.proxy, ct.surface_tet));
+  }
+
+  // Collision energy Σ c/2 ||d_i||² of the springs at x; adds −c d_i w_a to f rows (and +c d_i b'_a
+  // on the other side of a two-sided spring).
   double add_collision_forces(const Points& x, Points& f) const {
     const Tets& tets = cm->model->tets();
     const double c = cm->opt.stiffness;
@@ -178,9 +264,11 @@ struct CollisionState::Impl {
     for (size_t i = 0; i < spring_proxy.size(); ++i) {
       const int p = spring_proxy[i];
       const int t = cm->proxies.tet[static_cast<size_t>(p)];
-      const Vec3 d = cm->proxy_position(x, p) - spring_target[i];
+      const Vec3 d = spring_vector(x, i);
       e += 0.5 * c * d.squaredNorm();
       for (int a = 0; a < 4; ++a) f.row(tets(t, a)) -= (c * cm->proxies.weights(p, a)) * d.transpose();
+      if (const int st = spring_surface_tet[i]; st >= 0)
+        for (int a = 0; a < 4; ++a) f.row(tets(st, a)) += (c * spring_surface_w[i][a]) * d.transpose();
     }
     return e;
   }
@@ -222,17 +310,21 @@ struct CollisionState::Impl {
       const int p = spring_proxy[i];
       const int t = cm->proxies.tet[static_cast<size_t>(p)];
       SchurProxy sp;
-      Vec3 xp = Vec3::Zero();
       for (int a = 0; a < 4; ++a) {
         sp.nodes[static_cast<size_t>(a)] = cm->local_of[static_cast<size_t>(tets(t, a))];
         sp.weights[static_cast<size_t>(a)] = cm->proxies.weights(p, a);
-        xp += cm->proxies.weights(p, a) * x.row(tets(t, a)).transpose();
       }
+      if (const int st = spring_surface_tet[i]; st >= 0)
+        for (int a = 0; a < 4; ++a) {
+          sp.nodes[static_cast<size_t>(4 + a)] = cm->local_of[static_cast<size_t>(tets(st, a))];
+          sp.weights[static_cast<size_t>(4 + a)] = -spring_surface_w[i][a];
+        }
       sp.stiffness = cm->opt.stiffness;
-      const Vec3 d = xp - spring_target[i];
-      for (int a = 0; a < 4; ++a)
-        force.row(sp.nodes[static_cast<size_t>(a)]) -=
-            (cm->opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
+      const Vec3 d = spring_vector(x, i);
+      for (int a = 0; a < kSchurProxySlots; ++a)
+        if (sp.weights[static_cast<size_t>(a)] != 0.0)
+          force.row(sp.nodes[static_cast<size_t>(a)]) -=
+              (cm->opt.stiffness * sp.weights[static_cast<size_t>(a)]) * d.transpose();
       schur_proxies.push_back(sp);
     }
   }
@@ -277,8 +369,9 @@ struct CollisionState::Impl {
       sigma_u2 = g;
       for (const SchurProxy& sp : schur_proxies) {
         Eigen::RowVector3d wu = Eigen::RowVector3d::Zero();
-        for (int a = 0; a < 4; ++a) wu += sp.weights[static_cast<size_t>(a)] * u2.row(sp.nodes[static_cast<size_t>(a)]);
-        for (int a = 0; a < 4; ++a)
+        for (int a = 0; a < kSchurProxySlots; ++a)
+          wu += sp.weights[static_cast<size_t>(a)] * u2.row(sp.nodes[static_cast<size_t>(a)]);
+        for (int a = 0; a < kSchurProxySlots; ++a)
           sigma_u2.row(sp.nodes[static_cast<size_t>(a)]) -= (sp.stiffness * sp.weights[static_cast<size_t>(a)]) * wu;
       }
       sigma_u2.noalias() -= cm->a22_beta * u2;
@@ -434,6 +527,8 @@ CollisionState::CollisionState(const CollisionModel& model, ContactDetector& det
   d.inner_iterations = cm.opt.inner_iterations;
   d.in_springs.assign(static_cast<size_t>(cm.proxies.size()), 0);
   d.out_count.assign(static_cast<size_t>(cm.proxies.size()), 0);
+  d.last_surface_tet.assign(static_cast<size_t>(cm.proxies.size()), -1);
+  d.last_surface_w.assign(static_cast<size_t>(cm.proxies.size()), Vec4::Zero());
   d.fb = Points::Zero(cm.model->num_nodes(), 3);
   if (cm.opt.method == CollisionMethod::FullRefactor) {
     d.refactor.emplace(CholeskyBackend::Cholmod);
@@ -514,7 +609,17 @@ class CollisionStep final : public GlobalStep {
       case CollisionMethod::ProjectiveSkinning: {
         const SparseCholesky* factor = &*cm_.skinning;
         if (cm_.opt.method == CollisionMethod::FullRefactor) {
-          d_.refactor->factorize(cm_.matrix_with_springs(d_.spring_proxy));
+          const Eigen::SparseMatrix<double> A =
+              cm_.matrix_with_springs(d_.spring_proxy, d_.spring_surface_tet, d_.spring_surface_w);
+          // Two-sided springs add entries outside K's pattern: analyze that pattern anew.
+          // (A ⊇ K's pattern, so equal counts mean K's pattern, which the factor may hold already.)
+          const bool k_pattern = A.nonZeros() == cm_.model->matrix().nonZeros();
+          if (k_pattern && d_.refactor_pattern_is_k) {
+            d_.refactor->factorize(A);
+          } else {
+            d_.refactor->compute(A);
+            d_.refactor_pattern_is_k = k_pattern;
+          }
           pt.lap(tm.refactor);
           factor = &*d_.refactor;
         }
@@ -526,7 +631,8 @@ class CollisionStep final : public GlobalStep {
         break;
       }
       case CollisionMethod::Pcg: {
-        const Eigen::SparseMatrix<double> A = cm_.matrix_with_springs(d_.spring_proxy);
+        const Eigen::SparseMatrix<double> A =
+            cm_.matrix_with_springs(d_.spring_proxy, d_.spring_surface_tet, d_.spring_surface_w);
         d_.rhs = s.force;
         s.step = CollisionState::Impl::pcg(A, d_.rhs, cm_.opt.pcg_iterations);
         s.x += s.step;

@@ -78,7 +78,7 @@ struct SchurWorkspace::Impl {
   std::vector<SchurProxy> active;
   std::vector<char> seen;  // choose_method
   std::vector<int> wb_slot, wb_nodes;
-  std::vector<std::array<int, 4>> wb_local;
+  std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
 
   Impl() { cholmod_start(&c); }
@@ -388,8 +388,8 @@ struct SchurFactorization::Impl {
       std::memcpy(h_work.data() + static_cast<std::ptrdiff_t>(j) * m + j,
                   sigma.data() + static_cast<std::ptrdiff_t>(j) * m + j, sizeof(double) * static_cast<size_t>(m - j));
     for (const SchurProxy& p : proxies)
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b) {
+      for (int a = 0; a < kSchurProxySlots; ++a)
+        for (int b = 0; b < kSchurProxySlots; ++b) {
           const int ia = p.nodes[static_cast<size_t>(a)], ib = p.nodes[static_cast<size_t>(b)];
           if (ia >= ib)
             h_work(ia, ib) += p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
@@ -421,7 +421,7 @@ struct SchurFactorization::Impl {
     Eigen::MatrixXd &wb_gc = w.wb_gc, &wb_vn = w.wb_vn, &wb_b = w.wb_b, &wb_y = w.wb_y, &wb_s = w.wb_s, &wb_t = w.wb_t,
                     &wb_h = w.wb_h;
     std::vector<int>&wb_slot = w.wb_slot, &wb_nodes = w.wb_nodes;
-    std::vector<std::array<int, 4>>& wb_local = w.wb_local;
+    std::vector<std::array<int, kSchurProxySlots>>& wb_local = w.wb_local;
     const int k = static_cast<int>(proxies.size());
     const int r = static_cast<int>(g.cols());
     Eigen::MatrixXd& gc = wb_gc;
@@ -429,12 +429,12 @@ struct SchurFactorization::Impl {
     // N and the proxies' slots in it.
     std::vector<int>& slot = wb_slot;
     std::vector<int>& nodes_n = wb_nodes;
-    std::vector<std::array<int, 4>>& local = wb_local;
+    std::vector<std::array<int, kSchurProxySlots>>& local = wb_local;
     slot.assign(static_cast<size_t>(m), -1);
     nodes_n.clear();
     local.resize(static_cast<size_t>(k));
     for (int i = 0; i < k; ++i)
-      for (int a = 0; a < 4; ++a) {
+      for (int a = 0; a < kSchurProxySlots; ++a) {
         const int node = proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)];
         int& sl = slot[static_cast<size_t>(node)];
         if (sl < 0) {
@@ -458,7 +458,7 @@ struct SchurFactorization::Impl {
     Eigen::MatrixXd& y = wb_y;
     y.setZero(q, k);
     for (int j = 0; j < k; ++j)
-      for (int a = 0; a < 4; ++a) {
+      for (int a = 0; a < kSchurProxySlots; ++a) {
         const double w = proxies[static_cast<size_t>(j)].weights[static_cast<size_t>(a)];
         if (w != 0.0) y.col(j) += w * b.col(local[static_cast<size_t>(j)][static_cast<size_t>(a)]);
       }
@@ -468,7 +468,7 @@ struct SchurFactorization::Impl {
       const double* yj = y.data() + static_cast<std::ptrdiff_t>(j) * q;
       for (int i = j; i < k; ++i) {
         double acc = 0.0;
-        for (int a = 0; a < 4; ++a)
+        for (int a = 0; a < kSchurProxySlots; ++a)
           acc += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
                  yj[local[static_cast<size_t>(i)][static_cast<size_t>(a)]];
         s(i, j) = acc;
@@ -479,7 +479,7 @@ struct SchurFactorization::Impl {
     Eigen::MatrixXd& t = wb_t;
     t.setZero(k, r);
     for (int i = 0; i < k; ++i)
-      for (int a = 0; a < 4; ++a)
+      for (int a = 0; a < kSchurProxySlots; ++a)
         t.row(i) += proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] *
                     v_n.row(local[static_cast<size_t>(i)][static_cast<size_t>(a)]);
     pt.lap(last_timings.update);
@@ -494,7 +494,7 @@ struct SchurFactorization::Impl {
     Eigen::MatrixXd& h = wb_h;
     h = gc;
     for (int i = 0; i < k; ++i)
-      for (int a = 0; a < 4; ++a)
+      for (int a = 0; a < kSchurProxySlots; ++a)
         h.row(proxies[static_cast<size_t>(i)].nodes[static_cast<size_t>(a)]) -=
             proxies[static_cast<size_t>(i)].weights[static_cast<size_t>(a)] * t.row(i);
     if (u.rows() != m || u.cols() != r) u.resize(m, r);
@@ -727,7 +727,7 @@ SchurSolveMethod SchurFactorization::choose_method(const std::vector<SchurProxy>
   seen.assign(static_cast<size_t>(d.m), 0);
   double q = 0;
   for (const SchurProxy& p : proxies)
-    for (int a = 0; a < 4; ++a) {
+    for (int a = 0; a < kSchurProxySlots; ++a) {
       const int node = p.nodes[static_cast<size_t>(a)];
       if (p.stiffness != 0.0 && p.weights[static_cast<size_t>(a)] != 0.0 && node >= 0 && node < d.m &&
           !seen[static_cast<size_t>(node)]) {
@@ -772,7 +772,7 @@ void SchurFactorization::solve_collision_system(SchurWorkspace& ws, const std::v
     if (!(p.stiffness >= 0.0) || !std::isfinite(p.stiffness))
       throw SolverError("Schur collision system: proxy " + std::to_string(j) + " has invalid stiffness " +
                         std::to_string(p.stiffness));
-    for (int a = 0; a < 4; ++a) {
+    for (int a = 0; a < kSchurProxySlots; ++a) {
       const int node = p.nodes[static_cast<size_t>(a)];
       if (p.weights[static_cast<size_t>(a)] != 0.0 && (node < 0 || node >= d.m))
         throw SolverError("Schur collision system: proxy " + std::to_string(j) + " refers to region index " +
@@ -780,7 +780,7 @@ void SchurFactorization::solve_collision_system(SchurWorkspace& ws, const std::v
     }
     if (p.stiffness > 0.0) {
       active.push_back(p);
-      for (int a = 0; a < 4; ++a)  // unused slots: point at node 0 with weight 0
+      for (int a = 0; a < kSchurProxySlots; ++a)  // unused slots: point at node 0 with weight 0
         if (active.back().weights[static_cast<size_t>(a)] == 0.0) active.back().nodes[static_cast<size_t>(a)] = 0;
     }
   }
@@ -798,10 +798,10 @@ void SchurFactorization::solve_collision_system(SchurWorkspace& ws, const std::v
 
 Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies) {
   std::vector<Eigen::Triplet<double>> trip;
-  trip.reserve(16 * proxies.size());
+  trip.reserve(16 * proxies.size());  // one-sided springs; two-sided ones grow it
   for (const SchurProxy& p : proxies)
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b) {
+    for (int a = 0; a < kSchurProxySlots; ++a)
+      for (int b = 0; b < kSchurProxySlots; ++b) {
         const double v = p.stiffness * p.weights[static_cast<size_t>(a)] * p.weights[static_cast<size_t>(b)];
         if (v != 0.0) trip.emplace_back(p.nodes[static_cast<size_t>(a)], p.nodes[static_cast<size_t>(b)], v);
       }

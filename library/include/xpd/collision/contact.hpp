@@ -32,6 +32,13 @@ struct ProxyContact {
   double depth = 0;             ///< penetration depth |t − x_p| ≥ 0 (0 for margin-only contacts)
   Source source = Source::Obstacle;
   int other = -1;  ///< obstacle index (Obstacle) or the penetrated tet (Self)
+  /// Self contacts: the target is a material point of the other side, target = Σ_a
+  /// surface_weights[a] x[tets(surface_tet, a)] (its rest-surface point carried by the tet holding
+  /// it), so the solver can make the spring two-sided: c/2 ||x_p − Σ_a surface_weights[a] x_a||²
+  /// pulls both sides together with equal and opposite forces (a potential, unlike a spring to a
+  /// target frozen in space). −1 when the target is a point in space (obstacles).
+  int surface_tet = -1;
+  Vec4 surface_weights = Vec4::Zero();
 };
 
 /// Collision detection as the solver sees it. Implementations may keep scratch (acceleration

@@ -14,8 +14,10 @@
 // so the global matrix becomes K + Wᵀ C W, which only changes the x2 block: H = Σ + C22. A proxy
 // once active keeps its spring for a few detections after it leaves contact
 // (CollisionOptions::keep_active_in_frame, release_after), with target = its own position.
-// Self-contacts pull each proxy half-way to its projection: both sides of the contact are proxies
-// and move towards each other, so full targets would make the two surfaces swap places.
+// A self-contact's target is material of the other side (t_p = B_p x, the rest-surface point
+// carried by the tet that holds it), so its spring is two-sided, c/2 ||W_p x − B_p x||², with rank-1
+// matrix c (W_p − B_p)ᵀ(W_p − B_p) over both tets' nodes (all in x2: CollisionOptions::region_tets);
+// option two_sided_self_contact = false restores the one-sided spring to a half-way target.
 //
 // One outer iteration (schur method), with f = f(x) the forces of all terms at x (no collision):
 //   1.  forward: y1 = L11⁻¹ f1, g2 = f2 − K21 K11⁻¹ f1                      (Algorithm 1 steps 1-3)
@@ -84,6 +86,13 @@ struct CollisionOptions {
   /// contacts of the last detection.
   bool keep_active_in_frame = true;
   int release_after = 3;  ///< ≥ 1; with keep_active_in_frame (1: drop as soon as out of contact)
+  /// true: a self contact whose detector names the other side's material point (ProxyContact::
+  /// surface_tet) gets a two-sided spring c/2 ||x_p − Σ b'_a x_a||², equal and opposite forces on the
+  /// proxy and on the other side's tet; the collision forces are then the gradient of a penalty
+  /// energy for a fixed contact pairing, which the frame loop can converge. false: the one-sided
+  /// spring of Wang et al. 2021 to a half-way target frozen in space (no reaction on the other side
+  /// except through its own proxies; not a potential, and contact frames can stall).
+  bool two_sided_self_contact = true;
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;

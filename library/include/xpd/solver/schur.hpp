@@ -31,13 +31,17 @@
 
 namespace xpd {
 
-/// One active collision proxy in the region: a point W_j x2 = Σ_a weights[a] · x2[nodes[a]] held by
-/// a penalty spring of stiffness `stiffness` (> 0 for Woodbury; ≥ 0 for the dense refactor).
+/// One active collision spring in the region: a combination W_j x2 = Σ_a weights[a] · x2[nodes[a]]
+/// held by a penalty spring of stiffness `stiffness` (> 0 for Woodbury; ≥ 0 for the dense refactor).
 /// `nodes` are REGION-LOCAL indices (0 ≤ nodes[a] < m, position in region_nodes()); unused slots
-/// carry weight 0. Its contribution to H is stiffness · w wᵀ with w = Σ_a weights[a] e_{nodes[a]}.
+/// carry weight 0; a node may appear in several slots. Its contribution to H is stiffness · w wᵀ
+/// with w = Σ_a weights[a] e_{nodes[a]}. Slots 0-3: the proxy's tet (barycentric weights, a point
+/// held to a fixed target); slots 4-7: for a two-sided self-contact spring, the other side's surface
+/// point with negated weights (w = W_p − B_s, the spring pulls the two points together).
+inline constexpr int kSchurProxySlots = 8;
 struct SchurProxy {
-  std::array<int, 4> nodes{};
-  std::array<double, 4> weights{};
+  std::array<int, kSchurProxySlots> nodes{};
+  std::array<double, kSchurProxySlots> weights{};
   double stiffness = 0.0;
 };
 

@@ -134,6 +134,7 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   co.schur_solve = cs.schur_solve;
   co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
   co.two_sided_self_contact = cs.two_sided_self_contact;
+  co.hold_self_contact_pairing = cs.hold_self_contact_pairing;
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   try {
     sc->solver = std::make_unique<CollisionSolver>(model, sc->proxies, sc->region, *sc->detector, co);

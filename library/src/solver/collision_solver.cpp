@@ -215,11 +215,17 @@ struct CollisionState::Impl {
       if (ct.source == ProxyContact::Source::Self && cm->opt.two_sided_self_contact && ct.surface_tet >= 0) {
         // The target is material of the other side: c/2 ||x_p − Σ b'_a x_a||² acts on both sides,
         // equal and opposite, and the global step moves them together (no swap, no half-way rule).
+        // With hold_self_contact_pairing the proxy keeps the material point it was first paired
+        // with in this frame while its spring lasts: re-projecting every iteration lets the target
+        // slide along the surface as the proxy moves, a force that is not the gradient of any energy
+        // (the frame loop's energy rises, Anderson rejects, frames stall).
         check_surface_tet(ct);
-        last_surface_tet[pi] = ct.surface_tet;
-        last_surface_w[pi] = ct.surface_weights;
-        spring_surface_tet.push_back(ct.surface_tet);
-        spring_surface_w.push_back(ct.surface_weights);
+        if (!(cm->opt.hold_self_contact_pairing && last_surface_tet[pi] >= 0)) {
+          last_surface_tet[pi] = ct.surface_tet;
+          last_surface_w[pi] = ct.surface_weights;
+        }
+        spring_surface_tet.push_back(last_surface_tet[pi]);
+        spring_surface_w.push_back(last_surface_w[pi]);
         spring_offset.push_back(Vec3::Zero());
       } else if (ct.source == ProxyContact::Source::Self) {
         // One-sided (two_sided_self_contact = false): both sides of a self-contact are proxies,

@@ -17,7 +17,9 @@
 // A self-contact's target is material of the other side (t_p = B_p x, the rest-surface point
 // carried by the tet that holds it), so its spring is two-sided, c/2 ||W_p x − B_p x||², with rank-1
 // matrix c (W_p − B_p)ᵀ(W_p − B_p) over both tets' nodes (all in x2: CollisionOptions::region_tets);
-// option two_sided_self_contact = false restores the one-sided spring to a half-way target.
+// option two_sided_self_contact = false restores the one-sided spring to a half-way target. The
+// pairing (which material point of the other side) is held for the frame once made
+// (hold_self_contact_pairing), so each frame minimizes one energy.
 //
 // One outer iteration (schur method), with f = f(x) the forces of all terms at x (no collision):
 //   1.  forward: y1 = L11⁻¹ f1, g2 = f2 − K21 K11⁻¹ f1                      (Algorithm 1 steps 1-3)
@@ -93,6 +95,14 @@ struct CollisionOptions {
   /// spring of Wang et al. 2021 to a half-way target frozen in space (no reaction on the other side
   /// except through its own proxies; not a potential, and contact frames can stall).
   bool two_sided_self_contact = true;
+  /// With two_sided_self_contact: a self contact keeps the material point of the other side that it
+  /// was first paired with in the frame for as long as its spring lasts (reset every frame), so a
+  /// frame solves one energy, elastic + Σ c/2 ||x_p − B_p x||² over fixed pairs, and converges like
+  /// plain PD; contacts re-pair at the next frame (within a frame they do not slide: static
+  /// friction over one frame's motion). false: re-paired at every detection; the target then slides
+  /// along the surface as the proxy moves, which is not the gradient of an energy, and frames with
+  /// many contacts can stall (scenes/elbow.json frame 22: 600 iterations, not converged).
+  bool hold_self_contact_pairing = true;
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;

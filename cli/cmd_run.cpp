@@ -85,9 +85,17 @@ void run(const RunCliOptions& o) {
   Progress progress("frames", frames);
   RunOptions ro;
   ro.max_frames = o.max_frames;
+  const bool interactive = sim.scene().solver.interactive_iterations > 0;
   if (!o.quiet)
     ro.on_frame = [&](const FrameReport& r) {
-      if (r.collision)
+      if (interactive)
+        progress.update(
+            r.frame,
+            fmt::format("{:.1f} fps, relative residual {:.2e}", r.stats->wall_ms > 0 ? 1000.0 / r.stats->wall_ms : 0.0,
+                        r.stats->initial_residual > 0
+                            ? r.stats->residual / std::max(r.stats->initial_residual, r.stats->load_scale)
+                            : 0.0));
+      else if (r.collision)
         progress.update(r.frame,
                         fmt::format("{} it, residual {:.2e}, {} contacts, depth {:.1e}", r.stats->iterations,
                                     r.stats->residual, r.collision->active_proxies, r.collision->max_penetration));
@@ -99,6 +107,13 @@ void run(const RunCliOptions& o) {
   print_timing_table(sim, sum.timings_ms, sum.iterations, sum.wall_ms, sum.collision ? &*sum.collision : nullptr);
   if (sum.collision)
     fmt::print("{:<58} {:>12.3e}\n", "Deepest penetration after a frame (all frames)", sum.max_penetration);
+  if (interactive)
+    fmt::print(
+        "\nInteractive: {} outer iteration(s) per frame{}: {:.1f} frames/s, relative residual left mean {:.2e}, "
+        "max {:.2e}\n",
+        sim.scene().solver.interactive_iterations,
+        sim.collision() ? fmt::format(" x {} inner", sim.collision()->solver->state().inner_iterations()) : "", sum.fps,
+        sum.mean_relative_residual, sum.max_relative_residual);
   if (sum.unconverged_frames > 0)
     fmt::print(
         "\nWARNING: {} of {} frames did not reach the tolerance {} within {} iterations "

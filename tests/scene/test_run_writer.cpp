@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <xpd/core/error.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
@@ -95,6 +96,63 @@ TEST(RunWriter, ReportsEveryFrameAndHonoursMaxFrames) {
   for (int f = 1; f <= 2; ++f) iterations += stats["frames"][static_cast<size_t>(f)]["iterations"].get<int>();
   EXPECT_EQ(iterations, sum.iterations);
   EXPECT_EQ(stats.at("unconverged_frames"), sum.unconverged_frames);
+}
+
+// Interactive mode (solver.interactive): a fixed budget of outer iterations per frame, each with
+// the collision's J inner iterations, whatever the residual; every frame reports its frames per
+// second and the residual it leaves; none counts as unconverged.
+TEST(RunWriter, InteractiveModeRunsAFixedBudgetAndReportsFpsAndResidual) {
+  const fs::path work = test::scratch_dir("run_writer_interactive");
+  for (const int budget : {1, 3}) {
+    SCOPED_TRACE("interactive " + std::to_string(budget));
+    Scene scene = load_scene(std::string(XPD_SOURCE_DIR) + "/scenes/lips.json");
+    scene.solver.interactive_iterations = budget;
+    scene.outputs.vtu = false;
+    SceneSimulation sim(std::move(scene));
+    const int inner = sim.collision()->solver->state().inner_iterations();
+    RunOptions o;
+    o.max_frames = 7;  // the lobes touch from frame 5
+    int unconverged = 0;
+    o.on_frame = [&](const FrameReport& r) {
+      EXPECT_EQ(r.stats->iterations, budget);
+      ASSERT_NE(r.collision, nullptr);
+      // Every outer iteration on the Schur path runs J inner iterations; plain ones (no contact) none.
+      EXPECT_EQ(r.collision->inner_iterations, inner * (budget - r.collision->plain_iterations));
+      unconverged += r.stats->converged ? 0 : 1;
+    };
+    const fs::path out = work / std::to_string(budget);
+    const RunSummary sum = run_scene(sim, out.string(), o);
+    EXPECT_GT(unconverged, 0);  // a budget of 1-3 iterations leaves residual in the contact frames
+    EXPECT_EQ(sum.unconverged_frames, 0);
+    EXPECT_EQ(sum.iterations, 7 * budget);
+    const nlohmann::json stats = read_json(out / "stats.json");
+    double mean = 0, worst = 0;
+    for (int f = 1; f <= 7; ++f) {
+      const nlohmann::json& fr = stats["frames"][static_cast<size_t>(f)];
+      ASSERT_TRUE(fr.contains("fps"));
+      EXPECT_NEAR(fr["fps"].get<double>(), 1000.0 / fr["wall_ms"].get<double>(), 1e-9 * fr["fps"].get<double>());
+      mean += fr["relative_residual"].get<double>() / 7;
+      worst = std::max(worst, fr["relative_residual"].get<double>());
+    }
+    const nlohmann::json& in = stats.at("interactive");
+    EXPECT_EQ(in.at("iterations_per_frame"), budget);
+    EXPECT_EQ(in.at("inner_iterations"), inner);
+    EXPECT_GT(in.at("fps").get<double>(), 0.0);
+    EXPECT_NEAR(in.at("mean_relative_residual").get<double>(), mean, 1e-12 * mean);
+    EXPECT_DOUBLE_EQ(in.at("max_relative_residual").get<double>(), worst);
+    EXPECT_EQ(stats.at("unconverged_frames"), 0);
+  }
+  // The key: true (= 1) or an integer >= 1.
+  const auto scene_with = [](const char* value) {
+    return nlohmann::json::parse(std::string(R"({"mesh": {"generator": "box", "nodes": [3, 2, 2]},
+      "materials": [{"mu": 1e4}], "solver": {"interactive": )") +
+                                 value + "}}");
+  };
+  EXPECT_EQ(parse_scene(scene_with("true"), "s.json", ".").solver.interactive_iterations, 1);
+  EXPECT_EQ(parse_scene(scene_with("false"), "s.json", ".").solver.interactive_iterations, 0);
+  EXPECT_EQ(parse_scene(scene_with("4"), "s.json", ".").solver.interactive_iterations, 4);
+  EXPECT_THROW(parse_scene(scene_with("0"), "s.json", "."), SceneError);
+  EXPECT_THROW(parse_scene(scene_with("\"fast\""), "s.json", "."), SceneError);
 }
 
 }  // namespace

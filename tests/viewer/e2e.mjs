@@ -125,6 +125,8 @@ async function main() {
   // Scrub, then play.
   await page.$eval('#slider', (s) => { s.value = '5'; s.dispatchEvent(new Event('input', { bubbles: true })); });
   await page.waitForFunction(() => /frame 5 /.test(document.getElementById('frame-label').textContent), null, { timeout: 10000 });
+  const label5 = await page.$eval('#frame-label', (e) => e.textContent);
+  check(/interactive: solver 40\.0 fps, residual left 5\.0e-3/.test(label5), `interactive run: solver fps and residual beside the frame (${label5})`);
   const cursorLeft = await page.$eval('.plot-cursor', (c) => parseFloat(c.style.left));
   check(Number.isFinite(cursorLeft) && cursorLeft > 0, `plot cursor moved to frame 5 (x=${cursorLeft})`);
   const shownBefore = await page.evaluate(() => window.__xpdStats.framesShown);

@@ -166,9 +166,14 @@ def main():
         if f > 0:
             st['active_proxies'] = sum(1 for x in active if x > 0.5)
             st['max_penetration'] = 0.001 * f
+            # An interactive run (solver.interactive): frames per second and the residual left.
+            st['relative_residual'] = 0.001 * f
+            st['fps'] = 1000.0 / st['wall_ms']
         frames.append(st)
     with open(os.path.join(a.out, 'stats.json'), 'w') as fh:
-        json.dump({'frames': frames, 'scene': 'synthetic-box', 'nodes': len(rest), 'tets': len(tets)}, fh)
+        json.dump({'frames': frames, 'scene': 'synthetic-box', 'nodes': len(rest), 'tets': len(tets),
+                   'interactive': {'iterations_per_frame': 1, 'fps': 40.0, 'mean_relative_residual': 0.01,
+                                   'max_relative_residual': 0.02}}, fh)
     if not a.no_scene:
         write_scene(os.path.join(a.out, 'scene.json'), nx, ny, nz, a.obstacles)
     print(f'{a.out}: {len(rest)} nodes, {len(tets)} tets, {a.frames} frames')

@@ -447,11 +447,21 @@ async function interactive(run, cache) {
   let playing = false;
   let fitted = false;
   const plots = new Plots(document.getElementById('plots'), run.stats, (i) => { setPlaying(false); seek(i); });
+  // Interactive runs (solver.interactive): the solver's frames per second and the residual each
+  // frame left, beside the frame number.
+  const statsByFrame = new Map((run.stats.frames || []).map((fr) => [fr.frame, fr]));
+  function frameText(k) {
+    let t = `frame ${run.frames[k].frame} / ${run.frames[n - 1].frame}`;
+    const st = statsByFrame.get(run.frames[k].frame);
+    if (run.stats.interactive && st && typeof st.fps === 'number')
+      t += ` · interactive: solver ${st.fps.toFixed(1)} fps, residual left ${st.relative_residual.toExponential(1)}`;
+    return t;
+  }
 
   async function seek(i) {
     wanted = Math.max(0, Math.min(n - 1, i));
     slider.value = String(wanted);
-    frameLabel.textContent = `frame ${run.frames[wanted].frame} / ${run.frames[n - 1].frame}`;
+    frameLabel.textContent = frameText(wanted);
     plots.setFrame(wanted);
     let fd;
     try {
@@ -536,7 +546,7 @@ async function interactive(run, cache) {
         if (fd) {
           wanted = next;
           slider.value = String(next);
-          frameLabel.textContent = `frame ${run.frames[next].frame} / ${run.frames[n - 1].frame}`;
+          frameLabel.textContent = frameText(next);
           plots.setFrame(next);
           show(next, fd);
           playCount++;

@@ -5,8 +5,9 @@ import uPlot from 'uplot';
 const PHASE_COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7'];
 const LINE_COLORS = { energy: '#4e79a7', residual: '#e15759', iterations: '#59a14f', active_proxies: '#f28e2b',
   max_penetration: '#b07aa1', inner_iterations: '#76b7b2', wall_ms: '#9c755f' };
-const PREFERRED = ['energy', 'residual', 'iterations', 'inner_iterations', 'wall_ms', 'active_proxies', 'max_penetration'];
-const LOG_KEYS = new Set(['residual']);
+const PREFERRED = ['fps', 'relative_residual', 'energy', 'residual', 'iterations', 'inner_iterations', 'wall_ms',
+  'active_proxies', 'max_penetration'];
+const LOG_KEYS = new Set(['residual', 'relative_residual']);
 
 function isNum(v) { return typeof v === 'number' && Number.isFinite(v); }
 

@@ -105,22 +105,29 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
 
 }  // namespace
 
-nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const std::optional<CollisionFrameStats>& c) {
-  nlohmann::ordered_json j = {
-      {"frame", frame},
-      {"energy", s.energy},
-      {"residual", s.residual},
-      {"relative_residual", s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0},
-      {"iterations", s.iterations},
-      {"converged", s.converged},
-      {"stagnated", s.stagnated},
-      {"roundoff_residual", s.roundoff_residual},
-      {"wall_ms", s.wall_ms},
-      {"timings_ms",
-       {{"local", s.timings_ms.local},
-        {"rhs", s.timings_ms.rhs},
-        {"solve", s.timings_ms.solve},
-        {"other", s.timings_ms.other}}}};
+namespace {
+double relative_residual(const FrameStats& s) {
+  return s.initial_residual > 0 ? s.residual / std::max(s.initial_residual, s.load_scale) : 0.0;
+}
+}  // namespace
+
+nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const std::optional<CollisionFrameStats>& c,
+                                        bool interactive) {
+  nlohmann::ordered_json j = {{"frame", frame},
+                              {"energy", s.energy},
+                              {"residual", s.residual},
+                              {"relative_residual", relative_residual(s)},
+                              {"iterations", s.iterations},
+                              {"converged", s.converged},
+                              {"stagnated", s.stagnated},
+                              {"roundoff_residual", s.roundoff_residual},
+                              {"wall_ms", s.wall_ms},
+                              {"timings_ms",
+                               {{"local", s.timings_ms.local},
+                                {"rhs", s.timings_ms.rhs},
+                                {"solve", s.timings_ms.solve},
+                                {"other", s.timings_ms.other}}}};
+  if (interactive) j["fps"] = s.wall_ms > 0 ? 1000.0 / s.wall_ms : 0.0;
   if (s.line_search_halvings > 0) j["line_search_halvings"] = s.line_search_halvings;
   if (s.anderson_rejections > 0) j["anderson_rejections"] = s.anderson_rejections;
   if (s.chebyshev_rejections > 0) j["chebyshev_rejections"] = s.chebyshev_rejections;
@@ -179,7 +186,8 @@ void RunWriter::write_geometry(int frame) {
 
 void RunWriter::write_frame(int frame, const FrameStats& stats) {
   write_geometry(frame);
-  out_.append_stats(frame_stats_json(frame, stats, sim_->collision_stats()));
+  out_.append_stats(
+      frame_stats_json(frame, stats, sim_->collision_stats(), sim_->scene().solver.interactive_iterations > 0));
 }
 
 void RunWriter::finish(const RunSummary& summary) {
@@ -188,6 +196,14 @@ void RunWriter::finish(const RunSummary& summary) {
     out_.set_metadata("mean_edge_length", sim_->collision()->mean_edge_length);
   }
   out_.set_metadata("unconverged_frames", summary.unconverged_frames);
+  if (const int k = sim_->scene().solver.interactive_iterations; k > 0) {
+    nlohmann::ordered_json j = {{"iterations_per_frame", k}};
+    if (const SceneCollision* c = sim_->collision()) j["inner_iterations"] = c->solver->state().inner_iterations();
+    j["fps"] = summary.fps;
+    j["mean_relative_residual"] = summary.mean_relative_residual;
+    j["max_relative_residual"] = summary.max_relative_residual;
+    out_.set_metadata("interactive", j);
+  }
 }
 
 RunSummary run_scene(SceneSimulation& sim, const std::string& out_dir, const RunOptions& options) {
@@ -212,9 +228,14 @@ RunSummary run_scene(SceneSimulation& sim, const std::string& out_dir, const Run
     sum.timings_ms.other += s.timings_ms.other;
     sum.iterations += s.iterations;
     sum.wall_ms += s.wall_ms;
-    sum.unconverged_frames += s.converged ? 0 : 1;
+    const double rr = relative_residual(s);
+    sum.mean_relative_residual += rr / frames;
+    sum.max_relative_residual = std::max(sum.max_relative_residual, rr);
+    // A fixed budget per frame is not a failure to converge.
+    if (sim.scene().solver.interactive_iterations == 0) sum.unconverged_frames += s.converged ? 0 : 1;
     if (options.on_frame) options.on_frame(FrameReport{f, frames, &s, c ? &*c : nullptr});
   }
+  sum.fps = sum.wall_ms > 0 ? 1000.0 * frames / sum.wall_ms : 0.0;
   writer.finish(sum);
   return sum;
 }

@@ -118,6 +118,14 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   options_.rel_tolerance = scene_.solver.tolerance;
   options_.min_iterations = scene_.solver.min_iterations;
   options_.stagnation_window = scene_.solver.stagnation_window;
+  if (const int k = scene_.solver.interactive_iterations; k > 0) {
+    // A fixed budget per frame: no convergence test can stop it early.
+    options_.max_iterations = k;
+    options_.min_iterations = k;
+    options_.rel_tolerance = 0.0;
+    options_.abs_tolerance = 0.0;
+    options_.stagnation_window = 0;
+  }
   options_.accelerator = scene_.solver.accelerator;
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

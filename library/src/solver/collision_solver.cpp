@@ -424,10 +424,10 @@ CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std:
   d.model = &model;
   d.proxies = proxies;
   d.opt = options;
-  if (model.has_volume_term())
+  if (model.coupled())
     throw SolverError(
-        "collision: the collision solver needs lambda = 0 (its Schur complement is built on the n x n "
-        "PD matrix; the lambda volume term needs a line-searched global step)");
+        "collision: the collision solver needs an n x n matrix (its Schur complement and the springs act on "
+        "x, y and z alike); with lambda > 0 use the isotropic volume matrix (solver.volume_matrix = \"isotropic\")");
   if (!(options.stiffness > 0.0) || !std::isfinite(options.stiffness))
     throw SolverError(fmt::format("collision: penalty stiffness must be > 0 (got {})", options.stiffness));
   if (options.inner_iterations < 1)
@@ -571,6 +571,10 @@ class CollisionStep final : public GlobalStep {
            "Anderson";
   }
   bool in_place() const override { return true; }
+  // The λ volume term is not a PD energy: its plain steps are line-searched in the outer loop (the
+  // inner loop keeps the term's forces of the outer iterate, linearized through the matrix: its
+  // isotropic share of Σ).
+  bool line_search() const override { return cm_.model->has_volume_term(); }
   void begin_frame(State&) override { d_.reset_springs(); }
   // Round-off floor: a frame that starts at equilibrium (nothing moves, no loads) has a residual of
   // pure round-off, ~ε ||K|| ||x||, that no iteration can reduce relative to itself.

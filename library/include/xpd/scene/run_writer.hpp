@@ -18,9 +18,10 @@
 
 namespace xpd {
 
-/// One frame's statistics as written to stats.json ("frame", "energy", "residual", ...).
+/// One frame's statistics as written to stats.json ("frame", "energy", "residual", ...);
+/// `interactive` adds "fps" (1000 / wall_ms of the frame's solve).
 nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& stats,
-                                        const std::optional<CollisionFrameStats>& collision);
+                                        const std::optional<CollisionFrameStats>& collision, bool interactive = false);
 
 /// The viewer overlay of OUT/scene.json: attachments and named selections as node lists (lists
 /// over 200,000 nodes are cut, with "count" and "truncated"), and the obstacles the viewer draws
@@ -37,6 +38,11 @@ struct RunSummary {
   /// Collision scenes: collision timings and inner iterations summed over all frames.
   std::optional<CollisionFrameStats> collision;
   double max_penetration = 0;  ///< collision scenes: deepest penetration after any frame [m]
+  /// Interactive scenes (solver.interactive): frames per second over all frames (frames / wall
+  /// time of their solves), and the mean and largest relative residual the frames left.
+  double fps = 0;
+  double mean_relative_residual = 0;
+  double max_relative_residual = 0;
 };
 
 /// Progress of a run, reported after every frame.

@@ -123,6 +123,11 @@ struct SolverSettings {
   Accelerator accelerator = Accelerator::None;  ///< "none" | "anderson" | "chebyshev"
   int threads = 0;                              ///< 0 = all hardware threads
   int stagnation_window = 200;  ///< SolverOptions::stagnation_window: stop at the round-off floor (0 = never)
+  /// Interactive mode (> 0): every frame runs exactly this many outer iterations (each with the
+  /// collision's inner_iterations), whatever the residual; tolerance, min/max_iterations and the
+  /// stagnation stop are ignored, frames do not count as unconverged, and the run reports frames
+  /// per second and the residual each frame leaves. Key "interactive": true (= 1) or N ≥ 1.
+  int interactive_iterations = 0;
   /// Constant matrix when a material has λ > 0: the coupled 3n × 3n rest Hessian, or the isotropic
   /// n × n approximation (VolumeMatrix in energy/volume.hpp): "coupled" | "isotropic".
   VolumeMatrix volume_matrix = VolumeMatrix::Coupled;

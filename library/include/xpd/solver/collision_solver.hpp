@@ -143,7 +143,9 @@ class CollisionModel {
  public:
   /// `proxies`: all proxies of the body; `region`: indices of the proxies of the collision-prone
   /// region (may be empty: every iteration is plain). Throws SolverError on bad indices, a
-  /// non-positive stiffness or J < 1, λ > 0, and (schur) when the region's dense matrices exceed
+  /// non-positive stiffness or J < 1, a model with a coupled 3n × 3n matrix (λ > 0 with
+  /// VolumeMatrix::Coupled; the isotropic volume matrix is accepted, its plain steps line-searched),
+  /// and (schur) when the region's dense matrices exceed
   /// options.schur.dense_memory_budget_bytes.
   CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region, CollisionOptions options);
   ~CollisionModel();

@@ -1,5 +1,6 @@
 // `xpd bench collisions --box N [--json]`: Wang et al. 2021's Figure 4 experiment on box:N, all figures
-// from one run (solver/bench_collisions.hpp).
+// from one run (bench/support/bench_collisions.hpp); `--scene FILE [--frame F]`: the same phases on a
+// scene's contact state.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -13,6 +14,8 @@ namespace xpd::cli {
 void add_bench_collisions_command(CLI::App& bench) {
   struct Options {
     CollisionBenchOptions bench;
+    std::string scene;
+    int frame = 0;
     bool json = false;
     std::string method = "automatic";
   };
@@ -38,17 +41,29 @@ void add_bench_collisions_command(CLI::App& bench) {
   c->add_option("--schur-solve", o->method, "Reduced solve: automatic, dense_refactor or woodbury")
       ->check(CLI::IsMember({"automatic", "dense_refactor", "woodbury"}));
   c->add_option("--threads", o->bench.threads, "Threads (0 = all)")->check(CLI::Range(0, 1024));
+  c->add_option("--scene", o->scene,
+                "A scene with collision handling instead of the box: its frames are solved up to --frame (or the "
+                "first frame with contacts), then the phases are measured from that state (box options ignored)")
+      ->check(CLI::ExistingFile);
+  c->add_option("--frame", o->frame,
+                "With --scene: the frame whose contact state is measured (0 = first with contacts)")
+      ->check(CLI::Range(0, 1 << 30));
   c->add_flag("--json", o->json, "Print JSON");
   c->callback([o] {
     o->bench.schur_solve = o->method == "woodbury"         ? SchurSolveMethod::Woodbury
                            : o->method == "dense_refactor" ? SchurSolveMethod::DenseRefactor
                                                            : SchurSolveMethod::Automatic;
-    const CollisionBenchResult r = bench_collisions(o->bench);
+    const CollisionBenchResult r =
+        o->scene.empty() ? bench_collisions(o->bench)
+                         : bench_collisions_scene({o->scene, o->frame, o->bench.iterations, o->bench.extra_inner});
     if (o->json) {
       std::cout << r.to_json() << "\n";
       return;
     }
-    fmt::print("box:{}  nodes {}  tets {}  threads {}\n", r.box_n, r.nodes, r.tets, r.threads);
+    if (o->scene.empty())
+      fmt::print("box:{}  nodes {}  tets {}  threads {}\n", r.box_n, r.nodes, r.tets, r.threads);
+    else
+      fmt::print("{} at frame {}  nodes {}  tets {}  threads {}\n", r.scene, r.frame, r.nodes, r.tets, r.threads);
     fmt::print("proxies {}  collision nodes m = {}  active {} ({:.1f}%)  E_beta {}  reduced solve {}\n", r.proxies,
                r.collision_nodes, r.active_proxies, 100.0 * r.active_fraction, r.beta_elements, r.schur_solve);
     fmt::print("nnz(L) x2-last {:.0f} vs METIS {:.0f} (+{:.1f}%)\n", r.nnz_L, r.nnz_L_unconstrained,
@@ -58,9 +73,11 @@ void add_bench_collisions_command(CLI::App& bench) {
                r.outer_1inner_ms / r.plain_iteration_ms);
     fmt::print("extra_inner_ms         {:9.2f}  ({:.2f} x plain)\n", r.extra_inner_ms,
                r.extra_inner_ms / r.plain_iteration_ms);
-    fmt::print("refactor_iteration_ms  {:9.2f}  ({:.1f} x outer_1inner)\n", r.refactor_iteration_ms,
-               r.refactor_iteration_ms / r.outer_1inner_ms);
-    fmt::print("pcg_iteration_ms       {:9.2f}\n", r.pcg_iteration_ms);
+    if (r.refactor_iteration_ms > 0)
+      fmt::print("refactor_iteration_ms  {:9.2f}  ({:.1f} x outer_1inner)\n", r.refactor_iteration_ms,
+                 r.refactor_iteration_ms / r.outer_1inner_ms);
+    if (r.pcg_iteration_ms > 0) fmt::print("pcg_iteration_ms       {:9.2f}\n", r.pcg_iteration_ms);
+    if (r.sigma_inv_bytes > 0) fmt::print("dense Sigma (+ inverse)  {:9.1f} MB\n", r.sigma_inv_bytes / 1e6);
     const CollisionTimings& t = r.phases_1inner;
     fmt::print("\nOne outer iteration, J = 1 (ms)\n");
     fmt::print("  outer preamble  local step + forces      {:8.2f}\n",

@@ -10,6 +10,8 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_simulation.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
 namespace xpd {
@@ -26,22 +28,25 @@ std::string timings_json(const CollisionTimings& t) {
 }  // namespace
 
 std::string CollisionBenchResult::to_json() const {
-  return fmt::format(
-      "{{\"box\": {}, \"nodes\": {}, \"tets\": {}, \"threads\": {}, \"proxies\": {}, \"collision_nodes\": {}, "
-      "\"active_proxies\": {}, \"active_fraction\": {:.4f}, \"beta_elements\": {}, \"schur_solve\": \"{}\", "
-      "\"nnz_L\": {:.0f}, \"nnz_L_unconstrained\": {:.0f}, \"factor_ms\": {:.1f}, \"schur_setup_ms\": {:.1f}, "
-      "\"plain_iteration_ms\": {:.3f}, \"outer_1inner_ms\": {:.3f}, \"extra_inner_ms\": {:.3f}, "
-      "\"refactor_iteration_ms\": {:.3f}, \"pcg_iteration_ms\": {:.3f}, "
-      "\"outer_1inner_ratio\": {:.3f}, \"extra_inner_ratio\": {:.3f}, \"refactor_ratio\": {:.3f}, "
-      "\"phases_1inner_ms\": {}, \"pd_phases_1inner_ms\": {{\"local\": {:.3f}, \"rhs\": {:.3f}, \"solve\": {:.3f}, "
-      "\"other\": {:.3f}}}}}",
-      box_n, nodes, tets, threads, proxies, collision_nodes, active_proxies, active_fraction, beta_elements,
-      schur_solve, nnz_L, nnz_L_unconstrained, factor_ms, schur_setup_ms, plain_iteration_ms, outer_1inner_ms,
-      extra_inner_ms, refactor_iteration_ms, pcg_iteration_ms,
-      plain_iteration_ms > 0 ? outer_1inner_ms / plain_iteration_ms : 0.0,
-      plain_iteration_ms > 0 ? extra_inner_ms / plain_iteration_ms : 0.0,
-      outer_1inner_ms > 0 ? refactor_iteration_ms / outer_1inner_ms : 0.0, timings_json(phases_1inner),
-      pd_phases_1inner.local, pd_phases_1inner.rhs, pd_phases_1inner.solve, pd_phases_1inner.other);
+  return fmt::format("{{\"scene\": \"{}\", \"frame\": {}, \"sigma_inv_bytes\": {:.0f}, ", scene, frame,
+                     sigma_inv_bytes) +
+         fmt::format(
+             "\"box\": {}, \"nodes\": {}, \"tets\": {}, \"threads\": {}, \"proxies\": {}, \"collision_nodes\": {}, "
+             "\"active_proxies\": {}, \"active_fraction\": {:.4f}, \"beta_elements\": {}, \"schur_solve\": \"{}\", "
+             "\"nnz_L\": {:.0f}, \"nnz_L_unconstrained\": {:.0f}, \"factor_ms\": {:.1f}, \"schur_setup_ms\": {:.1f}, "
+             "\"plain_iteration_ms\": {:.3f}, \"outer_1inner_ms\": {:.3f}, \"extra_inner_ms\": {:.3f}, "
+             "\"refactor_iteration_ms\": {:.3f}, \"pcg_iteration_ms\": {:.3f}, "
+             "\"outer_1inner_ratio\": {:.3f}, \"extra_inner_ratio\": {:.3f}, \"refactor_ratio\": {:.3f}, "
+             "\"phases_1inner_ms\": {}, \"pd_phases_1inner_ms\": {{\"local\": {:.3f}, \"rhs\": {:.3f}, \"solve\": "
+             "{:.3f}, "
+             "\"other\": {:.3f}}}}}",
+             box_n, nodes, tets, threads, proxies, collision_nodes, active_proxies, active_fraction, beta_elements,
+             schur_solve, nnz_L, nnz_L_unconstrained, factor_ms, schur_setup_ms, plain_iteration_ms, outer_1inner_ms,
+             extra_inner_ms, refactor_iteration_ms, pcg_iteration_ms,
+             plain_iteration_ms > 0 ? outer_1inner_ms / plain_iteration_ms : 0.0,
+             plain_iteration_ms > 0 ? extra_inner_ms / plain_iteration_ms : 0.0,
+             outer_1inner_ms > 0 ? refactor_iteration_ms / outer_1inner_ms : 0.0, timings_json(phases_1inner),
+             pd_phases_1inner.local, pd_phases_1inner.rhs, pd_phases_1inner.solve, pd_phases_1inner.other);
 }
 
 CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
@@ -163,6 +168,73 @@ CollisionBenchResult bench_collisions(const CollisionBenchOptions& o) {
     const CollisionFrameStats cs = pcg.step(s, so, 1.0);
     r.pcg_iteration_ms = cs.pd.wall_ms / cs.pd.iterations;
   }
+  return r;
+}
+
+CollisionBenchResult bench_collisions_scene(const SceneCollisionBenchOptions& o) {
+  if (o.iterations < 1 || o.extra_inner < 1) throw Error("bench collisions: iterations and extra_inner must be >= 1");
+  CollisionBenchResult r;
+  r.scene = o.scene;
+  SceneSimulation sim(load_scene(o.scene));
+  const SceneCollision* c = sim.collision();
+  if (!c) throw Error(fmt::format("bench collisions: {} has no collision handling", o.scene));
+  if (o.frame > sim.num_frames())
+    throw Error(fmt::format("bench collisions: frame {} beyond the scene's {} frames", o.frame, sim.num_frames()));
+  r.threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  r.nodes = sim.mesh().nodes.rows();
+  r.tets = sim.mesh().tets.rows();
+  r.factor_ms = sim.model().factor().info().factorize_ms;
+  r.nnz_L_unconstrained = sim.model().factor().info().nnz_L;
+  r.proxies = static_cast<int>(c->region.size());
+  r.collision_nodes = static_cast<int>(c->solver->region_nodes().size());
+  r.beta_elements = c->solver->num_beta_elements();
+  r.schur_setup_ms = c->solver->setup_ms();
+  if (const SchurFactorization* S = c->solver->schur()) {
+    r.nnz_L = S->stats().nnz_L;
+    const double m = r.collision_nodes;
+    r.sigma_inv_bytes = (c->solver->options().schur_solve == SchurSolveMethod::DenseRefactor ? 1.0 : 2.0) * m * m * 8;
+  }
+  // The contact state: the scene's own frames, converged as it asks.
+  int f = 0;
+  for (f = 1; f <= sim.num_frames(); ++f) {
+    sim.advance(f);
+    if (o.frame > 0 ? f == o.frame : sim.collision_stats()->active_proxies > 0) break;
+  }
+  if (f > sim.num_frames() || sim.collision_stats()->active_proxies == 0)
+    throw Error(
+        fmt::format("bench collisions: no contacts in {} up to frame {}", o.scene, std::min(f, sim.num_frames())));
+  r.frame = f;
+  r.active_proxies = sim.collision_stats()->active_proxies;
+  r.active_fraction = r.proxies > 0 ? static_cast<double>(r.active_proxies) / r.proxies : 0.0;
+  // Fixed iteration counts from that state, the frame's inputs kept (no extrapolation).
+  sim.set_extrapolation(false);
+  SolverOptions& so = sim.options();
+  so.max_iterations = so.min_iterations = o.iterations;
+  so.rel_tolerance = so.abs_tolerance = 0.0;
+  so.stagnation_window = 0;
+  so.accelerator = Accelerator::None;
+  so.anderson = false;
+  {
+    State s = sim.state();
+    const FrameStats fs = step(sim.model(), s, so);
+    r.plain_iteration_ms = fs.wall_ms / fs.iterations;
+  }
+  c->solver->set_inner_iterations(1);
+  const FrameStats f1 = sim.advance(f);
+  const CollisionFrameStats& cs = *sim.collision_stats();
+  r.outer_1inner_ms = f1.wall_ms / f1.iterations;
+  accumulate(r.phases_1inner, cs.timings_ms, 1.0 / f1.iterations);
+  r.pd_phases_1inner.local = f1.timings_ms.local / f1.iterations;
+  r.pd_phases_1inner.rhs = f1.timings_ms.rhs / f1.iterations;
+  r.pd_phases_1inner.solve = f1.timings_ms.solve / f1.iterations;
+  r.pd_phases_1inner.other = f1.timings_ms.other / f1.iterations;
+  if (c->solver->schur()) {
+    const SchurSolveMethod m = c->solver->state().schur_workspace().last_method();
+    r.schur_solve = m == SchurSolveMethod::Woodbury ? "woodbury" : "dense_refactor";
+  }
+  c->solver->set_inner_iterations(1 + o.extra_inner);
+  const FrameStats fj = sim.advance(f);
+  r.extra_inner_ms = (fj.wall_ms / fj.iterations - r.outer_1inner_ms) / o.extra_inner;
   return r;
 }
 

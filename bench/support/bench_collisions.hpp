@@ -23,7 +23,10 @@ struct CollisionBenchOptions {
 };
 
 struct CollisionBenchResult {
-  int box_n = 0;
+  int box_n = 0;               ///< 0 for a scene
+  std::string scene;           ///< scene file (scene benchmark)
+  int frame = 0;               ///< frame whose contact state is measured (scene benchmark)
+  double sigma_inv_bytes = 0;  ///< dense Σ and Σ⁻¹ of the region: 2 m² doubles (Σ⁻¹ only with Woodbury)
   long nodes = 0, tets = 0;
   int threads = 0;
   int proxies = 0;                            ///< proxies of the region (top patch nodes)
@@ -47,5 +50,21 @@ struct CollisionBenchResult {
 
 /// Runs the benchmark (one model, one process). Throws Error on invalid options.
 CollisionBenchResult bench_collisions(const CollisionBenchOptions& options);
+
+/// The same figures on a scene with collision handling (`xpd bench collisions --scene FILE`):
+/// frames 1..frame are solved as the scene says (frame ≤ 0: up to the first frame with active
+/// contacts); then, from that converged contact state and with that frame's inputs, `iterations`
+/// plain PD iterations of the same model, the same number of Algorithm 1 outer iterations with J = 1
+/// and with J = 1 + extra_inner (the scene's accelerator off, no convergence test). Fills the
+/// box-independent fields of the result plus scene, frame and sigma_inv_bytes (refactor and PCG
+/// baselines are not run). Throws Error when the scene has no collision handling or no frame up to
+/// the last one has contacts.
+struct SceneCollisionBenchOptions {
+  std::string scene;
+  int frame = 0;
+  int iterations = 5;
+  int extra_inner = 4;
+};
+CollisionBenchResult bench_collisions_scene(const SceneCollisionBenchOptions& options);
 
 }  // namespace xpd

@@ -11,6 +11,7 @@
 #include <xpd/solver/newton.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
+#include "bench_collisions.hpp"
 #include "bench_core.hpp"
 #include "solver/pd_fixtures.hpp"
 #include "test_util.hpp"
@@ -331,4 +332,31 @@ TEST(SolverBench, CoreScalingOnAMeshFileCapsBothThreadPools) {
   CoreBenchConfig bad = c;
   bad.up = 3;
   EXPECT_THROW(bench_core(bad), Error);
+}
+
+// `xpd bench collisions --scene FILE`: the Figure-4 phases on a scene's first contact state (the
+// lips touch at frame 5), the plain PD iteration of the same model measured in the same run.
+TEST(SolverBench, CollisionBenchOnASceneMeasuresItsFirstContactState) {
+  SceneCollisionBenchOptions o;
+  o.scene = std::string(XPD_SOURCE_DIR) + "/scenes/lips.json";
+  o.iterations = 2;
+  o.extra_inner = 1;
+  const CollisionBenchResult r = bench_collisions_scene(o);
+  EXPECT_EQ(r.frame, 5);
+  EXPECT_GT(r.active_proxies, 0);
+  EXPECT_GT(r.collision_nodes, 0);
+  EXPECT_DOUBLE_EQ(r.sigma_inv_bytes, 2.0 * 8.0 * r.collision_nodes * static_cast<double>(r.collision_nodes));
+  EXPECT_GT(r.nnz_L, r.nnz_L_unconstrained);  // the region ordered last costs fill
+  EXPECT_GT(r.plain_iteration_ms, 0.0);
+  EXPECT_GT(r.outer_1inner_ms, 0.0);
+  EXPECT_GT(r.phases_1inner.forward, 0.0);
+  EXPECT_GT(r.phases_1inner.schur_solve, 0.0);
+  EXPECT_NE(r.to_json().find("\"scene\""), std::string::npos);
+  o.frame = 99;
+  EXPECT_THROW(bench_collisions_scene(o), Error);
+  o.frame = 2;  // before the lobes touch
+  EXPECT_THROW(bench_collisions_scene(o), Error);
+  o.frame = 0;
+  o.scene = std::string(XPD_SOURCE_DIR) + "/scenes/twist.json";  // no collision handling
+  EXPECT_THROW(bench_collisions_scene(o), Error);
 }

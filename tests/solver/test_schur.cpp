@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/box.hpp>
@@ -132,24 +133,35 @@ TEST_P(SchurMeshes, SchurComplementMatchesK11Oracle) {
   EXPECT_LT(rel_error(schur.apply_schur(u2), sigma_ref * u2), kSchurTol);
 }
 
+// Both ways of the partial substitutions: over the x1 supernodes only (the default when the
+// supernodal factor splits at column n1) and through CHOLMOD's full solve with L22 multiplied back.
 TEST_P(SchurMeshes, PartialSubstitutionsEqualFullSolve) {
-  const Problem p = make_problem(GetParam());
-  SchurFactorization schur(p.K, p.region);
-  const Eigen::MatrixXd f = random_rhs(schur.n(), 3, 1);
-  const Eigen::MatrixXd u_ref = sparse_solve(p.K, f);
-  EXPECT_LT(rel_error(schur.solve(f), u_ref), kSolveTol);
+  for (const bool partial : {true, false}) {
+    SCOPED_TRACE(partial ? "x1 supernodes only" : "full CHOLMOD solve");
+    const Problem p = make_problem(GetParam());
+    SchurOptions so;
+    so.partial_sweeps = partial;
+    SchurFactorization schur(p.K, p.region, so);
+    // CHOLMOD's supernodes end at column n1 on these meshes (the x2 block is ordered last and dense).
+    if (!XPD_CHOLMOD_LGPL_ONLY) {
+      EXPECT_EQ(schur.stats().partial_sweeps, partial);
+    }
+    const Eigen::MatrixXd f = random_rhs(schur.n(), 3, 1);
+    const Eigen::MatrixXd u_ref = sparse_solve(p.K, f);
+    EXPECT_LT(rel_error(schur.solve(f), u_ref), kSolveTol);
 
-  Eigen::MatrixXd y1, g2;
-  schur.forward(f, y1, g2);
-  ASSERT_EQ(y1.rows(), schur.n() - schur.m());
-  ASSERT_EQ(g2.rows(), schur.m());
-  // g2 = f2 − K21 K11⁻¹ f1 = Σ u2_ref, the reduced right-hand side.
-  Eigen::MatrixXd u2_ref(schur.m(), 3);
-  for (int i = 0; i < schur.m(); ++i) u2_ref.row(i) = u_ref.row(p.region[static_cast<size_t>(i)]);
-  EXPECT_LT(rel_error(g2, schur.schur_complement() * u2_ref), kSolveTol);
-  const Eigen::MatrixXd u2 = schur.solve_collision_system({}, g2);
-  EXPECT_LT(rel_error(u2, u2_ref), kSolveTol);
-  EXPECT_LT(rel_error(schur.backward(y1, u2), u_ref), kSolveTol);
+    Eigen::MatrixXd y1, g2;
+    schur.forward(f, y1, g2);
+    ASSERT_EQ(y1.rows(), schur.n() - schur.m());
+    ASSERT_EQ(g2.rows(), schur.m());
+    // g2 = f2 − K21 K11⁻¹ f1 = Σ u2_ref, the reduced right-hand side.
+    Eigen::MatrixXd u2_ref(schur.m(), 3);
+    for (int i = 0; i < schur.m(); ++i) u2_ref.row(i) = u_ref.row(p.region[static_cast<size_t>(i)]);
+    EXPECT_LT(rel_error(g2, schur.schur_complement() * u2_ref), kSolveTol);
+    const Eigen::MatrixXd u2 = schur.solve_collision_system({}, g2);
+    EXPECT_LT(rel_error(u2, u2_ref), kSolveTol);
+    EXPECT_LT(rel_error(schur.backward(y1, u2), u_ref), kSolveTol);
+  }
 }
 
 TEST_P(SchurMeshes, RefactorWoodburyAndSparseBaselineAgree) {

@@ -25,6 +25,11 @@ void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, con
             const int* lda, const double* beta, double* c, const int* ldc);
 void dsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
             const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
+void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag, const int* m, const int* n,
+            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
+void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
 }
 
 namespace xpd {
@@ -80,6 +85,7 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
+  std::vector<double> sweep_t;  // partial sweeps: one supernode's off-diagonal block times the rhs
 
   Impl() { cholmod_start(&c); }
   ~Impl() {
@@ -235,6 +241,68 @@ struct SchurFactorization::Impl {
     for (int i = 0; i < m; ++i) out.row(i) = a.row(fpos2[static_cast<size_t>(i)]);
   }
 
+  // The partial substitutions need only the x1 columns of L (L11 and L21): a supernodal factor
+  // whose supernodes end at column n1 lets them run over those supernodes alone, instead of a full
+  // CHOLMOD solve that also sweeps the dense trailing block L22 (m²/2 values) and a product with
+  // L22 that undoes it. x1_supernodes = the number of supernodes before column n1 (−1: not split
+  // there, or not supernodal: the CHOLMOD path).
+  long x1_supernodes = -1;
+  void find_x1_supernodes() {
+    x1_supernodes = -1;
+    if (!L->is_super || !L->is_ll) return;
+    const auto* super = static_cast<const int*>(L->super);
+    for (size_t s = 0; s <= L->nsuper; ++s)
+      if (super[s] == n1) {
+        x1_supernodes = static_cast<long>(s);
+        return;
+      }
+  }
+
+  // b (n × r, factor order, leading dimension n): rows < n1 := L11⁻¹ b1, rows ≥ n1 := b2 − L21 y1.
+  void forward_x1(double* b, int r, std::vector<double>& t) const {
+    const auto* super = static_cast<const int*>(L->super);
+    const auto* pi = static_cast<const int*>(L->pi);
+    const auto* px = static_cast<const int*>(L->px);
+    const auto* ls = static_cast<const int*>(L->s);
+    const auto* lx = static_cast<const double*>(L->x);
+    const double one = 1.0, zero = 0.0;
+    for (long s = 0; s < x1_supernodes; ++s) {
+      const int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s], mb = nsrow - nscol;
+      const double* Lx = lx + px[s];
+      int ldb = n;
+      dtrsm_("L", "L", "N", "N", &nscol, &r, &one, Lx, &nsrow, b + k1, &ldb);
+      if (mb == 0) continue;
+      t.resize(static_cast<size_t>(mb) * static_cast<size_t>(r));
+      dgemm_("N", "N", &mb, &r, &nscol, &one, Lx + nscol, &nsrow, b + k1, &ldb, &zero, t.data(), &mb);
+      const int* rows = ls + pi[s] + nscol;
+      for (int j = 0; j < r; ++j)
+        for (int i = 0; i < mb; ++i) b[static_cast<size_t>(j) * n + rows[i]] -= t[static_cast<size_t>(j) * mb + i];
+    }
+  }
+
+  // z (n × r, factor order): rows ≥ n1 hold u2 on input; rows < n1 := L11⁻ᵀ (z1 − L21ᵀ u2).
+  void backward_x1(double* z, int r, std::vector<double>& t) const {
+    const auto* super = static_cast<const int*>(L->super);
+    const auto* pi = static_cast<const int*>(L->pi);
+    const auto* px = static_cast<const int*>(L->px);
+    const auto* ls = static_cast<const int*>(L->s);
+    const auto* lx = static_cast<const double*>(L->x);
+    const double one = 1.0, minus = -1.0;
+    int ldz = n;
+    for (long s = x1_supernodes - 1; s >= 0; --s) {
+      const int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s], mb = nsrow - nscol;
+      const double* Lx = lx + px[s];
+      if (mb > 0) {
+        const int* rows = ls + pi[s] + nscol;
+        t.resize(static_cast<size_t>(mb) * static_cast<size_t>(r));
+        for (int j = 0; j < r; ++j)
+          for (int i = 0; i < mb; ++i) t[static_cast<size_t>(j) * mb + i] = z[static_cast<size_t>(j) * n + rows[i]];
+        dgemm_("T", "N", &nscol, &r, &mb, &minus, Lx + nscol, &nsrow, t.data(), &mb, &one, z + k1, &ldz);
+      }
+      dtrsm_("L", "L", "T", "N", &nscol, &r, &one, Lx, &nsrow, z + k1, &ldz);
+    }
+  }
+
   void numeric_factor() {
     auto t0 = Clock::now();
     cholmod_factorize(A, L, &c);
@@ -243,6 +311,8 @@ struct SchurFactorization::Impl {
                         std::to_string(L->minor) + " of " + std::to_string(n) + ")");
     check_cholmod("factorize");
     stats.factor_ms = ms_since(t0);
+    find_x1_supernodes();
+    stats.partial_sweeps = x1_supernodes >= 0 && options.partial_sweeps;
     t0 = Clock::now();
     extract_l22();
     form_sigma();
@@ -640,16 +710,23 @@ void SchurFactorization::forward(SchurWorkspace& ws, const Eigen::Ref<const Eige
   if (b.rows() != d.n || b.cols() != r) b.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n; ++p) b(p, col) = f(d.perm[static_cast<size_t>(p)], col);
-  const double* y = d.cholmod_solve_into(w, CHOLMOD_L, b.data(), r);
-  Eigen::Map<const Eigen::MatrixXd> ym(y, d.n, r);
-  y1 = ym.topRows(d.n1);
-  // g2 = L22 y2 = f2 − L21 y1.
   Eigen::MatrixXd& g2f = w.fwd_g2f;
-  g2f = ym.bottomRows(d.m);
-  const int ri = static_cast<int>(r);
-  const double one = 1.0;
-  int m = d.m;
-  if (m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &m, &ri, &one, d.l22.data(), &m, g2f.data(), &m);
+  if (d.x1_supernodes >= 0 && d.options.partial_sweeps) {
+    // Over the x1 supernodes only: y1 = L11⁻¹ b1 and g2 = b2 − L21 y1 in place.
+    if (r > 0) d.forward_x1(b.data(), static_cast<int>(r), w.sweep_t);
+    y1 = b.topRows(d.n1);
+    g2f = b.bottomRows(d.m);
+  } else {
+    const double* y = d.cholmod_solve_into(w, CHOLMOD_L, b.data(), r);
+    Eigen::Map<const Eigen::MatrixXd> ym(y, d.n, r);
+    y1 = ym.topRows(d.n1);
+    // g2 = L22 y2 = f2 − L21 y1.
+    g2f = ym.bottomRows(d.m);
+    const int ri = static_cast<int>(r);
+    const double one = 1.0;
+    int m = d.m;
+    if (m > 0 && ri > 0) dtrmm_("L", "L", "N", "N", &m, &ri, &one, d.l22.data(), &m, g2f.data(), &m);
+  }
   d.rows_to_region(g2f, g2);
 }
 
@@ -673,20 +750,27 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
                       ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
                       std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   const Eigen::Index r = y1.cols();
-  // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v.
+  // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v; or, over the x1
+  // supernodes only, z = [y1; u2] and v1 = L11⁻ᵀ (y1 − L21ᵀ u2).
   Eigen::MatrixXd& z = w.bwd_z;
   if (z.rows() != d.n || z.cols() != r) z.resize(d.n, r);
   z.topRows(d.n1) = y1;
   const int ri = static_cast<int>(r);
   const double one = 1.0;
   int m = d.m;
+  const bool partial = d.x1_supernodes >= 0 && d.options.partial_sweeps;
   if (m > 0 && ri > 0) {
     Eigen::MatrixXd& t = w.bwd_t;
     d.rows_to_factor(u2, t);
-    dtrmm_("L", "L", "T", "N", &m, &ri, &one, d.l22.data(), &m, t.data(), &m);
+    if (!partial) dtrmm_("L", "L", "T", "N", &m, &ri, &one, d.l22.data(), &m, t.data(), &m);
     z.bottomRows(d.m) = t;
   }
-  const double* v = d.cholmod_solve_into(w, CHOLMOD_Lt, z.data(), r);
+  const double* v = z.data();
+  if (partial) {
+    if (ri > 0) d.backward_x1(z.data(), ri, w.sweep_t);
+  } else {
+    v = d.cholmod_solve_into(w, CHOLMOD_Lt, z.data(), r);
+  }
   if (u.rows() != d.n || u.cols() != r) u.resize(d.n, r);
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n1; ++p) u(d.perm[static_cast<size_t>(p)], col) = v[col * d.n + p];

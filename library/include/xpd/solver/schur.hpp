@@ -63,6 +63,12 @@ struct SchurOptions {
   /// Also analyze K with the unconstrained METIS ordering to report nnz(L) without the
   /// "x2 last" constraint (SchurStats::nnz_L_unconstrained); costs one extra METIS + symbolic pass.
   bool compare_unconstrained_ordering = false;
+  /// Partial substitutions over the x1 supernodes only (y1 = L11⁻¹ f1, g2 = f2 − L21 y1; backward
+  /// L11ᵀ u1 = y1 − L21ᵀ u2), when the supernodal factor has a supernode boundary at column n1;
+  /// false (or no boundary there): a full CHOLMOD solve with the dense L22 multiplied back in
+  /// (4 passes over L22's m²/2 values that the partial substitutions do not need). Same results up
+  /// to round-off (tests: PartialSubstitutionsEqualFullSolve).
+  bool partial_sweeps = true;
 };
 
 /// Sizes and timings (milliseconds, like every timing of xpd) of the last construction / refactorization.
@@ -78,6 +84,7 @@ struct SchurStats {
   double schur_ms = 0;             ///< L22 extraction + Σ = L22 L22ᵀ (dsyrk)
   double inverse_ms = 0;           ///< Σ⁻¹ (dpotri), 0 when not precomputed
   std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
+  bool partial_sweeps = false;     ///< the partial substitutions run over the x1 supernodes only
 };
 
 /// Wall time (ms) of the phases of the last solve_collision_system() call (Wang et al. 2021, Figure 4 rows).

@@ -145,6 +145,10 @@ TEST_P(SchurMeshes, PartialSubstitutionsEqualFullSolve) {
     // CHOLMOD's supernodes end at column n1 on these meshes (the x2 block is ordered last and dense).
     if (!XPD_CHOLMOD_LGPL_ONLY) {
       EXPECT_EQ(schur.stats().partial_sweeps, partial);
+      // Tree-parallel: the subtrees of L11 (none when off).
+      if (partial) {
+        EXPECT_GT(schur.stats().partial_sweep_tasks, 1);
+      }
     }
     const Eigen::MatrixXd f = random_rhs(schur.n(), 3, 1);
     const Eigen::MatrixXd u_ref = sparse_solve(p.K, f);

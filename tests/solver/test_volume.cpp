@@ -20,8 +20,6 @@ using namespace xpd;
 
 namespace {
 
-double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
-
 struct NoContacts final : ContactDetector {
   void detect(const Points&, double, std::vector<ProxyContact>& contacts) override { contacts.clear(); }
 };

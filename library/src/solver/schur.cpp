@@ -32,6 +32,8 @@ void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const in
             const int* ldc);
 }
 
+#include "supernodal_solve.hpp"
+
 namespace xpd {
 namespace {
 
@@ -85,7 +87,8 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
-  std::vector<double> sweep_t;  // partial sweeps: one supernode's off-diagonal block times the rhs
+  std::vector<double> sweep_t;                       // partial sweeps: one supernode's off-diagonal block times the rhs
+  detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
 
   Impl() { cholmod_start(&c); }
   ~Impl() {
@@ -109,7 +112,9 @@ struct SchurFactorization::Impl {
   cholmod_common c{};
   cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
   cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
-  SchurWorkspace own;           // workspace of the single-user overloads
+  // Tree-parallel partial sweeps over the x1 supernodes (null: the serial loops below).
+  std::unique_ptr<detail::SupernodalSolveT<int>> tree;
+  SchurWorkspace own;  // workspace of the single-user overloads
 
   int n = 0, m = 0, n1 = 0;
   std::vector<int> region;     // x2, region-local order
@@ -249,13 +254,22 @@ struct SchurFactorization::Impl {
   long x1_supernodes = -1;
   void find_x1_supernodes() {
     x1_supernodes = -1;
+    tree.reset();
     if (!L->is_super || !L->is_ll) return;
     const auto* super = static_cast<const int*>(L->super);
     for (size_t s = 0; s <= L->nsuper; ++s)
       if (super[s] == n1) {
         x1_supernodes = static_cast<long>(s);
-        return;
+        break;
       }
+    if (x1_supernodes < 0 || !options.partial_sweeps) return;
+    // Independent subtrees of L11 concurrently (solver/supernodal_solve.hpp); the serial loops
+    // stay as the fallback should the factor's structure not suit it.
+    try {
+      tree = std::make_unique<detail::SupernodalSolveT<int>>(L);
+    } catch (const SolverError&) {
+      tree.reset();
+    }
   }
 
   // b (n × r, factor order, leading dimension n): rows < n1 := L11⁻¹ b1, rows ≥ n1 := b2 − L21 y1.
@@ -313,6 +327,7 @@ struct SchurFactorization::Impl {
     stats.factor_ms = ms_since(t0);
     find_x1_supernodes();
     stats.partial_sweeps = x1_supernodes >= 0 && options.partial_sweeps;
+    stats.partial_sweep_tasks = tree ? tree->num_tasks() : 0;
     t0 = Clock::now();
     extract_l22();
     form_sigma();
@@ -713,7 +728,10 @@ void SchurFactorization::forward(SchurWorkspace& ws, const Eigen::Ref<const Eige
   Eigen::MatrixXd& g2f = w.fwd_g2f;
   if (d.x1_supernodes >= 0 && d.options.partial_sweeps) {
     // Over the x1 supernodes only: y1 = L11⁻¹ b1 and g2 = b2 − L21 y1 in place.
-    if (r > 0) d.forward_x1(b.data(), static_cast<int>(r), w.sweep_t);
+    if (r > 0 && d.tree)
+      d.tree->forward_x1(b, d.n1, w.tree_ws);
+    else if (r > 0)
+      d.forward_x1(b.data(), static_cast<int>(r), w.sweep_t);
     y1 = b.topRows(d.n1);
     g2f = b.bottomRows(d.m);
   } else {
@@ -767,7 +785,10 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
   }
   const double* v = z.data();
   if (partial) {
-    if (ri > 0) d.backward_x1(z.data(), ri, w.sweep_t);
+    if (ri > 0 && d.tree)
+      d.tree->backward_x1(z, d.n1, w.tree_ws);
+    else if (ri > 0)
+      d.backward_x1(z.data(), ri, w.sweep_t);
   } else {
     v = d.cholmod_solve_into(w, CHOLMOD_Lt, z.data(), r);
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <type_traits>
 #include <xpd/core/error.hpp>
 
 // Fortran BLAS (the library CHOLMOD calls; 32-bit integers as in Debian's OpenBLAS and reference BLAS).
@@ -19,7 +20,6 @@ void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag
 namespace xpd::detail {
 
 namespace {
-using Long = SuiteSparse_long;
 
 // Supernodes with at least this many columns go through BLAS (blocked, vectorized kernels); smaller
 // ones through the plain loops, where a BLAS call costs more than its arithmetic, unless there are
@@ -33,18 +33,21 @@ constexpr long kBlasRightHandSides = 8;
 constexpr double kTaskSplit = 32.0;
 }  // namespace
 
-SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
-  if (!L || !L->is_super || !L->is_ll || L->xtype != CHOLMOD_REAL || L->itype != CHOLMOD_LONG)
-    throw SolverError("supernodal solve: needs a real supernodal LL' factor with 64-bit indices");
+template <class I>
+SupernodalSolveT<I>::SupernodalSolveT(const cholmod_factor* L) : L_(L) {
+  constexpr int itype = std::is_same_v<I, int> ? CHOLMOD_INT : CHOLMOD_LONG;
+  if (!L || !L->is_super || !L->is_ll || L->xtype != CHOLMOD_REAL || L->itype != itype)
+    throw SolverError("supernodal solve: needs a real supernodal LL' factor with the solver's index type");
   n_ = static_cast<long>(L->n);
   const long ns = static_cast<long>(L->nsuper);
-  const auto* super = static_cast<const Long*>(L->super);
-  const auto* pi = static_cast<const Long*>(L->pi);
-  const auto* sidx = static_cast<const Long*>(L->s);
+  nsuper_ = ns;
+  const auto* super = static_cast<const I*>(L->super);
+  const auto* pi = static_cast<const I*>(L->pi);
+  const auto* sidx = static_cast<const I*>(L->s);
 
   std::vector<long> col_super(n_);
   for (long s = 0; s < ns; ++s)
-    for (Long c = super[s]; c < super[s + 1]; ++c) col_super[c] = s;
+    for (I c = super[s]; c < super[s + 1]; ++c) col_super[c] = s;
   std::vector<long> parent(ns, -1), first(ns), count(ns, 1);
   std::vector<double> weight(ns), subtree(ns);
   double total = 0;
@@ -55,7 +58,7 @@ SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
       throw SolverError(fmt::format("supernodal solve: supernode {} has parent {} (not postordered)", s, parent[s]));
     weight[s] = static_cast<double>(nsrow) * static_cast<double>(nscol);
     total += weight[s];
-    factor_bytes_ += weight[s] * sizeof(double) + static_cast<double>(nsrow) * sizeof(Long);
+    factor_bytes_ += weight[s] * sizeof(double) + static_cast<double>(nsrow) * sizeof(I);
     first[s] = s;
   }
   for (long s = 0; s < ns; ++s) {  // children precede parents: one ascending pass accumulates
@@ -114,16 +117,17 @@ SupernodalSolve::SupernodalSolve(const cholmod_factor* L) : L_(L) {
   }
 }
 
-SupernodalSolve::Supernode SupernodalSolve::supernode(long s) const {
-  const auto* super = static_cast<const Long*>(L_->super);
-  const auto* pi = static_cast<const Long*>(L_->pi);
-  const auto* px = static_cast<const Long*>(L_->px);
+template <class I>
+typename SupernodalSolveT<I>::Supernode SupernodalSolveT<I>::supernode(long s) const {
+  const auto* super = static_cast<const I*>(L_->super);
+  const auto* pi = static_cast<const I*>(L_->pi);
+  const auto* px = static_cast<const I*>(L_->px);
   Supernode b;
   b.first = super[s];
   b.nscol = super[s + 1] - b.first;
   b.nsrow = pi[s + 1] - pi[s];
   b.values = static_cast<const double*>(L_->x) + px[s];
-  b.rows = static_cast<const Long*>(L_->s) + pi[s] + b.nscol;
+  b.rows = static_cast<const I*>(L_->s) + pi[s] + b.nscol;
   return b;
 }
 
@@ -132,15 +136,16 @@ SupernodalSolve::Supernode SupernodalSolve::supernode(long s) const {
 // the diagonal block by substitution, the rows below it as axpy (forward) or dot products
 // (backward) into a small row-major work block, so that one pass serves all k right-hand sides.
 // Large ones, or many right-hand sides: dtrsm / dgemm on a column-major copy. Y is row-major n × k.
+template <class I>
 template <int K>
-void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* task, double* buffer,
-                                        std::vector<double>& work) const {
+void SupernodalSolveT<I>::forward_supernode(long s, double* Y, long k, const Task* task, double* buffer,
+                                            std::vector<double>& work) const {
   const long kk = K > 0 ? K : k;
-  const auto* super = static_cast<const Long*>(L_->super);
+  const auto* super = static_cast<const I*>(L_->super);
   const Supernode b = supernode(s);
   const long k1 = b.first, nscol = b.nscol, nsrow = b.nsrow, m = nsrow - nscol;
   const double* Lx = b.values;
-  const Long* rows = b.rows;
+  const I* rows = b.rows;
   double* Yd = Y + k1 * kk;
   // t: the update of the rows below the diagonal block, row-major m × kk.
   const double* t;
@@ -202,13 +207,14 @@ void SupernodalSolve::forward_supernode(long s, double* Y, long k, const Task* t
   }
 }
 
+template <class I>
 template <int K>
-void SupernodalSolve::backward_supernode(long s, double* Y, long k, std::vector<double>& work) const {
+void SupernodalSolveT<I>::backward_supernode(long s, double* Y, long k, std::vector<double>& work) const {
   const long kk = K > 0 ? K : k;
   const Supernode b = supernode(s);
   const long k1 = b.first, nscol = b.nscol, nsrow = b.nsrow, m = nsrow - nscol;
   const double* Lx = b.values;
-  const Long* rows = b.rows;
+  const I* rows = b.rows;
   double* Yd = Y + k1 * kk;
   if (nscol >= kBlasColumns || kk >= kBlasRightHandSides) {
     // Column-major E (nsrow × kk): E₁ −= L_offᵀ E₂, E₁ := L_dd⁻ᵀ E₁.
@@ -256,7 +262,8 @@ void SupernodalSolve::backward_supernode(long s, double* Y, long k, std::vector<
   }
 }
 
-void SupernodalSolve::solve_in_place(Eigen::Ref<Eigen::MatrixXd> X) const {
+template <class I>
+void SupernodalSolveT<I>::solve_in_place(Eigen::Ref<Eigen::MatrixXd> X) const {
   if (X.rows() != n_) throw SolverError(fmt::format("supernodal solve: rhs has {} rows, factor {}", X.rows(), n_));
   const long k = X.cols();
   if (k == 0) return;
@@ -268,37 +275,46 @@ void SupernodalSolve::solve_in_place(Eigen::Ref<Eigen::MatrixXd> X) const {
     sweep<0>(X);
 }
 
+template <class I>
 template <int K>
-void SupernodalSolve::sweep(Eigen::Ref<Eigen::MatrixXd> X) const {
+void SupernodalSolveT<I>::sweep(Eigen::Ref<Eigen::MatrixXd> X) const {
   const long k = X.cols();
-  const auto* perm = static_cast<const Long*>(L_->Perm);
-  Y_.resize(static_cast<size_t>(n_ * k));
-  double* Y = Y_.data();
+  const auto* perm = static_cast<const I*>(L_->Perm);
+  own_.Y.resize(static_cast<size_t>(n_ * k));
+  double* Y = own_.Y.data();
   for (long i = 0; i < n_; ++i)
     for (long j = 0; j < k; ++j) Y[i * k + j] = X(perm ? perm[i] : i, j);
+  forward_sweep<K>(Y, k, nsuper_, own_);
+  backward_sweep<K>(Y, k, nsuper_, own_);
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) X(perm ? perm[i] : i, j) = Y[i * k + j];
+}
 
+// Forward over the supernodes s < s_end: the subtrees concurrently, their updates of the top in
+// per-task buffers, merged in task order (fixed rounding), then the top serially. Rows of skipped
+// supernodes (s ≥ s_end) receive every update and are left unsolved.
+template <class I>
+template <int K>
+void SupernodalSolveT<I>::forward_sweep(double* Y, long k, long s_end, Workspace& ws) const {
   const long nt = static_cast<long>(tasks_.size());
-  offsets_.resize(static_cast<size_t>(nt + 1));
-  offsets_[0] = 0;
-  for (long t = 0; t < nt; ++t) offsets_[t + 1] = offsets_[t] + tasks_[t].path_cols * k;
-  buffers_.assign(static_cast<size_t>(offsets_[nt]), 0.0);
-  auto& work = work_;
-
-  // Forward: the subtrees concurrently, their updates of the top in per-task buffers.
+  ws.offsets.resize(static_cast<size_t>(nt + 1));
+  ws.offsets[0] = 0;
+  for (long t = 0; t < nt; ++t) ws.offsets[t + 1] = ws.offsets[t] + tasks_[t].path_cols * k;
+  ws.buffers.assign(static_cast<size_t>(ws.offsets[nt]), 0.0);
+  auto& work = ws.work;
   tbb::parallel_for(
       tbb::blocked_range<long>(0, nt, 1),
       [&](const tbb::blocked_range<long>& range) {
         std::vector<double>& w = work.local();
         for (long t = range.begin(); t < range.end(); ++t)
-          for (long s = tasks_[t].first; s <= tasks_[t].last; ++s)
-            forward_supernode<K>(s, Y, k, &tasks_[t], buffers_.data() + offsets_[t], w);
+          for (long s = tasks_[t].first; s <= tasks_[t].last && s < s_end; ++s)
+            forward_supernode<K>(s, Y, k, &tasks_[t], ws.buffers.data() + ws.offsets[t], w);
       },
       tbb::simple_partitioner());
-  // Merge in task order (fixed rounding), then the top serially.
-  const auto* super = static_cast<const Long*>(L_->super);
+  const auto* super = static_cast<const I*>(L_->super);
   for (long t = 0; t < nt; ++t) {
     const Task& task = tasks_[t];
-    const double* b = buffers_.data() + offsets_[t];
+    const double* b = ws.buffers.data() + ws.offsets[t];
     for (size_t p = 0; p < top_.size(); ++p) {
       const long off = task.slot[p];
       if (off < 0) continue;
@@ -308,21 +324,86 @@ void SupernodalSolve::sweep(Eigen::Ref<Eigen::MatrixXd> X) const {
     }
   }
   std::vector<double>& w0 = work.local();
-  for (long s : top_) forward_supernode<K>(s, Y, k, nullptr, nullptr, w0);
+  for (long s : top_)
+    if (s < s_end) forward_supernode<K>(s, Y, k, nullptr, nullptr, w0);
+}
 
-  // Backward: the top serially (parents first), then the subtrees concurrently.
-  for (auto it = top_.rbegin(); it != top_.rend(); ++it) backward_supernode<K>(*it, Y, k, w0);
+// Backward over the supernodes s < s_end: the top serially (parents first), then the subtrees
+// concurrently; rows of skipped supernodes are read as they are (the known solution there).
+template <class I>
+template <int K>
+void SupernodalSolveT<I>::backward_sweep(double* Y, long k, long s_end, Workspace& ws) const {
+  const long nt = static_cast<long>(tasks_.size());
+  auto& work = ws.work;
+  std::vector<double>& w0 = work.local();
+  for (auto it = top_.rbegin(); it != top_.rend(); ++it)
+    if (*it < s_end) backward_supernode<K>(*it, Y, k, w0);
   tbb::parallel_for(
       tbb::blocked_range<long>(0, nt, 1),
       [&](const tbb::blocked_range<long>& range) {
         std::vector<double>& w = work.local();
         for (long t = range.begin(); t < range.end(); ++t)
-          for (long s = tasks_[t].last; s >= tasks_[t].first; --s) backward_supernode<K>(s, Y, k, w);
+          for (long s = tasks_[t].last; s >= tasks_[t].first; --s)
+            if (s < s_end) backward_supernode<K>(s, Y, k, w);
       },
       tbb::simple_partitioner());
-
-  for (long i = 0; i < n_; ++i)
-    for (long j = 0; j < k; ++j) X(perm ? perm[i] : i, j) = Y[i * k + j];
 }
+
+template <class I>
+long SupernodalSolveT<I>::supernode_starting_at(long c) const {
+  if (c == n_) return nsuper_;
+  if (c < 0 || c > n_) return -1;
+  const long s = col_super_[static_cast<size_t>(c)];
+  return static_cast<const I*>(L_->super)[s] == c ? s : -1;
+}
+
+namespace {
+template <class F>
+void dispatch_k(long k, F&& f) {
+  if (k == 1)
+    f(std::integral_constant<int, 1>{});
+  else if (k == 3)
+    f(std::integral_constant<int, 3>{});
+  else
+    f(std::integral_constant<int, 0>{});
+}
+}  // namespace
+
+template <class I>
+void SupernodalSolveT<I>::forward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const {
+  const long s_end = supernode_starting_at(n1);
+  if (B.rows() != n_ || s_end < 0)
+    throw SolverError(
+        fmt::format("supernodal solve: x1 sweep needs {} rows and a supernode starting at column {}", n_, n1));
+  const long k = B.cols();
+  if (k == 0) return;
+  ws.Y.resize(static_cast<size_t>(n_ * k));
+  double* Y = ws.Y.data();
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) Y[i * k + j] = B(i, j);
+  dispatch_k(k, [&](auto kc) { forward_sweep<decltype(kc)::value>(Y, k, s_end, ws); });
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) B(i, j) = Y[i * k + j];
+}
+
+template <class I>
+void SupernodalSolveT<I>::backward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const {
+  const long s_end = supernode_starting_at(n1);
+  if (B.rows() != n_ || s_end < 0)
+    throw SolverError(
+        fmt::format("supernodal solve: x1 sweep needs {} rows and a supernode starting at column {}", n_, n1));
+  const long k = B.cols();
+  if (k == 0) return;
+  ws.Y.resize(static_cast<size_t>(n_ * k));
+  double* Y = ws.Y.data();
+  for (long i = 0; i < n_; ++i)
+    for (long j = 0; j < k; ++j) Y[i * k + j] = B(i, j);
+  dispatch_k(k, [&](auto kc) { backward_sweep<decltype(kc)::value>(Y, k, s_end, ws); });
+  for (long i = 0; i < n1; ++i)
+    for (long j = 0; j < k; ++j) B(i, j) = Y[i * k + j];
+}
+
+template class SupernodalSolveT<SuiteSparse_long>;
+template class SupernodalSolveT<int>;
 
 }  // namespace xpd::detail

@@ -25,14 +25,37 @@
 
 namespace xpd::detail {
 
-class SupernodalSolve {
+/// I: the factor's index type (SuiteSparse_long for cholmod_l_* factors, int for cholmod_*).
+template <class I>
+class SupernodalSolveT {
  public:
-  /// Reads the structure of a supernodal LLᵀ factor (is_super, is_ll); the factor must outlive
-  /// this object and keep its values (numeric refactorization with the same pattern is fine).
-  explicit SupernodalSolve(const cholmod_factor* L);
+  /// Scratch of one solve at a time: solve_in_place() uses the object's own; the x1 sweeps take
+  /// the caller's, so that states sharing one factor can solve concurrently.
+  struct Workspace {
+    std::vector<double> Y;  // the right-hand sides, row-major n × k
+    std::vector<long> offsets;
+    std::vector<double> buffers;
+    tbb::enumerable_thread_specific<std::vector<double>> work;  // per-thread supernode blocks
+  };
+
+  /// Reads the structure of a supernodal LLᵀ factor (is_super, is_ll, itype matching I); the
+  /// factor must outlive this object and keep its values (numeric refactorization with the same
+  /// pattern is fine).
+  explicit SupernodalSolveT(const cholmod_factor* L);
 
   /// X := A⁻¹ X for n × k column-major X (any k ≥ 1), one pass over the factor.
   void solve_in_place(Eigen::Ref<Eigen::MatrixXd> X) const;
+
+  /// Partial substitutions with a factor whose trailing columns n1..n−1 (the x2 block of a Schur
+  /// complement ordering) start a supernode, over the supernodes before n1 only; B is n × k,
+  /// column-major, in FACTOR order (no permutation applied):
+  ///   forward_x1:  B1 := L11⁻¹ B1, B2 := B2 − L21 B1 (the new B1);
+  ///   backward_x1: B2 holds u2; B1 := L11⁻ᵀ (B1 − L21ᵀ B2); B2 unchanged.
+  /// Throws SolverError when no supernode starts at n1.
+  void forward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const;
+  void backward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const;
+  /// The first supernode at or after column c, when one starts exactly at c; −1 otherwise.
+  long supernode_starting_at(long c) const;
 
   long num_tasks() const { return static_cast<long>(tasks_.size()); }
   long num_top_supernodes() const { return static_cast<long>(top_.size()); }
@@ -53,9 +76,15 @@ class SupernodalSolve {
   struct Supernode {
     long first = 0, nscol = 0, nsrow = 0;
     const double* values = nullptr;
-    const SuiteSparse_long* rows = nullptr;
+    const I* rows = nullptr;
   };
   Supernode supernode(long s) const;
+  // The sweeps over supernodes s < s_end (all: s_end = nsuper); forward/backward selects the
+  // halves (a full solve runs both).
+  template <int K>
+  void forward_sweep(double* Y, long k, long s_end, Workspace& ws) const;
+  template <int K>
+  void backward_sweep(double* Y, long k, long s_end, Workspace& ws) const;
   template <int K>
   void sweep(Eigen::Ref<Eigen::MatrixXd> X) const;
   template <int K>
@@ -65,17 +94,17 @@ class SupernodalSolve {
 
   const cholmod_factor* L_;
   long n_ = 0;
+  long nsuper_ = 0;
   std::vector<Task> tasks_;
   std::vector<long> top_;        // supernodes outside every task, in increasing (postorder) order
   std::vector<long> top_pos_;    // supernode → position in top_, −1 inside a task
   std::vector<long> col_super_;  // column → supernode
   double top_fraction_ = 0;
   double factor_bytes_ = 0;
-  // Workspaces kept between solves (like CHOLMOD's): solves of one factor are not concurrent.
-  mutable std::vector<double> Y_;  // the permuted right-hand sides, row-major n × k
-  mutable std::vector<long> offsets_;
-  mutable std::vector<double> buffers_;
-  mutable tbb::enumerable_thread_specific<std::vector<double>> work_;  // per-thread supernode blocks
+  // Workspace of solve_in_place (like CHOLMOD's: its solves of one factor are not concurrent).
+  mutable Workspace own_;
 };
+
+using SupernodalSolve = SupernodalSolveT<SuiteSparse_long>;
 
 }  // namespace xpd::detail

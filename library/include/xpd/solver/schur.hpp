@@ -85,6 +85,7 @@ struct SchurStats {
   double inverse_ms = 0;           ///< Σ⁻¹ (dpotri), 0 when not precomputed
   std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
   bool partial_sweeps = false;     ///< the partial substitutions run over the x1 supernodes only
+  long partial_sweep_tasks = 0;    ///< independent subtrees they run concurrently (0: serial loops)
 };
 
 /// Wall time (ms) of the phases of the last solve_collision_system() call (Wang et al. 2021, Figure 4 rows).

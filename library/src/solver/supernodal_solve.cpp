@@ -370,7 +370,7 @@ void dispatch_k(long k, F&& f) {
 }  // namespace
 
 template <class I>
-void SupernodalSolveT<I>::forward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const {
+void SupernodalSolveT<I>::x1_sweep(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws, bool forward) const {
   const long s_end = supernode_starting_at(n1);
   if (B.rows() != n_ || s_end < 0)
     throw SolverError(
@@ -381,26 +381,26 @@ void SupernodalSolveT<I>::forward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Wor
   double* Y = ws.Y.data();
   for (long i = 0; i < n_; ++i)
     for (long j = 0; j < k; ++j) Y[i * k + j] = B(i, j);
-  dispatch_k(k, [&](auto kc) { forward_sweep<decltype(kc)::value>(Y, k, s_end, ws); });
-  for (long i = 0; i < n_; ++i)
+  dispatch_k(k, [&](auto kc) {
+    if (forward)
+      forward_sweep<decltype(kc)::value>(Y, k, s_end, ws);
+    else
+      backward_sweep<decltype(kc)::value>(Y, k, s_end, ws);
+  });
+  // The backward sweep leaves the x2 rows (the given u2) as they are.
+  const long rows = forward ? n_ : n1;
+  for (long i = 0; i < rows; ++i)
     for (long j = 0; j < k; ++j) B(i, j) = Y[i * k + j];
 }
 
 template <class I>
+void SupernodalSolveT<I>::forward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const {
+  x1_sweep(B, n1, ws, true);
+}
+
+template <class I>
 void SupernodalSolveT<I>::backward_x1(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws) const {
-  const long s_end = supernode_starting_at(n1);
-  if (B.rows() != n_ || s_end < 0)
-    throw SolverError(
-        fmt::format("supernodal solve: x1 sweep needs {} rows and a supernode starting at column {}", n_, n1));
-  const long k = B.cols();
-  if (k == 0) return;
-  ws.Y.resize(static_cast<size_t>(n_ * k));
-  double* Y = ws.Y.data();
-  for (long i = 0; i < n_; ++i)
-    for (long j = 0; j < k; ++j) Y[i * k + j] = B(i, j);
-  dispatch_k(k, [&](auto kc) { backward_sweep<decltype(kc)::value>(Y, k, s_end, ws); });
-  for (long i = 0; i < n1; ++i)
-    for (long j = 0; j < k; ++j) B(i, j) = Y[i * k + j];
+  x1_sweep(B, n1, ws, false);
 }
 
 template class SupernodalSolveT<SuiteSparse_long>;

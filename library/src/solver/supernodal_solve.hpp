@@ -87,6 +87,7 @@ class SupernodalSolveT {
   void backward_sweep(double* Y, long k, long s_end, Workspace& ws) const;
   template <int K>
   void sweep(Eigen::Ref<Eigen::MatrixXd> X) const;
+  void x1_sweep(Eigen::Ref<Eigen::MatrixXd> B, long n1, Workspace& ws, bool forward) const;
   template <int K>
   void forward_supernode(long s, double* Y, long k, const Task* task, double* buffer, std::vector<double>& work) const;
   template <int K>

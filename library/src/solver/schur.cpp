@@ -25,11 +25,6 @@ void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, con
             const int* lda, const double* beta, double* c, const int* ldc);
 void dsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
             const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
-void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag, const int* m, const int* n,
-            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
-void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
-            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
-            const int* ldc);
 }
 
 #include "supernodal_solve.hpp"
@@ -87,7 +82,6 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
-  std::vector<double> sweep_t;                       // partial sweeps: one supernode's off-diagonal block times the rhs
   detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
 
   Impl() { cholmod_start(&c); }
@@ -263,57 +257,12 @@ struct SchurFactorization::Impl {
         break;
       }
     if (x1_supernodes < 0 || !options.partial_sweeps) return;
-    // Independent subtrees of L11 concurrently (solver/supernodal_solve.hpp); the serial loops
-    // stay as the fallback should the factor's structure not suit it.
+    // Independent subtrees of L11 concurrently (solver/supernodal_solve.hpp); a factor whose
+    // structure does not suit it takes the full CHOLMOD solves.
     try {
       tree = std::make_unique<detail::SupernodalSolveT<int>>(L);
     } catch (const SolverError&) {
       tree.reset();
-    }
-  }
-
-  // b (n × r, factor order, leading dimension n): rows < n1 := L11⁻¹ b1, rows ≥ n1 := b2 − L21 y1.
-  void forward_x1(double* b, int r, std::vector<double>& t) const {
-    const auto* super = static_cast<const int*>(L->super);
-    const auto* pi = static_cast<const int*>(L->pi);
-    const auto* px = static_cast<const int*>(L->px);
-    const auto* ls = static_cast<const int*>(L->s);
-    const auto* lx = static_cast<const double*>(L->x);
-    const double one = 1.0, zero = 0.0;
-    for (long s = 0; s < x1_supernodes; ++s) {
-      const int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s], mb = nsrow - nscol;
-      const double* Lx = lx + px[s];
-      int ldb = n;
-      dtrsm_("L", "L", "N", "N", &nscol, &r, &one, Lx, &nsrow, b + k1, &ldb);
-      if (mb == 0) continue;
-      t.resize(static_cast<size_t>(mb) * static_cast<size_t>(r));
-      dgemm_("N", "N", &mb, &r, &nscol, &one, Lx + nscol, &nsrow, b + k1, &ldb, &zero, t.data(), &mb);
-      const int* rows = ls + pi[s] + nscol;
-      for (int j = 0; j < r; ++j)
-        for (int i = 0; i < mb; ++i) b[static_cast<size_t>(j) * n + rows[i]] -= t[static_cast<size_t>(j) * mb + i];
-    }
-  }
-
-  // z (n × r, factor order): rows ≥ n1 hold u2 on input; rows < n1 := L11⁻ᵀ (z1 − L21ᵀ u2).
-  void backward_x1(double* z, int r, std::vector<double>& t) const {
-    const auto* super = static_cast<const int*>(L->super);
-    const auto* pi = static_cast<const int*>(L->pi);
-    const auto* px = static_cast<const int*>(L->px);
-    const auto* ls = static_cast<const int*>(L->s);
-    const auto* lx = static_cast<const double*>(L->x);
-    const double one = 1.0, minus = -1.0;
-    int ldz = n;
-    for (long s = x1_supernodes - 1; s >= 0; --s) {
-      const int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s], mb = nsrow - nscol;
-      const double* Lx = lx + px[s];
-      if (mb > 0) {
-        const int* rows = ls + pi[s] + nscol;
-        t.resize(static_cast<size_t>(mb) * static_cast<size_t>(r));
-        for (int j = 0; j < r; ++j)
-          for (int i = 0; i < mb; ++i) t[static_cast<size_t>(j) * mb + i] = z[static_cast<size_t>(j) * n + rows[i]];
-        dgemm_("T", "N", &nscol, &r, &mb, &minus, Lx + nscol, &nsrow, t.data(), &mb, &one, z + k1, &ldz);
-      }
-      dtrsm_("L", "L", "T", "N", &nscol, &r, &one, Lx, &nsrow, z + k1, &ldz);
     }
   }
 
@@ -326,7 +275,7 @@ struct SchurFactorization::Impl {
     check_cholmod("factorize");
     stats.factor_ms = ms_since(t0);
     find_x1_supernodes();
-    stats.partial_sweeps = x1_supernodes >= 0 && options.partial_sweeps;
+    stats.partial_sweeps = tree != nullptr;
     stats.partial_sweep_tasks = tree ? tree->num_tasks() : 0;
     t0 = Clock::now();
     extract_l22();
@@ -726,12 +675,9 @@ void SchurFactorization::forward(SchurWorkspace& ws, const Eigen::Ref<const Eige
   for (Eigen::Index col = 0; col < r; ++col)
     for (int p = 0; p < d.n; ++p) b(p, col) = f(d.perm[static_cast<size_t>(p)], col);
   Eigen::MatrixXd& g2f = w.fwd_g2f;
-  if (d.x1_supernodes >= 0 && d.options.partial_sweeps) {
+  if (d.tree) {
     // Over the x1 supernodes only: y1 = L11⁻¹ b1 and g2 = b2 − L21 y1 in place.
-    if (r > 0 && d.tree)
-      d.tree->forward_x1(b, d.n1, w.tree_ws);
-    else if (r > 0)
-      d.forward_x1(b.data(), static_cast<int>(r), w.sweep_t);
+    if (r > 0) d.tree->forward_x1(b, d.n1, w.tree_ws);
     y1 = b.topRows(d.n1);
     g2f = b.bottomRows(d.m);
   } else {
@@ -776,7 +722,7 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
   const int ri = static_cast<int>(r);
   const double one = 1.0;
   int m = d.m;
-  const bool partial = d.x1_supernodes >= 0 && d.options.partial_sweeps;
+  const bool partial = d.tree != nullptr;
   if (m > 0 && ri > 0) {
     Eigen::MatrixXd& t = w.bwd_t;
     d.rows_to_factor(u2, t);
@@ -785,10 +731,7 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
   }
   const double* v = z.data();
   if (partial) {
-    if (ri > 0 && d.tree)
-      d.tree->backward_x1(z, d.n1, w.tree_ws);
-    else if (ri > 0)
-      d.backward_x1(z.data(), ri, w.sweep_t);
+    if (ri > 0) d.tree->backward_x1(z, d.n1, w.tree_ws);
   } else {
     v = d.cholmod_solve_into(w, CHOLMOD_Lt, z.data(), r);
   }

@@ -106,7 +106,7 @@ struct SchurFactorization::Impl {
   cholmod_common c{};
   cholmod_sparse* A = nullptr;  // lower triangle of K, original order (values refreshed by refactorize)
   cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
-  // Tree-parallel partial sweeps over the x1 supernodes (null: the serial loops below).
+  // Tree-parallel partial sweeps over the x1 supernodes (null: CHOLMOD's full solves).
   std::unique_ptr<detail::SupernodalSolveT<int>> tree;
   SchurWorkspace own;  // workspace of the single-user overloads
 
@@ -241,29 +241,19 @@ struct SchurFactorization::Impl {
   }
 
   // The partial substitutions need only the x1 columns of L (L11 and L21): a supernodal factor
-  // whose supernodes end at column n1 lets them run over those supernodes alone, instead of a full
-  // CHOLMOD solve that also sweeps the dense trailing block L22 (m²/2 values) and a product with
-  // L22 that undoes it. x1_supernodes = the number of supernodes before column n1 (−1: not split
-  // there, or not supernodal: the CHOLMOD path).
-  long x1_supernodes = -1;
-  void find_x1_supernodes() {
-    x1_supernodes = -1;
+  // with a supernode starting at column n1 lets them run over the supernodes before it, tree-
+  // parallel (solver/supernodal_solve.hpp), instead of a full CHOLMOD solve that also sweeps the
+  // dense trailing block L22 (m²/2 values) and a product with L22 that undoes it. Null: the
+  // CHOLMOD path (option off, simplicial factor, or no supernode boundary at n1).
+  void make_partial_sweeps() {
     tree.reset();
-    if (!L->is_super || !L->is_ll) return;
-    const auto* super = static_cast<const int*>(L->super);
-    for (size_t s = 0; s <= L->nsuper; ++s)
-      if (super[s] == n1) {
-        x1_supernodes = static_cast<long>(s);
-        break;
-      }
-    if (x1_supernodes < 0 || !options.partial_sweeps) return;
-    // Independent subtrees of L11 concurrently (solver/supernodal_solve.hpp); a factor whose
-    // structure does not suit it takes the full CHOLMOD solves.
+    if (!options.partial_sweeps || !L->is_super || !L->is_ll) return;
     try {
       tree = std::make_unique<detail::SupernodalSolveT<int>>(L);
     } catch (const SolverError&) {
-      tree.reset();
+      return;
     }
+    if (tree->supernode_starting_at(n1) < 0) tree.reset();
   }
 
   void numeric_factor() {
@@ -274,7 +264,7 @@ struct SchurFactorization::Impl {
                         std::to_string(L->minor) + " of " + std::to_string(n) + ")");
     check_cholmod("factorize");
     stats.factor_ms = ms_since(t0);
-    find_x1_supernodes();
+    make_partial_sweeps();
     stats.partial_sweeps = tree != nullptr;
     stats.partial_sweep_tasks = tree ? tree->num_tasks() : 0;
     t0 = Clock::now();

@@ -88,9 +88,14 @@ bool read_all(int fd, void* data, std::size_t n) {
 // TetGen 1.5 frees its memory pools twice on some error paths (terminatetetgen frees, then the
 // mesh destructor frees again) and dies with SIGSEGV instead of throwing. Running it in a forked
 // child turns any such crash into an error code. The child only runs TetGen (single-threaded,
-// no TBB) and leaves with _exit, so forking a multi-threaded parent is safe here.
+// no TBB) and leaves with _exit. Forking a multi-threaded parent is safe with glibc's malloc, which
+// takes all its arena locks around fork(); it is not under GCC 12's AddressSanitizer, whose
+// allocator installs no fork handlers: a lock held by another thread at the fork (seen: a thread
+// exiting at start-up) stays held in the child, whose next malloc then waits forever. A CI run hung
+// that way for 600 s in MeshTetLocator.UnstructuredTetGenMeshMatchesBruteForce, so sanitized
+// builds run TetGen in-process (tetrahedralize_isolates_process() says which).
 TetgenResult run_tetgen(tetgenio& in, const std::string& switches, bool isolate) {
-  if (!isolate) return run_tetgen_here(in, switches);
+  if (!isolate || !tetrahedralize_isolates_process()) return run_tetgen_here(in, switches);
   int fds[2];
   if (::pipe(fds) != 0) throw MeshError("tetrahedralize: cannot create a pipe for the TetGen process");
   const pid_t pid = ::fork();
@@ -146,6 +151,20 @@ std::string tetgen_switches(const TetrahedralizeOptions& options) {
   if (options.preserve_surface) s += "Y";
   s += options.extra_switches;
   return s;
+}
+
+bool tetrahedralize_isolates_process() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return false;
+#else
+  return true;
+#endif
+#else
+  return true;
+#endif
 }
 
 TetMesh tetrahedralize(const SurfaceMesh& closed, const TetrahedralizeOptions& options) {

@@ -29,8 +29,16 @@ struct TetrahedralizeOptions {
   /// Run TetGen in a forked child process (POSIX). TetGen 1.5 (Debian libtet1.5) crashes with
   /// SIGSEGV in its cleanup on some error paths instead of throwing; isolation turns that crash
   /// into a MeshError. Costs one fork (~1 ms). Disable only for trusted input or debugging.
+  /// Ignored in AddressSanitizer builds, where fork() with other threads running can deadlock the
+  /// child (see tetrahedralize_isolates_process).
   bool isolate_process = true;
 };
+
+/// Whether this build can honour TetrahedralizeOptions::isolate_process: false in
+/// AddressSanitizer builds (GCC 12's sanitizer allocator takes no locks around fork(), so a child
+/// forked while another thread holds one of them deadlocks); TetGen then runs in-process, and its
+/// crash on some error paths is not caught.
+bool tetrahedralize_isolates_process();
 
 /// The TetGen switch string the options stand for, e.g. "pzQq1.414Y".
 std::string tetgen_switches(const TetrahedralizeOptions& options);

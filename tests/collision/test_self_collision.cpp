@@ -143,6 +143,58 @@ TEST(CollisionSelf, EmbeddedProxiesOnTheInnerFaceGetTargetsAcross) {
   EXPECT_TRUE(contacts.empty());
 }
 
+// The contact margin δ: lobes that just touch (shift 1: the left lobe's inner face lies on the right
+// lobe's) give no contact without a margin, and with δ = 0.05 every embedded proxy of the face is a
+// contact whose target is δ across, on the offset surface φ = δ of the other lobe, with depth 0
+// (it does not penetrate); lobes overlapping by 0.6 keep their depth 0.6, the targets moved δ out.
+TEST(CollisionSelf, MarginMakesTouchingProxiesContactsWithTargetsOnTheOffsetSurface) {
+  const TetMesh mesh = test::u_block();
+  SdfGridOptions so;
+  so.cell_size = 0.1;
+  const auto sdf = rest_surface_sdf(mesh, so);
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<double> uy(1.05, 1.95), uz(2.05, 3.95);
+  Points pts(30, 3);
+  for (Eigen::Index i = 0; i < pts.rows(); ++i) pts.row(i) << 2.0, uy(rng), uz(rng);
+  const PointEmbedding e = embed_points(mesh, pts);
+  ASSERT_TRUE(e.all_inside());
+  const ProxySet proxies = proxies_from_embedding(mesh, e.tet_of_point, e.weights);
+  std::vector<int> all(std::size_t(mesh.tets.rows()));
+  std::iota(all.begin(), all.end(), 0);
+  SelfCollisionOptions with_margin;
+  with_margin.margin = 0.05;
+  SelfCollision plain(mesh.nodes, mesh.tets, sdf, all, proxies);
+  SelfCollision sc(mesh.nodes, mesh.tets, sdf, all, proxies, {}, with_margin);
+  EXPECT_EQ(sc.margin(), 0.05);
+  std::vector<ProxyContact> contacts, oracle;
+  const Points touching = test::close_u(mesh.nodes, 1.0);
+  plain.detect(touching, contacts);
+  EXPECT_TRUE(contacts.empty());
+  sc.detect(touching, contacts);
+  sc.detect_brute_force(touching, oracle);
+  expect_same(contacts, oracle);
+  ASSERT_EQ(contacts.size(), std::size_t(pts.rows()));
+  for (const ProxyContact& c : contacts) {
+    const Vec3 P = pts.row(c.proxy).transpose();
+    EXPECT_LT((c.target - Vec3(2.95, P.y(), P.z())).norm(), 1e-9) << P.transpose();
+    EXPECT_NEAR(c.depth, 0.0, 1e-9);
+    EXPECT_LT((c.normal - Vec3(-1, 0, 0)).norm(), 1e-9);
+  }
+  const Points overlapping = test::close_u(mesh.nodes, 1.3);
+  sc.detect(overlapping, contacts);
+  ASSERT_EQ(contacts.size(), std::size_t(pts.rows()));
+  for (const ProxyContact& c : contacts) {
+    const Vec3 P = pts.row(c.proxy).transpose();
+    EXPECT_LT((c.target - Vec3(2.65, P.y(), P.z())).norm(), 1e-9);
+    EXPECT_NEAR(c.depth, 0.6, 1e-9);
+  }
+  sc.detect(mesh.nodes, contacts);
+  EXPECT_TRUE(contacts.empty());
+  SelfCollisionOptions bad;
+  bad.margin = -1e-3;
+  EXPECT_THROW(SelfCollision(mesh.nodes, mesh.tets, sdf, all, proxies, {}, bad), Error);
+}
+
 TEST(CollisionSelf, NoContactsAtRestUnderRigidMotionOrBeforeTouching) {
   const Body b = make_body(test::u_block(), 0.1);
   SelfCollision sc(b.mesh.nodes, b.mesh.tets, b.sdf, b.all_tets, b.proxies);

@@ -53,8 +53,10 @@ SelfCollision::SelfCollision(const Points& rest_nodes, const Tets& tets, std::sh
         throw Error(fmt::format("SelfCollision: region proxy {} out of range [0, {})", p, proxies_.size()));
   }
   if (!std::isfinite(options.exclusion_radius) || !(options.tolerance >= 0) || !std::isfinite(options.tolerance) ||
-      options.projection_iterations < 1 || !std::isfinite(options.projection_tolerance))
-    throw Error("SelfCollision: options must be finite, tolerance >= 0 and projection_iterations >= 1");
+      options.projection_iterations < 1 || !std::isfinite(options.projection_tolerance) || !(options.margin >= 0) ||
+      !std::isfinite(options.margin))
+    throw Error("SelfCollision: options must be finite, tolerance >= 0, margin >= 0 and projection_iterations >= 1");
+  margin_ = options.margin;
   tolerance_ = options.tolerance;
   iterations_ = options.projection_iterations;
   projection_tolerance_ = options.projection_tolerance > 0 ? options.projection_tolerance : 1e-6 * sdf_->cell_size();
@@ -101,8 +103,9 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   Vec3 g;
   const double phi = sdf_->value_and_gradient(X, g);
   // Numerically on the rest surface (|φ| at projection tolerance) is not a penetration: such a
-  // contact would have zero depth and only pin the proxy where it is.
-  if (!(phi < -projection_tolerance_)) return;
+  // contact would have zero depth and only pin the proxy where it is. With a margin δ, the offset
+  // surface φ = δ plays the surface's part.
+  if (!(phi < margin_ - projection_tolerance_)) return;
   if (phi > best_phi || (phi == best_phi && T > best.other)) return;  // keep the deepest, lowest tet
   // Project X onto the rest surface. A true SDF needs one step X − φ ∇φ (|∇φ| = 1); the trilinear
   // field does not have unit gradient, so Newton steps along ∇φ (step φ/|∇φ|, the gradient length
@@ -121,12 +124,12 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
     return cd.norm() > grad.norm() ? cd : grad;
   };
   Vec3 Y = X, gy = direction(X, g);
-  double fy = phi;
+  double fy = phi - margin_;
   for (int k = 0; k < iterations_; ++k) {
     const double len = gy.norm();
     if (!(len > 1e-12)) break;
     Y -= (fy / std::max(len, 0.5)) * (gy / len);
-    fy = sdf_->value_and_gradient(Y, gy);
+    fy = sdf_->value_and_gradient(Y, gy) - margin_;
     if (std::abs(fy) <= projection_tolerance_) break;
     gy = direction(Y, gy);
   }
@@ -152,13 +155,14 @@ void SelfCollision::consider(const Points& x, int i, const Vec3& xp, int T, Prox
   ProxyContact c;
   c.proxy = p;
   c.target = t;
-  c.depth = (t - xp).norm();
+  const double distance = (t - xp).norm();
+  c.depth = std::max(0.0, distance - margin_);
   c.source = ProxyContact::Source::Self;
   c.other = T;
   c.surface_tet = S;
   c.surface_weights = bp;
-  if (c.depth > 0) {
-    c.normal = (t - xp) / c.depth;
+  if (distance > 0) {
+    c.normal = (t - xp) / distance;
   } else {
     // Rest normal carried to deformed space: n ∝ F^{-T} ∇φ with F = Ds Dm^{-1}, i.e. Ds^{-T} Dm^T ∇φ.
     Mat3 Ds, Dm;

@@ -8,6 +8,7 @@
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
+#include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/scene_collision.hpp>
 
 namespace xpd {
@@ -109,6 +110,7 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
     rest_sdf = cs.proxies == CollisionSettings::Proxies::EmbeddedSurface ? std::make_shared<const SdfGrid>(*surface, go)
                                                                          : rest_surface_sdf(mesh, go);
     dop.self.exclusion_radius = cs.exclusion_radius;
+    dop.self.margin = cs.self_margin;
     // Search the tets around every node a region proxy hangs on: the proxies' own tets alone are a
     // one-tet-per-proxy sieve (surface nodes bind to one incident tet each) through which a
     // penetrating proxy of the other side can slip unseen.
@@ -117,6 +119,32 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
       for (int a = 0; a < 4; ++a)
         if (sc->proxies.weights(p, a) != 0.0)
           hang[static_cast<std::size_t>(mesh.tets(sc->proxies.tet[static_cast<std::size_t>(p)], a))] = 1;
+    // An embedded surface's triangles can be larger than the tets (the 608K-tet elbow: lattice edge
+    // 0.01, surface edges up to 0.05): the ring around the vertices' tets then has holes between
+    // the vertices, through which proxies went 5e-3 deep into the other side unseen. The tets the
+    // region's triangles pass through (sampled at half the mean edge) close them.
+    if (cs.proxies == CollisionSettings::Proxies::EmbeddedSurface) {
+      std::vector<char> is_region(static_cast<std::size_t>(sc->proxies.size()), 0);
+      for (const int p : sc->region) is_region[static_cast<std::size_t>(p)] = 1;
+      const TetLocator locator(mesh.nodes, mesh.tets);
+      const double spacing = 0.5 * sc->mean_edge_length;
+      for (Eigen::Index f = 0; f < surface->triangles.rows(); ++f) {
+        const int i0 = surface->triangles(f, 0), i1 = surface->triangles(f, 1), i2 = surface->triangles(f, 2);
+        if (!is_region[static_cast<std::size_t>(i0)] && !is_region[static_cast<std::size_t>(i1)] &&
+            !is_region[static_cast<std::size_t>(i2)])
+          continue;
+        const Vec3 A = surface->nodes.row(i0).transpose(), B = surface->nodes.row(i1).transpose(),
+                   C = surface->nodes.row(i2).transpose();
+        const double longest = std::max({(B - A).norm(), (C - B).norm(), (A - C).norm()});
+        const int n = std::max(1, static_cast<int>(std::ceil(longest / spacing)));
+        for (int i = 0; i <= n; ++i)
+          for (int j = 0; i + j <= n; ++j) {
+            const TetLocation loc = locator.find_tet(A + (B - A) * (double(i) / n) + (C - A) * (double(j) / n));
+            if (loc.found())
+              for (int a = 0; a < 4; ++a) hang[static_cast<std::size_t>(mesh.tets(loc.tet, a))] = 1;
+          }
+      }
+    }
     for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
       for (int a = 0; a < 4; ++a)
         if (hang[static_cast<std::size_t>(mesh.tets(t, a))]) {

@@ -168,10 +168,11 @@ struct CollisionSettings {
   CollisionMethod method = CollisionMethod::Schur;
   /// "automatic" | "dense_refactor" | "woodbury"
   SchurSolveMethod schur_solve = SchurSolveMethod::Automatic;
-  double memory_budget_mb = 2048;         ///< dense Schur matrices budget [MiB]
-  double margin = 0;                      ///< obstacle contact margin [length], ≥ 0
-  bool self_collision = false;            ///< rest-pose level-set self-collision of the region
-  double exclusion_radius = 0;            ///< self-collision neighbourhood [length]; 0 = default of the detector
+  double memory_budget_mb = 2048;  ///< dense Schur matrices budget [MiB]
+  double margin = 0;               ///< obstacle contact margin [length], ≥ 0
+  bool self_collision = false;     ///< rest-pose level-set self-collision of the region
+  double exclusion_radius = 0;     ///< self-collision neighbourhood [length]; 0 = default of the detector
+  double self_margin = 0;  ///< self-collision contact margin [rest length], ≥ 0 (SelfCollisionOptions::margin)
   bool two_sided_self_contact = true;     ///< CollisionOptions::two_sided_self_contact
   bool hold_self_contact_pairing = true;  ///< CollisionOptions::hold_self_contact_pairing
   double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length

@@ -23,7 +23,8 @@ test: build
 
 demo: build
 	@$(BUILD)/cli/xpd run scenes/demo.json -o $(DEMO_OUT)
-	@echo "demo output: $(DEMO_OUT)/frames/*.vtu (open in ParaView) and $(DEMO_OUT)/stats.json"
+	@echo "demo output: $(DEMO_OUT)/frames/*.vtu and $(DEMO_OUT)/stats.json"
+	@echo "watch it:    $(BUILD)/cli/xpd view $(DEMO_OUT)   (then open http://127.0.0.1:8000 in a browser)"
 
 
 

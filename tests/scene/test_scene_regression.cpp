@@ -9,10 +9,11 @@
 // rewritten to make the test pass. One deliberate change of results is folded in: the refactor
 // gives implicit-Euler inertia the same lumped masses as gravity (per-tet density · signed volume
 // / 4, summed in tet order; before, inertia summed the first material's density · element volume
-// / 4, which rounds differently in the last bit). demo.json, the only implicit-Euler scene, was
-// therefore written by 0267ac1 with its build_model() summing masses that way; with that one
-// change its 60 frames agree bit for bit with the refactored code. Unpatched, they differ by one
-// ulp at frame 1, which the swinging armadillo grows to 1.3e-12 of the scene size by frame 49.
+// / 4, which rounds differently in the last bit). armadillo_swing.json (then demo.json), the only
+// implicit-Euler scene, was therefore written by 0267ac1 with its build_model() summing masses that
+// way; with that one change its 60 frames agree bit for bit with the refactored code. Unpatched,
+// they differ by one ulp at frame 1, which the swinging armadillo grows to 1.3e-12 of the scene
+// size by frame 49.
 //
 // By default the test runs the first frames of each scene (the suite stays short);
 // XPD_REGRESSION_FULL=1 runs every frame that has stored figures.
@@ -67,7 +68,7 @@ struct Case {
 // first contacts (sphere_slab from frame 1, lips from frame 5); the elbow's contacts start at
 // frame 22, which only the full run reaches (XPD_REGRESSION_FULL=1).
 const Case kCases[] = {
-    {"demo", "scenes/demo.json", 3, 60},
+    {"demo", "scenes/armadillo_swing.json", 3, 60},
     {"twist", "scenes/twist.json", 3, 0},
     {"hand", "scenes/hand.json", 2, 0},
     {"cantilever", "scenes/cantilever.json", 2, 0},

@@ -53,6 +53,34 @@ void expect_same(const std::vector<ProxyContact>& a, const std::vector<ProxyCont
   }
 }
 
+// `count` proxies embedded (not at nodes) on the left lobe's inner face x = 2 of the U block, away
+// from its edges, with the block's rest SDF (cell 0.1) and all its tets as the region.
+struct InnerFace {
+  TetMesh mesh;
+  std::shared_ptr<const SdfGrid> sdf;
+  Points pts;
+  ProxySet proxies;
+  std::vector<int> all;
+};
+
+InnerFace inner_face_proxies(int count, unsigned seed) {
+  InnerFace f;
+  f.mesh = test::u_block();
+  SdfGridOptions so;
+  so.cell_size = 0.1;
+  f.sdf = rest_surface_sdf(f.mesh, so);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uy(1.05, 1.95), uz(2.05, 3.95);
+  f.pts.resize(count, 3);
+  for (Eigen::Index i = 0; i < f.pts.rows(); ++i) f.pts.row(i) << 2.0, uy(rng), uz(rng);
+  const PointEmbedding e = embed_points(f.mesh, f.pts);
+  EXPECT_TRUE(e.all_inside());
+  f.proxies = proxies_from_embedding(f.mesh, e.tet_of_point, e.weights);
+  f.all.resize(std::size_t(f.mesh.tets.rows()));
+  std::iota(f.all.begin(), f.all.end(), 0);
+  return f;
+}
+
 TEST(CollisionSelf, ClosedUBlockFindsProxiesInsideTheOtherLobe) {
   const Body b = make_body(test::u_block(), 0.1);
   SelfCollision sc(b.mesh.nodes, b.mesh.tets, b.sdf, b.all_tets, b.proxies);
@@ -113,21 +141,10 @@ TEST(CollisionSelf, ClosedUBlockFindsProxiesInsideTheOtherLobe) {
 }
 
 TEST(CollisionSelf, EmbeddedProxiesOnTheInnerFaceGetTargetsAcross) {
-  // Proxies embedded (not at nodes) on the left lobe's inner face x = 2, away from its edges.
-  const TetMesh mesh = test::u_block();
-  SdfGridOptions so;
-  so.cell_size = 0.1;
-  const auto sdf = rest_surface_sdf(mesh, so);
-  std::mt19937 rng(37);
-  std::uniform_real_distribution<double> uy(1.05, 1.95), uz(2.05, 3.95);
-  Points pts(40, 3);
-  for (Eigen::Index i = 0; i < pts.rows(); ++i) pts.row(i) << 2.0, uy(rng), uz(rng);
-  const PointEmbedding e = embed_points(mesh, pts);
-  ASSERT_TRUE(e.all_inside());
-  const ProxySet proxies = proxies_from_embedding(mesh, e.tet_of_point, e.weights);
-  std::vector<int> all(std::size_t(mesh.tets.rows()));
-  std::iota(all.begin(), all.end(), 0);
-  SelfCollision sc(mesh.nodes, mesh.tets, sdf, all, proxies);
+  const InnerFace f = inner_face_proxies(40, 37);
+  const TetMesh& mesh = f.mesh;
+  const Points& pts = f.pts;
+  SelfCollision sc(mesh.nodes, mesh.tets, f.sdf, f.all, f.proxies);
   std::vector<ProxyContact> contacts, oracle;
   const Points x = test::close_u(mesh.nodes, 1.3);
   sc.detect(x, contacts);
@@ -148,23 +165,13 @@ TEST(CollisionSelf, EmbeddedProxiesOnTheInnerFaceGetTargetsAcross) {
 // contact whose target is δ across, on the offset surface φ = δ of the other lobe, with depth 0
 // (it does not penetrate); lobes overlapping by 0.6 keep their depth 0.6, the targets moved δ out.
 TEST(CollisionSelf, MarginMakesTouchingProxiesContactsWithTargetsOnTheOffsetSurface) {
-  const TetMesh mesh = test::u_block();
-  SdfGridOptions so;
-  so.cell_size = 0.1;
-  const auto sdf = rest_surface_sdf(mesh, so);
-  std::mt19937 rng(41);
-  std::uniform_real_distribution<double> uy(1.05, 1.95), uz(2.05, 3.95);
-  Points pts(30, 3);
-  for (Eigen::Index i = 0; i < pts.rows(); ++i) pts.row(i) << 2.0, uy(rng), uz(rng);
-  const PointEmbedding e = embed_points(mesh, pts);
-  ASSERT_TRUE(e.all_inside());
-  const ProxySet proxies = proxies_from_embedding(mesh, e.tet_of_point, e.weights);
-  std::vector<int> all(std::size_t(mesh.tets.rows()));
-  std::iota(all.begin(), all.end(), 0);
+  const InnerFace f = inner_face_proxies(30, 41);
+  const TetMesh& mesh = f.mesh;
+  const Points& pts = f.pts;
   SelfCollisionOptions with_margin;
   with_margin.margin = 0.05;
-  SelfCollision plain(mesh.nodes, mesh.tets, sdf, all, proxies);
-  SelfCollision sc(mesh.nodes, mesh.tets, sdf, all, proxies, {}, with_margin);
+  SelfCollision plain(mesh.nodes, mesh.tets, f.sdf, f.all, f.proxies);
+  SelfCollision sc(mesh.nodes, mesh.tets, f.sdf, f.all, f.proxies, {}, with_margin);
   EXPECT_EQ(sc.margin(), 0.05);
   std::vector<ProxyContact> contacts, oracle;
   const Points touching = test::close_u(mesh.nodes, 1.0);
@@ -192,7 +199,7 @@ TEST(CollisionSelf, MarginMakesTouchingProxiesContactsWithTargetsOnTheOffsetSurf
   EXPECT_TRUE(contacts.empty());
   SelfCollisionOptions bad;
   bad.margin = -1e-3;
-  EXPECT_THROW(SelfCollision(mesh.nodes, mesh.tets, sdf, all, proxies, {}, bad), Error);
+  EXPECT_THROW(SelfCollision(mesh.nodes, mesh.tets, f.sdf, f.all, f.proxies, {}, bad), Error);
 }
 
 TEST(CollisionSelf, NoContactsAtRestUnderRigidMotionOrBeforeTouching) {

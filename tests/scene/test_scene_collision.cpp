@@ -203,6 +203,7 @@ TEST(SceneCollision, RegionOverTheMemoryBudgetStatesSizeAndBudget) {
     const std::string w = e.what();
     EXPECT_NE(w.find("budget"), std::string::npos) << w;
     EXPECT_NE(w.find("m = "), std::string::npos) << w;
+    EXPECT_NE(w.find("collision.memory_budget_mb"), std::string::npos) << w;
   }
 }
 

@@ -167,7 +167,11 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   try {
     sc->solver = std::make_unique<CollisionSolver>(model, sc->proxies, sc->region, *sc->detector, co);
   } catch (const SolverError& e) {
-    throw SolverError(fmt::format("{}: /collision: {}", scene.file, e.what()));
+    // The solver names its own option; a scene sets it as collision.memory_budget_mb.
+    const std::string what = e.what();
+    const bool budget = what.find("dense_memory_budget_bytes") != std::string::npos;
+    throw SolverError(fmt::format("{}: /collision: {}{}", scene.file, what,
+                                  budget ? " (in the scene: collision.memory_budget_mb, in MiB)" : ""));
   }
   return sc;
 }

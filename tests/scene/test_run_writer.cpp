@@ -9,6 +9,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
@@ -73,6 +75,38 @@ TEST(RunWriter, WritesSceneOverlayFramesAndFields) {
       EXPECT_NE(header.find(std::string("Name=\"") + field + "\""), std::string::npos) << field << " in " << vtu;
   }
   EXPECT_TRUE(temporaries(out).empty()) << temporaries(out).front();
+}
+
+// "surface" outputs of a mesh without an embedded surface: the tet mesh's boundary, deformed, one
+// file per frame with the same triangles, its vertices the node positions of that frame.
+TEST(RunWriter, SurfaceOutputWithoutEmbeddedSurfaceIsTheDeformedBoundary) {
+  const fs::path work = test::scratch_dir("run_output_boundary_surface");
+  const fs::path scene = work / "tiny.json";
+  std::ofstream(scene) << R"({
+    "mesh": { "generator": "box", "nodes": [4, 2, 2], "min": [0, 0, 0], "max": [1, 0.3, 0.3] },
+    "selections": { "clamp": { "type": "half_space", "normal": [1, 0, 0], "offset": 0.001 } },
+    "materials": [{ "mu": 1e4, "density": 1000 }],
+    "attachments": [{ "type": "fixed", "selection": "clamp", "stiffness": 1e7 }],
+    "loads": [{ "type": "gravity", "acceleration": [0, 0, -9.81] }],
+    "solver": { "type": "quasistatic", "frames": 2, "max_iterations": 50, "tolerance": 1e-6 },
+    "outputs": { "surface": "obj" }
+  })";
+  const fs::path out = work / "out";
+  SceneSimulation sim(load_scene(scene.string()));
+  run_scene(sim, out.string());
+  const Triangles boundary = boundary_faces(sim.mesh().tets);
+  for (int f = 0; f <= 2; ++f) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%04d.obj", f);
+    const fs::path obj = out / "surfaces" / name;
+    ASSERT_TRUE(fs::is_regular_file(obj)) << obj;
+    const SurfaceMesh s = io::read_surface(obj.string());
+    ASSERT_EQ(s.triangles.rows(), boundary.rows()) << obj;
+    EXPECT_EQ(s.nodes.rows(), sim.mesh().nodes.rows()) << obj;
+    if (f == 2) EXPECT_LT((s.nodes - sim.positions()).cwiseAbs().maxCoeff(), 1e-9);
+    if (f == 0) EXPECT_LT((s.nodes - sim.mesh().nodes).cwiseAbs().maxCoeff(), 1e-12);
+  }
+  EXPECT_GT((sim.positions() - sim.mesh().nodes).cwiseAbs().maxCoeff(), 1e-6);  // it did sag
 }
 
 TEST(RunWriter, ReportsEveryFrameAndHonoursMaxFrames) {

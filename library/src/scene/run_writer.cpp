@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <vector>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
 
 namespace xpd {
@@ -180,7 +181,13 @@ void RunWriter::write_geometry(int frame) {
   }
   if (o.surface != OutputSettings::Surface::None) {
     const std::string ext = o.surface == OutputSettings::Surface::Obj ? "obj" : "ply";
-    if (auto s = sim.embedded_surface()) out_.write_surface(frame, *s, ext);
+    if (auto s = sim.embedded_surface()) {
+      out_.write_surface(frame, *s, ext);
+    } else {
+      // No embedded surface: the tet mesh's own boundary, deformed (its triangles found once).
+      if (boundary_.rows() == 0) boundary_ = boundary_faces(sim.mesh().tets);
+      out_.write_surface(frame, SurfaceMesh{sim.positions(), boundary_}, ext);
+    }
   }
 }
 

@@ -80,6 +80,7 @@ class RunWriter {
   const SceneSimulation* sim_;
   io::RunOutput out_;
   int frames_;
+  Triangles boundary_;  // boundary faces of the tet mesh, for "surface" outputs without an embedded surface
 };
 
 /// Runs the scene into `out_dir` (RunWriter) and returns the summary. This is `xpd run`.

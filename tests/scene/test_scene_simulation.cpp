@@ -3,6 +3,7 @@
 // simulation can be moved mid-run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -151,4 +152,36 @@ TEST(ValidationScenes, MovedSimulationContinuesIdentically) {
   ASSERT_TRUE(a.collision_stats() && c.collision_stats());
   EXPECT_GT(c.collision_stats()->active_proxies, 0);
   EXPECT_EQ((a.positions() - c.positions()).cwiseAbs().maxCoeff(), 0.0);
+}
+
+// A bone attachment's pose_frame: the bones reach the pose at that frame (slerped from the rest
+// pose as a scene of that many frames would) and hold it afterwards.
+TEST(ValidationScenes, BonePoseFrameReachesThePoseThenHoldsIt) {
+  const std::string dir = std::string(XPD_SOURCE_DIR) + "/scenes";
+  auto arm = [&](int frames, int pose_frame) {
+    nlohmann::json j = nlohmann::json::parse(R"({
+      "mesh": { "generator": "lattice", "surface": "../../shared/data/libigl-tutorial-data/arm.obj", "resolution": 12 },
+      "selections": { "forearm": { "type": "capsule", "a": [0.1949, 0.1319, -0.0224],
+                                   "b": [0.5987815, -0.077609889, 0.065252126], "radius": 0.05 } },
+      "materials": [ { "mu": 1e4 } ],
+      "attachments": [ { "type": "bone", "selection": "forearm", "stiffness": 1e6,
+                         "skeleton": "../../shared/data/libigl-tutorial-data/arm.tgf",
+                         "pose": "data/elbow-flex-140.dmat", "bones": [0, 1, 2, 3] },
+                       { "type": "fixed", "selection": "all", "stiffness": 1 } ]
+    })");
+    j["solver"] = {{"frames", frames}};
+    if (pose_frame > 0) j["attachments"][0]["pose_frame"] = pose_frame;
+    return SceneSimulation(parse_scene(j, "arm.json", dir));
+  };
+  SceneSimulation held = arm(6, 3), reference = arm(3, 0);
+  std::vector<Points> targets;
+  for (int f = 1; f <= 6; ++f) {
+    held.advance(f);
+    reference.advance(std::min(f, 3));
+    const Points& t = held.state().inputs.attachment_targets;
+    EXPECT_TRUE((t.array() == reference.state().inputs.attachment_targets.array()).all()) << "frame " << f;
+    targets.push_back(t);
+  }
+  EXPECT_GT((targets[0] - targets[2]).norm(), 0.1);  // the forearm moves up to frame 3
+  EXPECT_TRUE((targets[2].array() == targets[5].array()).all());
 }

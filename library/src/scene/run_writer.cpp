@@ -91,6 +91,19 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
     points(sim.state().inputs.nodal_forces);
   } else if (name == "material") {
     cell_fields.push_back({name, 1, std::vector<double>(sim.tet_material().begin(), sim.tet_material().end())});
+  } else if (name == "active" || name == "contact_depth") {
+    // Per node: the active proxies hanging on it (largest barycentric weight) at the end of the frame,
+    // 1 / their deepest penetration; 0 elsewhere and in frames without collision handling.
+    io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.rows()), 0.0)};
+    if (const SceneCollision* c = sim.collision(); c && sim.collision_stats()) {
+      for (const ProxyContact& k : c->solver->contacts()) {
+        Eigen::Index a = 0;
+        c->proxies.weights.row(k.proxy).maxCoeff(&a);
+        double& v = f.values[static_cast<std::size_t>(tets(c->proxies.tet[static_cast<std::size_t>(k.proxy)], a))];
+        v = name == "active" ? 1.0 : std::max(v, k.depth);
+      }
+    }
+    point_fields.push_back(std::move(f));
   } else if (name == "volume_ratio") {
     // det F = det(Ds) / det(Dm): current over rest signed volume of each tet.
     io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(tets.rows()))};
@@ -193,8 +206,11 @@ void RunWriter::write_geometry(int frame) {
 
 void RunWriter::write_frame(int frame, const FrameStats& stats) {
   write_geometry(frame);
-  out_.append_stats(
-      frame_stats_json(frame, stats, sim_->collision_stats(), sim_->scene().solver.interactive_iterations > 0));
+  nlohmann::ordered_json j =
+      frame_stats_json(frame, stats, sim_->collision_stats(), sim_->scene().solver.interactive_iterations > 0);
+  // A collision scene's frame before collision.start_frame: solved without collision handling.
+  if (sim_->collision() && !sim_->collision_stats()) j["collisions"] = false;
+  out_.append_stats(j);
 }
 
 void RunWriter::finish(const RunSummary& summary) {

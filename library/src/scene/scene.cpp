@@ -3,11 +3,13 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <xpd/core/error.hpp>
 #include <xpd/io/file.hpp>
+#include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/scene/scene.hpp>
@@ -44,6 +46,7 @@ struct Context {
   std::string base_dir;
   SolverSettings solver;
   std::vector<std::string> selection_names;  // defined names plus "all"
+  int shell_layers = 0, shell_vertices = 0;  // a shell mesh's layers and surface vertices (0: not a shell)
 
   std::string resolve(const std::string& p) const {
     if (base_dir.empty() || fs::path(p).is_absolute()) return p;
@@ -147,7 +150,37 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     r.allow_keys({"file", "embedded_surface", "fix_orientation"}, " (for a mesh file)");
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
-  } else if (r.child("generator").one_of({"box", "lattice"}) == "lattice") {
+  } else if (r.child("generator").one_of({"box", "lattice", "shell"}) == "shell") {
+    r.allow_keys({"generator", "surface", "thickness", "layers", "thin_fraction", "min_volume_ratio", "min_depth",
+                  "max_slope"},
+                 " (for the shell generator)");
+    m.kind = MeshSource::Kind::Shell;
+    const JsonReader surface = r.child("surface");
+    m.surface = ctx.existing_file(surface);
+    m.shell.thickness = positive(r.child("thickness"));
+    if (const auto v = r.optional_child("layers")) {
+      m.shell.layers = int_at_least(*v, 1);
+      if (m.shell.layers > 64) v->fail("must be <= 64, got " + std::to_string(m.shell.layers));
+    }
+    if (const auto v = r.optional_child("thin_fraction")) {
+      m.shell.thin_fraction = positive(*v);
+      if (m.shell.thin_fraction > 0.5) v->fail("must be in (0, 0.5]");
+    }
+    if (const auto v = r.optional_child("min_volume_ratio")) {
+      m.shell.min_volume_ratio = positive(*v);
+      if (m.shell.min_volume_ratio >= 1) v->fail("must be in (0, 1)");
+    }
+    if (const auto v = r.optional_child("min_depth")) {
+      m.shell.min_depth = positive(*v);
+      if (m.shell.min_depth > 1) v->fail("must be in (0, 1]");
+    }
+    if (const auto v = r.optional_child("max_slope")) m.shell.max_slope = positive(*v);
+    try {  // the vertex count numbers the layers (selections of type shell_layer)
+      m.shell_surface_vertices = static_cast<int>(io::read_surface(m.surface).nodes.rows());
+    } catch (const IoError& e) {
+      surface.fail(std::string("cannot read the surface: ") + e.what());
+    }
+  } else if (r.child("generator").as<std::string>() == "lattice") {
     r.allow_keys({"generator", "surface", "resolution", "cell_size", "embedded_surface"},
                  " (for the lattice generator)");
     m.kind = MeshSource::Kind::Lattice;
@@ -218,7 +251,8 @@ std::vector<int> read_index_file(const JsonReader& r, const std::string& path) {
 Selection parse_selection(const JsonReader& r, const Context& ctx) {
   r.expect_object();
   const std::string type = r.child("type").one_of(
-      {"box", "sphere", "capsule", "half_space", "surface", "indices", "union", "intersection", "difference"});
+      {"box", "sphere", "capsule", "half_space", "surface", "indices", "shell_layer", "union", "intersection",
+       "difference"});
   const std::string note = " (for a selection of type '" + type + "')";
   if (type == "box") {
     r.allow_keys({"type", "min", "max"}, note);
@@ -275,6 +309,24 @@ Selection parse_selection(const JsonReader& r, const Context& ctx) {
     } else if (r.has("max_angle_deg")) {
       r.fail_at("max_angle_deg", "'max_angle_deg' needs a 'direction'");
     }
+    return s;
+  }
+  if (type == "shell_layer") {
+    r.allow_keys({"type", "layer"}, note);
+    if (ctx.shell_layers == 0) r.fail("'shell_layer' needs a mesh made by the shell generator");
+    const JsonReader l = r.child("layer");
+    int layer = 0;
+    if (l.value().is_string()) {
+      layer = l.one_of({"surface", "deep"}) == "deep" ? ctx.shell_layers : 0;
+    } else {
+      layer = l.as<int>();
+      if (layer < 0 || layer > ctx.shell_layers)
+        l.fail("layer " + std::to_string(layer) + " out of [0, " + std::to_string(ctx.shell_layers) + "]");
+    }
+    // Node (layer, v) of a shell is layer · #surface vertices + v (mesh/shell.hpp).
+    IndexSelection s;
+    s.nodes.resize(static_cast<std::size_t>(ctx.shell_vertices));
+    std::iota(s.nodes.begin(), s.nodes.end(), layer * ctx.shell_vertices);
     return s;
   }
   if (type == "indices") {
@@ -482,7 +534,7 @@ Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
                                                              fmt_num(a.keyframes[i - 1].frame) + ")");
     }
   } else {
-    r.allow_keys({"type", "selection", "stiffness", "skeleton", "pose", "bones"}, note);
+    r.allow_keys({"type", "selection", "stiffness", "skeleton", "pose", "pose_frame", "bones"}, note);
     a.type = Attachment::Type::Bone;
     const JsonReader skel = r.child("skeleton");
     a.bone.skeleton = ctx.existing_file(skel);
@@ -493,6 +545,7 @@ Attachment parse_attachment(const JsonReader& r, const Context& ctx) {
       skel.fail(std::string("cannot read skeleton: ") + e.what());
     }
     a.bone.pose = ctx.existing_file(r.child("pose"));
+    if (const auto v = r.optional_child("pose_frame")) a.bone.pose_frame = int_at_least(*v, 1);
     const JsonReader bones = r.child("bones");
     if (bones.is_array()) {
       if (bones.size() == 0) bones.fail_type("a bone index or a non-empty array of bone indices");
@@ -591,7 +644,8 @@ SolverSettings parse_solver(const JsonReader& r) {
   return s;
 }
 
-const std::vector<std::string> kOutputFields{"displacement", "velocity", "external_force", "material", "volume_ratio"};
+const std::vector<std::string> kOutputFields{"displacement", "velocity",     "external_force", "material",
+                                             "volume_ratio", "active", "contact_depth"};
 
 OutputSettings parse_outputs(const JsonReader& r) {
   r.allow_keys({"every", "vtu", "surface", "fields"});
@@ -761,7 +815,7 @@ ObstacleSpec parse_obstacle(const JsonReader& r, const Context& ctx) {
 
 CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const MeshSource& mesh) {
   r.allow_keys({"proxies", "region", "stiffness", "inner_iterations", "method", "schur_solve", "memory_budget_mb",
-                "margin", "self_collision", "obstacles"});
+                "margin", "self_collision", "obstacles", "start_frame"});
   CollisionSettings c;
   if (const auto p = r.optional_child("proxies")) {
     const std::string v = p->one_of({"surface", "embedded_surface"});
@@ -796,6 +850,7 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
       if (const auto e = v->optional_child("margin")) c.self_margin = non_negative(*e);
     }
   }
+  if (const auto v = r.optional_child("start_frame")) c.start_frame = int_at_least(*v, 1);
   if (const auto o = r.optional_child("obstacles"))
     c.obstacles = parse_list<ObstacleSpec>(*o, [&](const JsonReader& e) { return parse_obstacle(e, ctx); });
   return c;
@@ -818,8 +873,12 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
   if (const auto s = root.optional_child("solver")) scene.solver = parse_solver(*s);
   ctx.solver = scene.solver;
   ctx.selection_names = {"all"};
-  if (const auto s = root.optional_child("selections")) scene.selections = parse_selections(*s, ctx);
   scene.mesh = parse_mesh(root.child("mesh"), ctx);
+  if (scene.mesh.kind == MeshSource::Kind::Shell) {
+    ctx.shell_layers = scene.mesh.shell.layers;
+    ctx.shell_vertices = scene.mesh.shell_surface_vertices;
+  }
+  if (const auto s = root.optional_child("selections")) scene.selections = parse_selections(*s, ctx);
   const JsonReader materials = root.child("materials");
   scene.materials = parse_list<Material>(materials, [&](const JsonReader& r) { return parse_material(r, ctx); });
   if (scene.materials.empty()) materials.fail("at least one material is required");

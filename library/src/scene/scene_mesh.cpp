@@ -10,6 +10,7 @@ namespace xpd {
 TetMesh make_generated_mesh(const MeshSource& source) {
   if (source.kind == MeshSource::Kind::File)
     throw Error("make_generated_mesh: the mesh source is a file, not a generator");
+  if (source.kind == MeshSource::Kind::Shell) return make_shell(io::read_surface(source.surface), source.shell).mesh;
   if (source.kind == MeshSource::Kind::Lattice) {
     const SurfaceMesh surface = io::read_surface(source.surface);
     BccOptions options;

@@ -131,8 +131,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
 }
 
 void SceneSimulation::set_frame_inputs(int frame) {
-  const double last = std::max(1, scene_.solver.frames);
-  const double s = std::clamp(frame / last, 0.0, 1.0);
+  const double last_frame = std::max(1, scene_.solver.frames);
   // Bone transforms per bone-type attachment for this frame.
   std::vector<std::vector<RigidTransform>> bone_tf(scene_.attachments.size());
   std::vector<RigidTransform> rigid_tf(scene_.attachments.size());
@@ -140,6 +139,9 @@ void SceneSimulation::set_frame_inputs(int frame) {
     const Attachment& att = scene_.attachments[a];
     if (att.type == Attachment::Type::Rigid) rigid_tf[a] = evaluate(att.keyframes, frame);
     if (att.type == Attachment::Type::Bone) {
+      // Slerp from the rest pose, reaching the pose at bone.pose_frame (0: the last frame), then held.
+      const double last = att.bone.pose_frame > 0 ? att.bone.pose_frame : last_frame;
+      const double s = std::clamp(frame / last, 0.0, 1.0);
       std::vector<Eigen::Quaterniond> rel;
       for (const auto& q : poses_[a]) rel.push_back(Eigen::Quaterniond::Identity().slerp(s, q));
       bone_tf[a] = forward_kinematics(skeletons_[a], rel);
@@ -209,10 +211,11 @@ FrameStats SceneSimulation::advance(int frame) {
       state_.x = current;
   }
   FrameStats st;
-  if (collision_) {
+  if (collision_ && frame >= scene_.collision->start_frame) {
     collision_stats_ = collision_->solver->step(state_, options_, frame);
     st = collision_stats_->pd;
   } else {
+    collision_stats_.reset();  // no collision solver, or before collision.start_frame
     st = step(*model_, state_, options_);
   }
   previous_x_ = current;

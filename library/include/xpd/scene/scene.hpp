@@ -12,6 +12,7 @@
 #include <vector>
 #include <xpd/core/keyframes.hpp>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/model.hpp>
@@ -23,7 +24,7 @@ namespace xpd {
 /// Where the simulation mesh comes from: a tet-mesh file, the structured box generator, or a BCC
 /// lattice around a closed surface (mesh/embedding.hpp make_bcc_embedding).
 struct MeshSource {
-  enum class Kind { File, Box, Lattice };
+  enum class Kind { File, Box, Lattice, Shell };
   Kind kind = Kind::Box;
   std::string file;                   ///< Kind::File: path resolved against the scene's directory
   std::array<int, 3> nodes{2, 2, 2};  ///< Kind::Box: nodes per axis (each in [2, 1024])
@@ -31,9 +32,11 @@ struct MeshSource {
   Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
   /// Kind::Box: boxes [min, max] whose tets (by centroid) are removed, unused nodes dropped.
   std::vector<std::pair<Vec3, Vec3>> carve;
-  std::string surface;           ///< Kind::Lattice: closed surface file (resolved)
+  std::string surface;           ///< Kind::Lattice: closed surface file; Kind::Shell: open surface (resolved)
   int resolution = 32;           ///< Kind::Lattice: cells along the surface's longest side
   double cell_size = 0;          ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
+  ShellOptions shell;            ///< Kind::Shell: thickness, layers (mesh/shell.hpp); surface = the skin
+  int shell_surface_vertices = 0;  ///< Kind::Shell: #vertices of the surface (read when parsing)
   std::string embedded_surface;  ///< optional surface file embedded in the tets (resolved; "" = none;
                                  ///< Kind::Lattice: the lattice's surface unless given)
   bool fix_orientation = false;  ///< reorient inverted tets instead of rejecting the mesh
@@ -78,6 +81,9 @@ struct BoneBinding {
   std::string skeleton;    ///< .tgf path, resolved
   std::string pose;        ///< .dmat path, resolved
   std::vector<int> bones;  ///< 0-based bone indices (rows of Skeleton::bones), checked against the skeleton
+  /// Frame at which the pose is reached (slerped from the rest pose before, held after); 0 = the
+  /// scene's last frame (solver.frames).
+  int pose_frame = 0;
 };
 
 /// Zero-rest-length springs pulling the nodes of a selection towards targets (w/2 ||x - t||^2 per node).
@@ -176,6 +182,9 @@ struct CollisionSettings {
   bool two_sided_self_contact = true;     ///< CollisionOptions::two_sided_self_contact
   bool hold_self_contact_pairing = true;  ///< CollisionOptions::hold_self_contact_pairing
   double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length
+  /// First frame solved with collision handling; earlier frames are plain PD (the parts may pass
+  /// through each other), e.g. for the disentangling test of Wang et al. 2021, §5.
+  int start_frame = 1;
   std::vector<ObstacleSpec> obstacles;
 };
 

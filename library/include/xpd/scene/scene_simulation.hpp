@@ -21,7 +21,8 @@
 // the inertial position y = x_n + h v_n as before (pd_solver).
 // With a "collision" key, frames are solved by the collision-aware solver (scene/scene_collision.hpp,
 // solver/collision_solver.hpp): same convergence test, plus penalty springs on the active proxies of
-// the collision-prone region; collision_stats() holds the last frame's collision figures.
+// the collision-prone region; collision_stats() holds the last frame's collision figures. Frames
+// before collision.start_frame are plain PD, and collision_stats() is empty after them.
 // Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
 // anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
 // caps the parallelism while the constructor and advance() run; 0 = all hardware threads).

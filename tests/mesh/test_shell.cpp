@@ -4,16 +4,15 @@
 // face of scenes/face_jaw.json.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
-#include <map>
-#include <vector>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/quality.hpp>
 #include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/validate.hpp>
+
+#include "collision/collision_fixtures.hpp"
 
 namespace xpd {
 namespace {
@@ -38,43 +37,6 @@ SurfaceMesh grid(int n, double z = 0) {
         s.triangles.row(f++) = Eigen::RowVector3i(b, c, d);
       }
     }
-  return s;
-}
-
-// Unit icosphere: the icosahedron subdivided `levels` times, vertices on the sphere, outward triangles.
-SurfaceMesh make_icosphere(int levels) {
-  const double t = (1.0 + std::sqrt(5.0)) / 2.0;
-  std::vector<Vec3> v{{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0}, {0, -1, t}, {0, 1, t},
-                      {0, -1, -t}, {0, 1, -t}, {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
-  for (auto& p : v) p.normalize();
-  std::vector<std::array<int, 3>> f{{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
-                                    {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
-                                    {3, 8, 9},  {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
-  for (int l = 0; l < levels; ++l) {
-    std::map<std::pair<int, int>, int> mid;
-    auto midpoint = [&](int a, int b) {
-      const auto key = std::minmax(a, b);
-      const auto it = mid.find(key);
-      if (it != mid.end()) return it->second;
-      v.push_back((v[static_cast<std::size_t>(a)] + v[static_cast<std::size_t>(b)]).normalized());
-      return mid[key] = static_cast<int>(v.size()) - 1;
-    };
-    std::vector<std::array<int, 3>> g;
-    for (const auto& [a, b, c] : f) {
-      const int ab = midpoint(a, b), bc = midpoint(b, c), ca = midpoint(c, a);
-      g.push_back({a, ab, ca});
-      g.push_back({b, bc, ab});
-      g.push_back({c, ca, bc});
-      g.push_back({ab, bc, ca});
-    }
-    f = g;
-  }
-  SurfaceMesh s;
-  s.nodes.resize(static_cast<Eigen::Index>(v.size()), 3);
-  for (std::size_t i = 0; i < v.size(); ++i) s.nodes.row(static_cast<Eigen::Index>(i)) = v[i].transpose();
-  s.triangles.resize(static_cast<Eigen::Index>(f.size()), 3);
-  for (std::size_t i = 0; i < f.size(); ++i)
-    s.triangles.row(static_cast<Eigen::Index>(i)) = Eigen::RowVector3i(f[i][0], f[i][1], f[i][2]);
   return s;
 }
 
@@ -164,7 +126,7 @@ TEST(MeshShell, ThinSlabTakesAtMostTheThinFractionOfItsGapFromEachSide) {
 TEST(MeshShell, ConvexSurfaceLimitsTheDepthSoTetsKeepTheirVolume) {
   // A closed sphere of radius 1 (outward triangles): a shell 2 deep would pass the centre; the depth
   // shrinks until every tet keeps min_volume_ratio of its straight-prism volume.
-  const SurfaceMesh sphere = make_icosphere(3);
+  const SurfaceMesh sphere = test::icosphere(3);
   ShellOptions o;
   o.thickness = 2.0;
   o.layers = 2;

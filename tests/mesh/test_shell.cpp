@@ -99,7 +99,8 @@ TEST(MeshShell, ThinSlabTakesAtMostTheThinFractionOfItsGapFromEachSide) {
   {
     const SurfaceMesh top = grid(9, 0.04);
     SurfaceMesh bottom = grid(9, 0.0);
-    for (Eigen::Index f = 0; f < bottom.triangles.rows(); ++f) std::swap(bottom.triangles(f, 1), bottom.triangles(f, 2));
+    for (Eigen::Index f = 0; f < bottom.triangles.rows(); ++f)
+      std::swap(bottom.triangles(f, 1), bottom.triangles(f, 2));
     // Only the two sheets (no side walls): an open surface of two components.
     s.nodes.resize(top.nodes.rows() + bottom.nodes.rows(), 3);
     s.nodes << top.nodes, bottom.nodes;

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -560,6 +560,7 @@ TEST(SceneCollision, FaceJawClosesWithoutInversionUpToTheLipsMeeting) {
   const Vec3 pivot(0, 0.01669, -0.01357);
   const Vec3 rigid = Eigen::AngleAxisd(-17.0 * 4 / 8 * M_PI / 180, Vec3::UnitX()) * (rest - pivot) + pivot;
   const Vec3 moved = sim.positions().row(chin).transpose();
-  report_value("face: chin motion / rigid jaw motion", (moved - rest).dot((rigid - rest).normalized()) / (rigid - rest).norm());
+  report_value("face: chin motion / rigid jaw motion",
+               (moved - rest).dot((rigid - rest).normalized()) / (rigid - rest).norm());
   EXPECT_GT((moved - rest).dot((rigid - rest).normalized()), 0.5 * (rigid - rest).norm());
 }

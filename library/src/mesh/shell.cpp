@@ -57,10 +57,10 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
       if (a == b) throw Error(fmt::format("shell: triangle {} is degenerate (vertex {} twice)", f, a));
       used[static_cast<std::size_t>(a)] = 1;
       if (!directed.emplace(static_cast<long long>(a) * nv + b, static_cast<int>(f)).second)
-        throw Error(fmt::format(
-            "shell: edge {}-{} is traversed in the same direction by triangles {} and {} (inconsistent "
-            "orientation or a non-manifold edge)",
-            a, b, directed[static_cast<long long>(a) * nv + b], f));
+        throw Error(
+            fmt::format("shell: edge {}-{} is traversed in the same direction by triangles {} and {} (inconsistent "
+                        "orientation or a non-manifold edge)",
+                        a, b, directed[static_cast<long long>(a) * nv + b], f));
       if (!directed.count(static_cast<long long>(b) * nv + a)) edges.emplace_back(std::min(a, b), std::max(a, b));
     }
   }
@@ -95,7 +95,8 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
   {
     std::vector<std::vector<int>> incident(static_cast<std::size_t>(nv));
     for (Eigen::Index f = 0; f < nf; ++f)
-      for (int k = 0; k < 3; ++k) incident[static_cast<std::size_t>(surface.triangles(f, k))].push_back(static_cast<int>(f));
+      for (int k = 0; k < 3; ++k)
+        incident[static_cast<std::size_t>(surface.triangles(f, k))].push_back(static_cast<int>(f));
     auto face_normal = [&](int f) -> Vec3 {
       const int a = surface.triangles(f, 0), b = surface.triangles(f, 1), c = surface.triangles(f, 2);
       return (X(b) - X(a)).cross(X(c) - X(a)).normalized();

@@ -151,9 +151,9 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else if (r.child("generator").one_of({"box", "lattice", "shell"}) == "shell") {
-    r.allow_keys({"generator", "surface", "thickness", "layers", "thin_fraction", "min_volume_ratio", "min_depth",
-                  "max_slope"},
-                 " (for the shell generator)");
+    r.allow_keys(
+        {"generator", "surface", "thickness", "layers", "thin_fraction", "min_volume_ratio", "min_depth", "max_slope"},
+        " (for the shell generator)");
     m.kind = MeshSource::Kind::Shell;
     const JsonReader surface = r.child("surface");
     m.surface = ctx.existing_file(surface);
@@ -250,9 +250,8 @@ std::vector<int> read_index_file(const JsonReader& r, const std::string& path) {
 
 Selection parse_selection(const JsonReader& r, const Context& ctx) {
   r.expect_object();
-  const std::string type = r.child("type").one_of(
-      {"box", "sphere", "capsule", "half_space", "surface", "indices", "shell_layer", "union", "intersection",
-       "difference"});
+  const std::string type = r.child("type").one_of({"box", "sphere", "capsule", "half_space", "surface", "indices",
+                                                   "shell_layer", "union", "intersection", "difference"});
   const std::string note = " (for a selection of type '" + type + "')";
   if (type == "box") {
     r.allow_keys({"type", "min", "max"}, note);
@@ -644,8 +643,8 @@ SolverSettings parse_solver(const JsonReader& r) {
   return s;
 }
 
-const std::vector<std::string> kOutputFields{"displacement", "velocity",     "external_force", "material",
-                                             "volume_ratio", "active", "contact_depth"};
+const std::vector<std::string> kOutputFields{"displacement", "velocity", "external_force", "material",
+                                             "volume_ratio", "active",   "contact_depth"};
 
 OutputSettings parse_outputs(const JsonReader& r) {
   r.allow_keys({"every", "vtu", "surface", "fields"});

@@ -32,14 +32,14 @@ struct MeshSource {
   Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
   /// Kind::Box: boxes [min, max] whose tets (by centroid) are removed, unused nodes dropped.
   std::vector<std::pair<Vec3, Vec3>> carve;
-  std::string surface;           ///< Kind::Lattice: closed surface file; Kind::Shell: open surface (resolved)
-  int resolution = 32;           ///< Kind::Lattice: cells along the surface's longest side
-  double cell_size = 0;          ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
-  ShellOptions shell;            ///< Kind::Shell: thickness, layers (mesh/shell.hpp); surface = the skin
+  std::string surface;             ///< Kind::Lattice: closed surface file; Kind::Shell: open surface (resolved)
+  int resolution = 32;             ///< Kind::Lattice: cells along the surface's longest side
+  double cell_size = 0;            ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
+  ShellOptions shell;              ///< Kind::Shell: thickness, layers (mesh/shell.hpp); surface = the skin
   int shell_surface_vertices = 0;  ///< Kind::Shell: #vertices of the surface (read when parsing)
-  std::string embedded_surface;  ///< optional surface file embedded in the tets (resolved; "" = none;
-                                 ///< Kind::Lattice: the lattice's surface unless given)
-  bool fix_orientation = false;  ///< reorient inverted tets instead of rejecting the mesh
+  std::string embedded_surface;    ///< optional surface file embedded in the tets (resolved; "" = none;
+                                   ///< Kind::Lattice: the lattice's surface unless given)
+  bool fix_orientation = false;    ///< reorient inverted tets instead of rejecting the mesh
 };
 
 /// Strain limiting term mu' ||F - Q||^2, Q = U clamp(Sigma, sigma_min, sigma_max) V^T (paper 5.3).

@@ -181,7 +181,8 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
   };
   // Convex parts: shrink the depth of a prism's vertices until each of its tets keeps
   // min_volume_ratio of its volume in the straight prism (the same depths along the triangle's
-  // normal instead of the vertex directions).
+  // normal instead of the vertex directions). This may go below the thin-part floor (to 1% of it):
+  // at the tip of a sharp ridge only a shallow prism stays positive.
   for (int round = 0;; ++round) {
     std::vector<char> shrink(static_cast<std::size_t>(nv), 0);
     Eigen::Index bad = -1;
@@ -219,10 +220,10 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
       }
     if (!shrunk || round == 500)
       throw Error(fmt::format(
-          "shell: the tets under triangle {} keep less than min_volume_ratio = {} of their straight-prism volume at "
-          "the smallest depth min_depth x thickness = {} (a sharp fold of the surface: lower min_depth or "
+          "shell: the tets under triangle {} keep less than min_volume_ratio = {} of their straight-prism volume even "
+          "at the smallest depth, 1% of min_depth x thickness = {} (a sharp fold of the surface: lower "
           "min_volume_ratio, or smooth the surface there)",
-          bad, o.min_volume_ratio, floor));
+          bad, o.min_volume_ratio, 0.01 * floor));
     limit_slope();
   }
 

@@ -12,8 +12,9 @@
 // the extrusion direction, so the two sides' shells do not overlap) and where it is strongly
 // convex (the extruded layers converge: a prism's tets must keep at least `min_volume_ratio` of
 // the straight prism's volume), and it varies by at most `max_slope` per unit of surface length;
-// it is never below `min_depth` × thickness (tets stay well shaped; where the surface comes closer
-// than that to itself the shells of the two sides overlap).
+// the thin-part limit never takes it below `min_depth` × thickness (where the surface comes closer
+// than that to itself, as at an eye's corner, the shells of the two sides overlap), the convexity
+// limit may (down to 1% of that floor, at the tip of a sharp ridge).
 #include <vector>
 #include <xpd/mesh/tet_mesh.hpp>
 
@@ -24,8 +25,7 @@ struct ShellOptions {
   int layers = 1;                 ///< prism layers, ≥ 1
   double thin_fraction = 0.45;    ///< depth ≤ this × the gap to the surface's other side, in (0, 0.5]
   double min_volume_ratio = 0.2;  ///< each tet ≥ this × its straight-prism volume, in (0, 1)
-  double min_depth = 0.1;         ///< depth ≥ this × thickness, in (0, 1]: where the surface is closer
-                                  ///< to itself (an eye's corner) the two sides' shells overlap
+  double min_depth = 0.1;         ///< the thin-part limit keeps depth ≥ this × thickness, in (0, 1]
   double max_slope = 0.5;         ///< |depth(u) − depth(v)| ≤ this × |x_u − x_v| along edges, > 0
 };
 

@@ -198,9 +198,11 @@ CollisionBenchResult bench_collisions_scene(const SceneCollisionBenchOptions& o)
   int f = 0;
   for (f = 1; f <= sim.num_frames(); ++f) {
     sim.advance(f);
-    if (o.frame > 0 ? f == o.frame : sim.collision_stats()->active_proxies > 0) break;
+    // No collision figures before the scene's collision.start_frame.
+    const int active = sim.collision_stats() ? sim.collision_stats()->active_proxies : 0;
+    if (o.frame > 0 ? f == o.frame : active > 0) break;
   }
-  if (f > sim.num_frames() || sim.collision_stats()->active_proxies == 0)
+  if (f > sim.num_frames() || !sim.collision_stats() || sim.collision_stats()->active_proxies == 0)
     throw Error(
         fmt::format("bench collisions: no contacts in {} up to frame {}", o.scene, std::min(f, sim.num_frames())));
   r.frame = f;

@@ -187,15 +187,23 @@ TEST(MeshShell, IctFaceMakesAValidConformingShell) {
   EXPECT_EQ(sh.mesh.tets.rows(), 3 * 2 * face.triangles.rows());
   EXPECT_GT(min_volume(sh.mesh), 0.0);
   TetMesh copy = sh.mesh;
-  const ValidationReport report = validate_tet_mesh(copy, {}, "face shell");
-  EXPECT_EQ(report.flipped_tets, 0);
-  EXPECT_EQ(report.unreferenced_nodes, 0);
-  // Conformity of the tets' faces (the face folds onto itself at the eyes' corners, where the two
-  // sides' shells overlap, so the enclosed volume is not compared).
+  EXPECT_EQ(validate_tet_mesh(copy, {}, "face shell").flipped_tets, 0);
+  // Conformity of the tets' faces (the face folds onto itself at the eyes' and mouth's corners,
+  // where the two sides' shells overlap, so the enclosed volume is not compared).
   EXPECT_TRUE(is_closed_manifold(boundary_faces(sh.mesh.tets)));
-  double shallowest = 1e300;
-  for (const double d : sh.depth) shallowest = std::min(shallowest, d);
-  EXPECT_GT(shallowest, 0.0);
+  // The depth stays within (0, thickness] and is slope-limited along every surface edge.
+  for (int v = 0; v < sh.surface_vertices; ++v) {
+    EXPECT_GT(sh.depth[static_cast<std::size_t>(v)], 0.0);
+    EXPECT_LE(sh.depth[static_cast<std::size_t>(v)], o.thickness);
+  }
+  for (Eigen::Index f = 0; f < face.triangles.rows(); ++f)
+    for (int k = 0; k < 3; ++k) {
+      const int a = face.triangles(f, k), b = face.triangles(f, (k + 1) % 3);
+      const double len = (face.nodes.row(a) - face.nodes.row(b)).norm();
+      ASSERT_LE(std::abs(sh.depth[static_cast<std::size_t>(a)] - sh.depth[static_cast<std::size_t>(b)]),
+                o.max_slope * len * (1 + 1e-12))
+          << "edge " << a << "-" << b;
+    }
 }
 
 }  // namespace xpd

@@ -531,6 +531,40 @@ TEST(SceneErrors, EveryErrorNamesItsJsonPointer) {
                                 {"pose", "tiny-pose.dmat"}, {"bones", 0}};
        },
        "/attachments/0/skeleton", "cannot read skeleton"},
+      {"pose_frame zero",
+       [](json& j) {
+         j["attachments"][0] = {{"type", "bone"},         {"selection", "all"},       {"stiffness", 1},
+                                {"skeleton", "tiny.tgf"}, {"pose", "tiny-pose.dmat"}, {"bones", 0},
+                                {"pose_frame", 0}};
+       },
+       "/attachments/0/pose_frame", ">= 1"},
+      {"shell_layer on a box",
+       [](json& j) {
+         j["selections"]["deep"] = {{"type", "shell_layer"}, {"layer", "deep"}};
+       },
+       "/selections/deep", "needs a mesh made by the shell generator"},
+      {"shell without thickness",
+       [](json& j) {
+         j["mesh"] = {{"generator", "shell"}, {"surface", "../../../scenes/data/ict-face-jawopen.obj.gz"}};
+       },
+       "/mesh", "missing required key 'thickness'"},
+      {"shell_layer out of range",
+       [](json& j) {
+         j["mesh"] = {{"generator", "shell"},
+                      {"surface", "../../../scenes/data/ict-face-jawopen.obj.gz"},
+                      {"thickness", 0.01},
+                      {"layers", 2}};
+         j["selections"]["deep"] = {{"type", "shell_layer"}, {"layer", 3}};
+       },
+       "/selections/deep/layer", "out of [0, 2]"},
+      {"shell min_depth above 1",
+       [](json& j) {
+         j["mesh"] = {{"generator", "shell"},
+                      {"surface", "../../../scenes/data/ict-face-jawopen.obj.gz"},
+                      {"thickness", 0.01},
+                      {"min_depth", 2}};
+       },
+       "/mesh/min_depth", "(0, 1]"},
       {"load selection", [](json& j) { j["loads"][0]["selection"] = "nowhere"; }, "/loads/0/selection",
        "unknown selection 'nowhere'"},
       {"load type", [](json& j) { j["loads"][0]["type"] = "force"; }, "/loads/0/type", "expected one of"},

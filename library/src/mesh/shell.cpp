@@ -102,8 +102,10 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
       return (X(b) - X(a)).cross(X(c) - X(a)).normalized();
     };
     for (int v = 0; v < nv; ++v) {
-      // Subgradient ascent of min_f n·n_f: step towards the worst triangle's normal.
-      Vec3 n = normal.row(v).transpose();
+      // Subgradient ascent of min_f n·n_f: step towards the worst triangle's normal; the fixed
+      // step oscillates about the optimum, so the best iterate is kept.
+      Vec3 n = normal.row(v).transpose(), best = n;
+      double best_worst = -2;
       for (int it = 0; it < 200; ++it) {
         double worst = 2;
         Vec3 nw = n;
@@ -111,27 +113,30 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
           const Vec3 nf_hat = face_normal(f);
           if (nf_hat.dot(n) < worst) worst = nf_hat.dot(n), nw = nf_hat;
         }
+        if (worst > best_worst) best_worst = worst, best = n;
         if (worst > 0.9) break;  // already well inside the cone
         n = (n + 0.05 * nw).normalized();
       }
-      normal.row(v) = n.transpose();
+      normal.row(v) = best.transpose();
     }
   }
   const Points dir = -normal;
 
   // Thin parts: the depth at v is at most thin_fraction × the distance, along its extrusion
   // direction, to a surface vertex behind it (within a 45° cone) that faces the other way.
-  // Uniform hash grid of cell R, R the largest gap that can still limit the depth.
+  // Uniform hash grid searched one cell around: R, the largest gap that can still limit the
+  // depth, and a point in the cone with s < R lies within √2 R, hence the cell √2 R.
   std::vector<double> depth(static_cast<std::size_t>(nv), o.thickness);
   const double floor = o.min_depth * o.thickness;
   {
     const double R = o.thickness / o.thin_fraction;
+    const double cell = std::sqrt(2.0) * R;
     const Vec3 lo = surface.nodes.colwise().minCoeff().transpose();
     std::unordered_map<long long, std::vector<int>> grid;
     auto cell_of = [&](const Vec3& x) {
-      return std::array<long long, 3>{static_cast<long long>(std::floor((x[0] - lo[0]) / R)),
-                                      static_cast<long long>(std::floor((x[1] - lo[1]) / R)),
-                                      static_cast<long long>(std::floor((x[2] - lo[2]) / R))};
+      return std::array<long long, 3>{static_cast<long long>(std::floor((x[0] - lo[0]) / cell)),
+                                      static_cast<long long>(std::floor((x[1] - lo[1]) / cell)),
+                                      static_cast<long long>(std::floor((x[2] - lo[2]) / cell))};
     };
     auto key = [](long long i, long long j, long long k) { return (i * 1000003LL + j) * 1000003LL + k; };
     for (int v = 0; v < nv; ++v) {

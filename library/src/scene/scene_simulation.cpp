@@ -198,7 +198,8 @@ FrameStats SceneSimulation::advance(int frame) {
   const Points current = state_.x;  // x_{k−1}
   // No extrapolation with collisions: the guess is judged by the elastic energy alone, which happily
   // drives contacting parts through each other, deeper than detection can see.
-  if (extrapolate_ && !collision_ && model_->integrator() == Integrator::Quasistatic &&
+  const bool collisions = collision_ && frame >= scene_.collision->start_frame;
+  if (extrapolate_ && !collisions && model_->integrator() == Integrator::Quasistatic &&
       previous_x_.rows() == current.rows()) {
     // Warm start: linear extrapolation of the displacement, kept only when it lowers the objective
     // at this frame's inputs (two local steps, cheap next to the solve).
@@ -211,7 +212,7 @@ FrameStats SceneSimulation::advance(int frame) {
       state_.x = current;
   }
   FrameStats st;
-  if (collision_ && frame >= scene_.collision->start_frame) {
+  if (collisions) {
     collision_stats_ = collision_->solver->step(state_, options_, frame);
     st = collision_stats_->pd;
   } else {

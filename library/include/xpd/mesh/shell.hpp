@@ -41,8 +41,10 @@ struct Shell {
 };
 
 /// Extrudes `surface` (triangles; every vertex used; every edge shared by at most two consistently
-/// oriented triangles) into a prism shell. Throws Error on invalid options or surface, or when no
-/// depth keeps every tet positive (a fold of the surface), naming the triangle.
+/// oriented triangles) into a prism shell. Coincident vertices are not welded (a seam of duplicated
+/// vertices stays a crack in the shell), and the thin-part limit looks at the surface's vertices, not
+/// its triangles (an opposite side coarser than the thickness can be missed). Throws Error on invalid options or
+/// surface, or when no depth keeps every tet positive (a fold of the surface), naming the triangle.
 Shell make_shell(const SurfaceMesh& surface, const ShellOptions& options);
 
 }  // namespace xpd

@@ -254,7 +254,9 @@ TEST(SceneCollision, StartFrameSolvesEarlierFramesWithoutCollisions) {
   EXPECT_EQ(std::accumulate(active.begin(), active.end(), 0.0), stats["frames"][3]["active_proxies"].get<double>());
   double deepest = 0;
   for (std::size_t i = 0; i < active.size(); ++i) {
-    if (active[i] == 0) EXPECT_EQ(depth[i], 0.0) << i;
+    if (active[i] == 0) {
+      EXPECT_EQ(depth[i], 0.0) << i;
+    }
     deepest = std::max(deepest, depth[i]);
   }
   EXPECT_DOUBLE_EQ(deepest, stats["frames"][3]["max_penetration"].get<double>());
@@ -537,6 +539,11 @@ TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
 // lips touch stays within 1% of the mean edge. (Frames 7-15, the lips pressed together, do not yet
 // reach the scene's tolerance: docs/validation.md §5, "The face".)
 TEST(SceneCollision, FaceJawClosesWithoutInversionUpToTheLipsMeeting) {
+#if defined(__SANITIZE_ADDRESS__)
+  // 37 s in the plain build, 360 s under AddressSanitizer (mostly the 17M-node rest SDF of the
+  // scene's 8e-4 cell); the shell itself is checked under the sanitizers by MeshShell.*.
+  GTEST_SKIP() << "too slow under AddressSanitizer (360 s measured); the plain build runs it";
+#endif
   SceneSimulation sim(load_scene(std::string(XPD_SOURCE_DIR) + "/scenes/face_jaw.json"));
   const double h = mean_edge_length(sim.mesh().nodes, sim.mesh().tets);
   // The chin's skin vertex: the lowest of the face at x ≈ 0, in front.

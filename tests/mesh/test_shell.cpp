@@ -191,6 +191,16 @@ TEST(MeshShell, IctFaceMakesAValidConformingShell) {
   // Conformity of the tets' faces (the face folds onto itself at the eyes' and mouth's corners,
   // where the two sides' shells overlap, so the enclosed volume is not compared).
   EXPECT_TRUE(is_closed_manifold(boundary_faces(sh.mesh.tets)));
+  // Every extrusion direction lies well inside the cone of its triangles' normals (shell.cpp: the
+  // area-weighted normal had a cosine below 0.2 with some triangle at 10 vertices of this face).
+  double worst_cos = 1;
+  for (Eigen::Index f = 0; f < face.triangles.rows(); ++f) {
+    const Vec3 a = face.nodes.row(face.triangles(f, 0)), b = face.nodes.row(face.triangles(f, 1)),
+               c = face.nodes.row(face.triangles(f, 2));
+    const Vec3 n = (b - a).cross(c - a).normalized();
+    for (int k = 0; k < 3; ++k) worst_cos = std::min(worst_cos, -sh.direction.row(face.triangles(f, k)).dot(n));
+  }
+  EXPECT_GE(worst_cos, 0.5);
   // The depth stays within (0, thickness] and is slope-limited along every surface edge.
   for (int v = 0; v < sh.surface_vertices; ++v) {
     EXPECT_GT(sh.depth[static_cast<std::size_t>(v)], 0.0);

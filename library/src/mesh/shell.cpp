@@ -79,12 +79,10 @@ Shell make_shell(const SurfaceMesh& surface, const ShellOptions& o) {
   // too: at the tip of a cone, such as the tragus, it leaves the cone of the triangles' normals.)
   // The extrusion directions are the opposites.
   Points normal = Points::Zero(nv, 3);
-  std::vector<double> area(static_cast<std::size_t>(nf));
   for (Eigen::Index f = 0; f < nf; ++f) {
     const int a = surface.triangles(f, 0), b = surface.triangles(f, 1), c = surface.triangles(f, 2);
     const Vec3 n = (X(b) - X(a)).cross(X(c) - X(a));
-    area[static_cast<std::size_t>(f)] = 0.5 * n.norm();
-    if (!(area[static_cast<std::size_t>(f)] > 0)) throw Error(fmt::format("shell: triangle {} has zero area", f));
+    if (!(n.norm() > 0)) throw Error(fmt::format("shell: triangle {} has zero area", f));
     for (const int v : {a, b, c}) normal.row(v) += n.transpose();
   }
   for (int v = 0; v < nv; ++v) {

@@ -12,6 +12,7 @@ void add_bench_command(CLI::App& app);
 void add_bench_collisions_command(CLI::App& bench);
 void add_view_command(CLI::App& app);
 void add_render_command(CLI::App& app);
+void add_ccd_command(CLI::App& app);
 
 /// Mesh argument shared by info/convert: a file path or a generator string ("box:N").
 bool is_tet_format(const std::string& path);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   xpd::cli::add_bench_command(app);
   xpd::cli::add_view_command(app);
   xpd::cli::add_render_command(app);
+  xpd::cli::add_ccd_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

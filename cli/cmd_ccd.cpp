@@ -8,8 +8,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <xpd/collision/ccd.hpp>
+#include <xpd/collision/surface_ccd.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/ccd_queries.hpp>
+#include <xpd/io/mesh_io.hpp>
 
 #include "commands.hpp"
 
@@ -19,8 +21,9 @@ namespace {
 
 struct CcdCliOptions {
   std::vector<std::string> files;
-  std::string kind;   // "", "vf" or "ee"
-  std::string truth;  // JSON truth for a single six-column file
+  std::vector<std::string> frames;  // two surface files: t = 0 and t = 1
+  std::string kind;                 // "", "vf" or "ee"
+  std::string truth;                // JSON truth for a single six-column file
   CcdOptions ccd;
   bool json = false;
 };
@@ -97,7 +100,52 @@ Tally run_file(const CcdCliOptions& o, const std::string& path, io::CcdQueryKind
   return t;
 }
 
+// Broad + narrow phase between two frames of one surface (same triangles).
+void run_frames(const CcdCliOptions& o) {
+  const SurfaceMesh s0 = io::read_surface(o.frames[0]), s1 = io::read_surface(o.frames[1]);
+  if (s0.nodes.rows() != s1.nodes.rows() || s0.triangles != s1.triangles)
+    throw Error(fmt::format("ccd: {} and {} are not the same surface (vertex counts {} and {}, or different triangles)",
+                            o.frames[0], o.frames[1], s0.nodes.rows(), s1.nodes.rows()));
+  const Edges edges = unique_edges(s0.triangles);
+  const SurfaceCcdResult r = surface_ccd(s0.nodes, s1.nodes, s0.triangles, edges, o.ccd);
+  nlohmann::ordered_json j;
+  j["frames"] = o.frames;
+  j["vertices"] = s0.nodes.rows();
+  j["triangles"] = s0.triangles.rows();
+  j["tolerance"] = o.ccd.tolerance;
+  j["minimum_separation"] = o.ccd.minimum_separation;
+  j["vertex_face_candidates"] = r.vertex_face_candidates;
+  j["edge_edge_candidates"] = r.edge_edge_candidates;
+  j["hit"] = r.hit;
+  j["toi"] = r.hit ? nlohmann::ordered_json(r.toi) : nlohmann::ordered_json(nullptr);
+  j["pair_kind"] = r.hit ? (r.edge_edge ? "edge-edge" : "vertex-face") : "";
+  j["pair"] = r.pair;
+  if (r.hit) {
+    // The pair's vertices: (vertex, face corners) or (edge ends, edge ends).
+    const auto& t = s0.triangles;
+    j["pair_vertices"] = r.edge_edge
+                             ? nlohmann::ordered_json{{edges(r.pair[0], 0), edges(r.pair[0], 1)},
+                                                      {edges(r.pair[1], 0), edges(r.pair[1], 1)}}
+                             : nlohmann::ordered_json{{r.pair[0]}, {t(r.pair[1], 0), t(r.pair[1], 1), t(r.pair[1], 2)}};
+  }
+  j["checks"] = r.checks;
+  j["capped"] = r.capped;
+  j["broad_phase_ms"] = r.broad_phase_ms;
+  j["narrow_phase_ms"] = r.narrow_phase_ms;
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  for (const auto& [key, value] : j.items()) std::cout << fmt::format("{:<24} {}\n", key, value.dump());
+}
+
 void run_ccd(const CcdCliOptions& o) {
+  if (!o.frames.empty()) {
+    if (!o.files.empty()) throw Error("ccd: give query files or --frames, not both");
+    run_frames(o);
+    return;
+  }
+  if (o.files.empty()) throw Error("ccd: give query files, or --frames T0 T1");
   if (!o.truth.empty() && o.files.size() != 1) throw Error("ccd: --truth applies to exactly one query file");
   nlohmann::ordered_json out;
   out["tolerance"] = o.ccd.tolerance;
@@ -146,12 +194,16 @@ void add_ccd_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "ccd",
       "Run the conservative continuous collision detection over CCD benchmark query files and compare with their "
-      "truth; exits with status 1 when any colliding query is missed");
+      "truth (exits with status 1 when any colliding query is missed), or over two frames of a surface");
   cmd->add_option(
          "files", o->files,
          "Query files (CSV, optionally .gz: 8 rows per query, x_num,x_den,y_num,y_den,z_num,z_den[,truth]). "
          "Six-column files D/queries/NAME.csv take their truth from D/mma_bool/NAME_mma_bool.json when present")
-      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--frames", o->frames,
+                  "Two frames of one triangle surface (t = 0 and t = 1, any surface format): run the broad and the "
+                  "narrow phase over all vertex-face and edge-edge pairs and print the earliest time of impact")
+      ->expected(2)
       ->check(CLI::ExistingFile);
   cmd->add_option("--type", o->kind,
                   "Query kind: vf (vertex-face) or ee (edge-edge); by default read from the path (a vertex-face or "

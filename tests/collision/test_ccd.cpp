@@ -2,6 +2,7 @@
 // Oracles: the exact ground truth of the CCD benchmark of Wang et al. 2021 and of the scalable-CCD
 // data of Belgrod et al. (../shared/data), and queries built to touch at a known time.
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
 #include <Eigen/Geometry>
 #include <cstdio>
@@ -9,9 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <xpd/collision/broad_phase.hpp>
 #include <xpd/collision/ccd.hpp>
+#include <xpd/collision/surface_ccd.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/ccd_queries.hpp>
+#include <xpd/io/mesh_io.hpp>
 
 #include "test_util.hpp"
 
@@ -232,6 +236,23 @@ TEST(Ccd, CapReturnsAConservativeHit) {
   EXPECT_GE(full.toi, 0.5 - 1e-4);
 }
 
+TEST(Ccd, MaxTimeLimitsTheSearchWithoutChangingEarlierAnswers) {
+  auto y = sliding_point(0.04);
+  y[4].z() = -0.04;  // crosses the triangle at t = 0.5
+  const CcdResult full = vf(y, {});
+  ASSERT_TRUE(full.hit);
+  CcdOptions o;
+  o.max_time = 0.4;
+  EXPECT_FALSE(vf(y, o).hit);
+  o.max_time = 0.6;
+  const CcdResult limited = vf(y, o);
+  EXPECT_TRUE(limited.hit);
+  EXPECT_EQ(limited.toi, full.toi);
+  EXPECT_LE(limited.checks, full.checks);
+  o.max_time = 1.5;
+  EXPECT_THROW(vf(y, o), Error);
+}
+
 TEST(Ccd, RefusesBadInput) {
   auto x = sliding_point(0.01);
   CcdOptions o;
@@ -337,6 +358,92 @@ TEST(CcdCli, ReportsFiguresAndFailsOnFalseNegatives) {
   std::ifstream log(dir / "log.txt");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("1 false negatives"), std::string::npos) << text;
+
+  // Two frames of a surface: the same earliest contact as the library's surface_ccd.
+  const std::string frames = test::data_path("scalable-ccd-sample/cloth-funnel/frames/");
+  const std::string f0 = frames + "227.ply", f1 = frames + "228.ply";
+  const std::string cmd_frames = std::string("\"") + XPD_CLI_PATH + "\" ccd --json --frames \"" + f0 + "\" \"" + f1 +
+                                 "\" > \"" + (dir / "frames.json").string() + "\"";
+  ASSERT_EQ(std::system(cmd_frames.c_str()), 0) << cmd_frames;
+  const nlohmann::json fj = test::read_json_file(dir / "frames.json");
+  const SurfaceMesh a = io::read_surface(f0), b = io::read_surface(f1);
+  const SurfaceCcdResult r = surface_ccd(a.nodes, b.nodes, a.triangles, unique_edges(a.triangles));
+  ASSERT_TRUE(r.hit);
+  EXPECT_EQ(fj["hit"], true);
+  EXPECT_EQ(fj["toi"].get<double>(), r.toi);
+  EXPECT_EQ(fj["vertex_face_candidates"], r.vertex_face_candidates);
+  EXPECT_EQ(fj["edge_edge_candidates"], r.edge_edge_candidates);
+}
+
+// The surface-wide CCD equals the minimum over every candidate pair evaluated on its own (no
+// max_time), with the same pair, on any thread count.
+TEST(SurfaceCcd, EqualsTheEarliestOverAllPairsOnAnyThreadCount) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> U(0, 1), D(-0.04, 0.04);
+  const int nf = 150;
+  Points x0(3 * nf, 3), x1(3 * nf, 3);
+  Triangles faces(nf, 3);
+  for (int f = 0; f < nf; ++f) {
+    const Vec3 c(U(rng), U(rng), U(rng)), m(3 * D(rng), 3 * D(rng), 3 * D(rng));
+    for (int k = 0; k < 3; ++k) {
+      x0.row(3 * f + k) = (c + Vec3(D(rng), D(rng), D(rng))).transpose();
+      x1.row(3 * f + k) = x0.row(3 * f + k) + m.transpose();
+      faces(f, k) = 3 * f + k;
+    }
+  }
+  const Edges edges = unique_edges(faces);
+  const SurfaceCandidates all = brute_force_candidates(x0, x1, faces, edges);
+  double earliest = std::numeric_limits<double>::infinity();
+  bool ee = false;
+  std::array<int, 2> pair = {-1, -1};
+  auto row = [](const Points& x, int i) -> Vec3 { return x.row(i).transpose(); };
+  int hits = 0;
+  for (const auto& [v, f] : all.vertex_face) {
+    const CcdResult r = vertex_face_ccd(row(x0, v), row(x0, faces(f, 0)), row(x0, faces(f, 1)), row(x0, faces(f, 2)),
+                                        row(x1, v), row(x1, faces(f, 0)), row(x1, faces(f, 1)), row(x1, faces(f, 2)));
+    hits += r.hit;
+    if (r.hit && r.toi < earliest) earliest = r.toi, ee = false, pair = {v, f};
+  }
+  for (const auto& [a, b] : all.edge_edge) {
+    const CcdResult r =
+        edge_edge_ccd(row(x0, edges(a, 0)), row(x0, edges(a, 1)), row(x0, edges(b, 0)), row(x0, edges(b, 1)),
+                      row(x1, edges(a, 0)), row(x1, edges(a, 1)), row(x1, edges(b, 0)), row(x1, edges(b, 1)));
+    hits += r.hit;
+    if (r.hit && r.toi < earliest) earliest = r.toi, ee = true, pair = {a, b};
+  }
+  ASSERT_GT(hits, 10);  // a real race, not one contact
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    const SurfaceCcdResult r = surface_ccd(x0, x1, faces, edges);
+    ASSERT_TRUE(r.hit);
+    EXPECT_EQ(r.toi, earliest);
+    EXPECT_EQ(r.edge_edge, ee);
+    EXPECT_EQ(r.pair, pair);
+    EXPECT_EQ(r.vertex_face_candidates, all.vertex_face.size());
+    EXPECT_EQ(r.edge_edge_candidates, all.edge_edge.size());
+  }
+  // Moving apart: no hit.
+  const SurfaceCcdResult none = surface_ccd(x0, x0, faces.topRows(1), unique_edges(Triangles(faces.topRows(1))));
+  EXPECT_FALSE(none.hit);
+}
+
+// The upstream scalable-CCD test's earliest time of impact between cloth-ball frames 92 and 93 is
+// 2⁻¹⁸ = 3.814697265625e-06 (a bisection box's lower bound; the true time is not earlier).
+TEST(SurfaceCcd, ClothBallEarliestImpactIsWithinTheBenchmarksBound) {
+  const std::string dir = test::data_path("scalable-ccd-sample/cloth-ball/frames/");
+  const SurfaceMesh a = io::read_surface(dir + "cloth_ball92.ply.gz"),
+                    b = io::read_surface(dir + "cloth_ball93.ply.gz");
+  const SurfaceCcdResult r = surface_ccd(a.nodes, b.nodes, a.triangles, unique_edges(a.triangles));
+  ASSERT_TRUE(r.hit);
+  EXPECT_GT(r.toi, 0.0);
+  EXPECT_LE(r.toi, 7.6e-6);
+  EXPECT_EQ(r.capped, 0);
+  if (verbose())
+    std::printf(
+        "  cloth-ball 92 -> 93: toi %.17g (%s pair %d, %d), %zu + %zu candidates, broad %.0f ms, narrow %.0f ms\n",
+        r.toi, r.edge_edge ? "edge-edge" : "vertex-face", r.pair[0], r.pair[1], r.vertex_face_candidates,
+        r.edge_edge_candidates, r.broad_phase_ms, r.narrow_phase_ms);
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ void check_options(const CcdOptions& o) {
   if (!(o.minimum_separation >= 0) || !std::isfinite(o.minimum_separation))
     throw Error(fmt::format("ccd: minimum_separation must be finite and >= 0 (got {})", o.minimum_separation));
   if (o.max_checks <= 0) throw Error(fmt::format("ccd: max_checks must be positive (got {})", o.max_checks));
+  if (!(o.max_time >= 0 && o.max_time <= 1))
+    throw Error(fmt::format("ccd: max_time must be in [0, 1] (got {})", o.max_time));
 }
 
 // x[0..3] at t = 0, x[4..7] at t = 1, in the order of the formulas in ccd.hpp (p, a, b, c or a, b, c, d).
@@ -76,6 +78,7 @@ CcdResult solve(const std::array<const Vec3*, 8>& x, const CcdOptions& options) 
     std::pop_heap(heap.begin(), heap.end(), order);
     const Box b = heap.back();
     heap.pop_back();
+    if (b.t[0] > options.max_time) break;                // every queued box starts later still
     if (kVertexFace && b.u[0] + b.v[0] > 1.0) continue;  // outside the triangle (sum of dyadics: exact)
     if (result.checks >= options.max_checks) {
       // Every box still queued starts at t ≥ b.t[0], and all earlier ones were proved root-free.

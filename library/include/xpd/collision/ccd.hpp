@@ -46,6 +46,9 @@ struct CcdOptions {
   double minimum_separation = 0.0;
   /// Cap on box checks (> 0); reaching it returns a hit at the current lower bound.
   std::int64_t max_checks = 1'000'000;
+  /// Search t ∈ [0, max_time] only (0 ≤ max_time ≤ 1): a query whose first contact is later
+  /// reports no hit. A surface-wide CCD passes the earliest time found so far.
+  double max_time = 1.0;
 };
 
 /// Outcome of one CCD query.

@@ -1,0 +1,175 @@
+// Broad phase (collision/broad_phase.hpp) on the scalable-CCD simulation frames of Belgrod et al.
+// (../shared/data/scalable-ccd-sample): sort and sweep equals brute force, and every pair that the
+// benchmark's exact truth marks as colliding is a candidate.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <xpd/collision/broad_phase.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/io/ccd_queries.hpp>
+#include <xpd/io/file.hpp>
+#include <xpd/io/mesh_io.hpp>
+
+#include "test_util.hpp"
+
+namespace xpd {
+namespace {
+
+bool verbose() {
+  const char* v = std::getenv("XPD_TEST_VERBOSE");
+  return v != nullptr && *v != '\0' && *v != '0';
+}
+
+struct Frames {
+  Points x0, x1;
+  Triangles faces;
+  Edges edges;  // in the benchmark's order (libigl's igl::edges: by larger index, then smaller)
+};
+
+Frames load_frames(const std::string& scene, const std::string& f0, const std::string& f1) {
+  const std::string dir = test::data_path("scalable-ccd-sample/" + scene + "/frames/");
+  Frames fr;
+  const SurfaceMesh s0 = io::read_surface(dir + f0), s1 = io::read_surface(dir + f1);
+  EXPECT_EQ(s0.triangles, s1.triangles);
+  fr.x0 = s0.nodes;
+  fr.x1 = s1.nodes;
+  fr.faces = s0.triangles;
+  Edges e = unique_edges(fr.faces);
+  std::vector<std::array<int, 2>> rows(static_cast<std::size_t>(e.rows()));
+  for (Eigen::Index i = 0; i < e.rows(); ++i) rows[static_cast<std::size_t>(i)] = {e(i, 1), e(i, 0)};
+  std::sort(rows.begin(), rows.end());
+  fr.edges.resize(e.rows(), 2);
+  for (Eigen::Index i = 0; i < e.rows(); ++i) {
+    fr.edges(i, 0) = rows[static_cast<std::size_t>(i)][1];
+    fr.edges(i, 1) = rows[static_cast<std::size_t>(i)][0];
+  }
+  return fr;
+}
+
+TEST(BroadPhase, SweepEqualsBruteForceOnASimulationFrame) {
+  const Frames fr = load_frames("cloth-funnel", "227.ply", "228.ply");
+  ASSERT_EQ(fr.x0.rows(), 9450);
+  const double diag = (fr.x0.colwise().maxCoeff() - fr.x0.colwise().minCoeff()).norm();
+  for (const double inflation : {0.0, 1e-3 * diag}) {
+    SCOPED_TRACE(inflation);
+    const SurfaceCandidates sweep = swept_candidates(fr.x0, fr.x1, fr.faces, fr.edges, inflation);
+    const SurfaceCandidates brute = brute_force_candidates(fr.x0, fr.x1, fr.faces, fr.edges, inflation);
+    EXPECT_GT(sweep.vertex_face.size(), 0u);
+    EXPECT_GT(sweep.edge_edge.size(), 0u);
+    EXPECT_TRUE(sweep.vertex_face == brute.vertex_face)
+        << sweep.vertex_face.size() << " vs " << brute.vertex_face.size();
+    EXPECT_TRUE(sweep.edge_edge == brute.edge_edge) << sweep.edge_edge.size() << " vs " << brute.edge_edge.size();
+    if (verbose())
+      std::printf("  cloth-funnel, inflation %g: %zu VF, %zu EE candidates\n", inflation, sweep.vertex_face.size(),
+                  sweep.edge_edge.size());
+  }
+}
+
+// A random cloud of small triangles (many overlaps, all three axes) against brute force.
+TEST(BroadPhase, SweepEqualsBruteForceOnRandomTriangles) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> U(0, 1), D(-0.05, 0.05);
+  const int nf = 400;
+  Points x0(3 * nf, 3), x1(3 * nf, 3);
+  Triangles faces(nf, 3);
+  for (int f = 0; f < nf; ++f) {
+    const Vec3 c(U(rng), U(rng), U(rng)), m(D(rng), D(rng), D(rng));
+    for (int k = 0; k < 3; ++k) {
+      x0.row(3 * f + k) = (c + Vec3(D(rng), D(rng), D(rng))).transpose();
+      x1.row(3 * f + k) = x0.row(3 * f + k) + m.transpose();
+      faces(f, k) = 3 * f + k;
+    }
+  }
+  // Share some vertices between neighbouring faces so that the shared-vertex rule is exercised.
+  for (int f = 1; f < nf; f += 2) faces(f, 0) = faces(f - 1, 1);
+  const Edges edges = unique_edges(faces);
+  const SurfaceCandidates sweep = swept_candidates(x0, x1, faces, edges, 0.01);
+  const SurfaceCandidates brute = brute_force_candidates(x0, x1, faces, edges, 0.01);
+  EXPECT_GT(sweep.vertex_face.size(), 1000u);
+  EXPECT_TRUE(sweep.vertex_face == brute.vertex_face);
+  EXPECT_TRUE(sweep.edge_edge == brute.edge_edge);
+  for (const auto& [v, f] : sweep.vertex_face)
+    for (int k = 0; k < 3; ++k) ASSERT_NE(faces(f, k), v);
+}
+
+struct Scene {
+  const char *name, *f0, *f1, *step;
+};
+
+// Box ids of the benchmark: vertices [0, nV), edges [nV, nV + nE) (igl::edges order), then faces.
+TEST(BroadPhase, EveryTrulyCollidingBenchmarkPairIsACandidate) {
+  const Scene scenes[] = {{"cloth-funnel", "227.ply", "228.ply", "227"},
+                          {"rod-twist", "3036.ply.gz", "3037.ply.gz", "3036"},
+                          {"armadillo-rollers", "326.ply", "327.ply", "326"},
+                          {"n-body-simulation", "balls16_18.ply.gz", "balls16_19.ply.gz", "18"},
+                          {"cloth-ball", "cloth_ball92.ply.gz", "cloth_ball93.ply.gz", "92"}};
+  for (const Scene& sc : scenes) {
+    SCOPED_TRACE(sc.name);
+    const Frames fr = load_frames(sc.name, sc.f0, sc.f1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const SurfaceCandidates c = swept_candidates(fr.x0, fr.x1, fr.faces, fr.edges);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const long nv = static_cast<long>(fr.x0.rows()), ne = static_cast<long>(fr.edges.rows());
+    const std::string base = test::data_path(std::string("scalable-ccd-sample/") + sc.name + "/");
+    long truths = 0, found = 0;
+    for (const std::string kind : {"vf", "ee"}) {
+      std::string boxes_path = base + "boxes/" + sc.step + kind + ".json";
+      if (!std::filesystem::exists(boxes_path)) boxes_path += ".gz";
+      const nlohmann::json boxes = nlohmann::json::parse(io::read_file_bytes(boxes_path));
+      const std::vector<int> truth = io::read_ccd_truth_json(base + "mma_bool/" + sc.step + kind + "_mma_bool.json");
+      ASSERT_EQ(boxes.size(), truth.size());
+      const auto& list = kind == "vf" ? c.vertex_face : c.edge_edge;
+      for (std::size_t i = 0; i < truth.size(); ++i) {
+        if (!truth[i]) continue;
+        const long a = boxes[i][0].get<long>(), b = boxes[i][1].get<long>();
+        std::array<int, 2> pair;
+        if (kind == "vf") {
+          ASSERT_LT(a, nv);
+          pair = {static_cast<int>(a), static_cast<int>(b - nv - ne)};
+        } else {
+          pair = {static_cast<int>(std::min(a, b) - nv), static_cast<int>(std::max(a, b) - nv)};
+        }
+        ++truths;
+        const bool in = std::binary_search(list.begin(), list.end(), pair);
+        found += in;
+        EXPECT_TRUE(in) << kind << " pair " << i << " (" << a << ", " << b << ") is not a candidate";
+      }
+    }
+    EXPECT_EQ(found, truths);
+    if (std::string(sc.name) == "cloth-ball") {
+      // The counts of the upstream scalable-CCD test (sort and sweep, pairs sharing a vertex excluded).
+      EXPECT_EQ(c.vertex_face.size(), 1'655'541u);
+      EXPECT_EQ(c.edge_edge.size(), 5'197'332u);
+    }
+    if (verbose())
+      std::printf(
+          "  %s: %ld V, %ld E, %ld F; %zu VF and %zu EE candidates in %.0f ms; %ld truly colliding pairs, %ld found\n",
+          sc.name, nv, ne, static_cast<long>(fr.faces.rows()), c.vertex_face.size(), c.edge_edge.size(), ms, truths,
+          found);
+  }
+}
+
+TEST(BroadPhase, RefusesBadInput) {
+  Points x0(3, 3), x1(2, 3);
+  x0.setZero();
+  x1.setZero();
+  Triangles f(1, 3);
+  f << 0, 1, 2;
+  const Edges e = unique_edges(f);
+  EXPECT_THROW((void)swept_candidates(x0, x1, f, e), Error);
+  x1 = x0;
+  EXPECT_THROW((void)swept_candidates(x0, x1, f, e, -1.0), Error);
+  f(0, 2) = 3;
+  EXPECT_THROW((void)swept_candidates(x0, x1, f, e), Error);
+  f(0, 2) = 2;
+  x1(1, 1) = std::numeric_limits<double>::infinity();
+  EXPECT_THROW((void)swept_candidates(x0, x1, f, e), Error);
+}
+
+}  // namespace
+}  // namespace xpd

@@ -82,6 +82,9 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
+  Eigen::MatrixXd lr_b, lr_bu, lr_s, lr_w, lr_wq, lr_res, lr_du;  // solve_low_rank_system
+  Eigen::VectorXd lr_t;
+  std::vector<char> lr_seen;
   detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
 
   Impl() { cholmod_start(&c); }
@@ -832,6 +835,106 @@ void SchurFactorization::solve_collision_system(SchurWorkspace& ws, const std::v
     d.solve_woodbury(w, active, g, u2);
   else
     d.solve_refactor(w, active, g, u2);
+}
+
+void SchurFactorization::solve_low_rank_system(const SchurLowRank& term, const Eigen::Ref<const Eigen::MatrixXd>& g,
+                                               Eigen::MatrixXd& u2, int refinement_steps) {
+  solve_low_rank_system(impl_->own, term, g, u2, refinement_steps);
+}
+
+// Woodbury on the node-major 3m unknowns with Σ ⊗ I₃: every product with Σ or Σ⁻¹ acts on the
+// m × 3 layout (one column per coordinate), so the dense m × m matrices serve x, y and z at once.
+void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLowRank& term,
+                                               const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& u2,
+                                               int refinement_steps) const {
+  const Impl& d = *impl_;
+  SchurWorkspace::Impl& w = *ws.impl_;
+  w.last_timings = {};
+  const int m = d.m, q = static_cast<int>(term.nodes.size()), r = static_cast<int>(term.u.cols());
+  if (d.sigma_inv.rows() != m)
+    throw SolverError("Schur low-rank system: Woodbury needs Σ⁻¹ (SchurOptions::precompute_inverse)");
+  if (g.rows() != m || g.cols() != 3)
+    throw SolverError("Schur low-rank system: g is " + std::to_string(g.rows()) + " × " + std::to_string(g.cols()) +
+                      ", expected m × 3 = " + std::to_string(m) + " × 3");
+  if (term.u.rows() != 3 * q)
+    throw SolverError("Schur low-rank system: U has " + std::to_string(term.u.rows()) + " rows, expected 3 × " +
+                      std::to_string(q) + " nodes");
+  if (refinement_steps < 0) throw SolverError("Schur low-rank system: refinement_steps must be >= 0");
+  w.lr_seen.assign(static_cast<std::size_t>(m), 0);
+  for (const int node : term.nodes) {
+    if (node < 0 || node >= m)
+      throw SolverError("Schur low-rank system: region index " + std::to_string(node) +
+                        " outside [0, m = " + std::to_string(m) + ")");
+    if (w.lr_seen[static_cast<std::size_t>(node)]++)
+      throw SolverError("Schur low-rank system: region index " + std::to_string(node) + " listed twice");
+  }
+  if (!term.u.allFinite()) throw SolverError("Schur low-rank system: U has a non-finite entry");
+  PhaseTimer pt;
+  using RowMajor3 = Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor>;
+  const auto sinv = d.sigma_inv.selfadjointView<Eigen::Lower>();
+  // B = Σ⁻¹[N, N]; BU = (B ⊗ I₃) U column by column (each column of U is a q × 3 node block).
+  Eigen::MatrixXd& b = w.lr_b;
+  b.resize(q, q);
+  for (int c = 0; c < q; ++c)
+    for (int a = 0; a < q; ++a)
+      b(a, c) = d.sigma_inv(term.nodes[static_cast<std::size_t>(a)], term.nodes[static_cast<std::size_t>(c)]);
+  Eigen::MatrixXd& bu = w.lr_bu;
+  bu.resize(3 * q, r);
+  for (int j = 0; j < r; ++j) {
+    const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
+    Eigen::Map<RowMajor3> out(bu.col(j).data(), q, 3);
+    out.noalias() = b * uj;
+  }
+  Eigen::MatrixXd& s = w.lr_s;
+  s.resize(r, r);
+  s.noalias() = term.u.transpose() * bu;
+  s.diagonal().array() += 1.0;
+  pt.lap(w.last_timings.update);
+  int info = 0;
+  if (r > 0) dpotrf_("L", &r, s.data(), &r, &info);
+  pt.lap(w.last_timings.factor);
+  if (info != 0)
+    throw SolverError("Schur low-rank system: capacitance I + Uᵀ(Σ⁻¹ ⊗ I₃)U is not positive definite (r = " +
+                      std::to_string(r) + ")");
+
+  // One Woodbury application: out = (Σ̂)⁻¹ rhs.
+  auto apply = [&](const Eigen::Ref<const Eigen::MatrixXd>& rhs, Eigen::MatrixXd& out) {
+    out.resize(m, 3);
+    out.noalias() = sinv * rhs;
+    if (q == 0 || r == 0) return;
+    Eigen::VectorXd& t = w.lr_t;
+    t.resize(r);
+    Eigen::MatrixXd& vn = w.lr_w;
+    vn.resize(q, 3);
+    for (int a = 0; a < q; ++a) vn.row(a) = out.row(term.nodes[static_cast<std::size_t>(a)]);
+    for (int j = 0; j < r; ++j) {
+      const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
+      t[j] = (uj.array() * vn.array()).sum();
+    }
+    int one = 1, inf = 0;
+    dpotrs_("L", &r, &one, s.data(), &r, t.data(), &r, &inf);
+    // W = reshape(U t) (q × 3), out −= Σ⁻¹[:, N] W.
+    Eigen::MatrixXd& wq = w.lr_wq;
+    wq.setZero(q, 3);
+    for (int j = 0; j < r; ++j) wq += t[j] * Eigen::Map<const RowMajor3>(term.u.col(j).data(), q, 3);
+    for (int a = 0; a < q; ++a) out.noalias() -= d.sigma_inv.col(term.nodes[static_cast<std::size_t>(a)]) * wq.row(a);
+  };
+  apply(g, u2);
+  for (int step = 0; step < refinement_steps; ++step) {
+    // res = g − Σ u2 − E_N U Uᵀ u2[N].
+    Eigen::MatrixXd& res = w.lr_res;
+    res = g;
+    res.noalias() -= d.sigma.selfadjointView<Eigen::Lower>() * u2;
+    for (int j = 0; j < r; ++j) {
+      const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
+      double c = 0;
+      for (int a = 0; a < q; ++a) c += uj.row(a).dot(u2.row(term.nodes[static_cast<std::size_t>(a)]));
+      for (int a = 0; a < q; ++a) res.row(term.nodes[static_cast<std::size_t>(a)]) -= c * uj.row(a);
+    }
+    apply(res, w.lr_du);
+    u2 += w.lr_du;
+  }
+  pt.lap(w.last_timings.solve);
 }
 
 Eigen::SparseMatrix<double> collision_matrix(int m, const std::vector<SchurProxy>& proxies) {

@@ -45,6 +45,16 @@ struct SchurProxy {
   double stiffness = 0.0;
 };
 
+/// A symmetric positive semidefinite term that couples the x, y and z of a few region nodes, in
+/// factored form U Uᵀ: the projected barrier Hessian of IPC contact pairs mapped to tet nodes
+/// (Li et al. 2023, §3.2, with the factored form of xpd's design: their ℬ̌ is singular).
+/// `nodes`: q distinct REGION-LOCAL indices N; `u`: 3q × r, row 3a + c = coordinate c of node
+/// nodes[a]. The term is E_N U Uᵀ E_Nᵀ on the 3m unknowns ordered node-major (3i + c).
+struct SchurLowRank {
+  std::vector<int> nodes;
+  Eigen::MatrixXd u;
+};
+
 /// How solve_collision_system() solves H u2 = g.
 enum class SchurSolveMethod {
   Automatic,      ///< cheaper of the two by the cost model of choose_method()
@@ -222,6 +232,23 @@ class SchurFactorization {
   void solve_collision_system(SchurWorkspace& ws, const std::vector<SchurProxy>& proxies,
                               const Eigen::Ref<const Eigen::MatrixXd>& g, SchurSolveMethod method,
                               Eigen::MatrixXd& u2) const;
+
+  /// Solves (Σ ⊗ I₃ + E_N U Uᵀ E_Nᵀ) u2 = g for g: m × 3 (column c = coordinate c, region order),
+  /// the IPC global step's reduced system, by Woodbury with the precomputed Σ⁻¹ (needs
+  /// precompute_inverse) and the r × r capacitance S = I + Uᵀ (Σ⁻¹[N, N] ⊗ I₃) U (SPD for any U,
+  /// so no inverse of the singular barrier block is formed):
+  ///   v = Σ⁻¹ g,   s = S⁻¹ Uᵀ vec(v[N]),   u2 = v − Σ⁻¹[:, N] · reshape(U s)   (q × 3).
+  /// Then `refinement_steps` steps of iterative refinement: the residual g − Σ u2 − E_N U Uᵀ u2[N]
+  /// (dense Σ, one dsymm) is solved with the same S and added, because Σ⁻¹ g and the correction
+  /// cancel when ‖U Uᵀ‖ ≫ ‖Σ‖ (stiff barriers). Cost: m² (dsymm of g) + m q (gather) + q² r + r³/3
+  /// + m q (update), plus m² per refinement. u2 is resized only when needed.
+  /// Throws SolverError on a missing Σ⁻¹, g not m × 3, u not 3q rows, a node index out of range or
+  /// repeated, or an S that is not numerically positive definite.
+  void solve_low_rank_system(SchurWorkspace& ws, const SchurLowRank& term, const Eigen::Ref<const Eigen::MatrixXd>& g,
+                             Eigen::MatrixXd& u2, int refinement_steps = 1) const;
+  /// The single-user overload (internal workspace).
+  void solve_low_rank_system(const SchurLowRank& term, const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& u2,
+                             int refinement_steps = 1);
 
   /// The method `automatic` picks for k proxies touching q distinct nodes and r right-hand sides.
   /// Cost model in flop equivalents; memory-bound kernels (copies, gathers, products with r

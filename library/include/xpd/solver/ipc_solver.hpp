@@ -1,0 +1,121 @@
+#pragma once
+// IPC barrier contact inside Projective Dynamics (Li, Yang, Solenthaler 2023, "Efficient
+// Incremental Potential Contact for Actuated Face Simulation", §2–3, Algorithm 1; barrier, distances
+// and CCD-bounded line search of Li et al. 2020, "Incremental Potential Contact").
+//
+// Contact surface. A triangle surface whose vertices are proxies (collision/contact.hpp ProxySet:
+// s = W x, each vertex bound to one tet by 4 barycentric weights), e.g. the mesh boundary or an
+// embedded surface. Every vertex–triangle and edge–edge pair of it that shares no vertex and comes
+// closer than d̂ adds the barrier κ b(D, d̂²) (edge–edge times the mollifier χ), D the squared
+// distance (collision/distance.hpp). Pairs closer than d̂ at rest are refused at construction (they
+// would carry a permanent pre-stress); the rest state must be intersection-free.
+//
+// Objective per frame: E(x) = E_PD(x) + B(W x), E_PD the model's energy (local step inside).
+// One iteration (the frame loop's line-searched step, solver/frame_loop.hpp):
+//   f = −∇E at x (PD forces with fresh projections, minus Wᵀ ∇B);
+//   ℬ = Wᵀ (Σ_pairs PSD(∇²B_pair)) W, the pair Hessians projected to PSD and factored U Uᵀ;
+//   δ solves (K ⊗ I₃ + ℬ) δ = f — by the Schur complement of the collision-free nodes and the 3-D
+//     low-rank Woodbury of SchurFactorization::solve_low_rank_system (global_solve = woodbury), or
+//     by a sparse Cholesky of the full 3n × 3n matrix every iteration (full_sparse: the oracle);
+//   α_max = 0.8 · toi of the surface CCD from W x to W (x + δ) (collision/surface_ccd.hpp: no false
+//     negatives, so every iterate stays intersection-free); Armijo backtracking from α_max on E.
+// x2 (the Schur region) = the nodes of the tets holding the surface's proxies.
+//
+// Barrier stiffness κ: given, or automatic (κ ≤ 0): the IPC Toolkit's rule with the PD matrix in
+// place of the mass (quasistatic PD has none): κ_min = 10⁷ k̄ / (4 d₀ b''(d₀, d̂²)), k̄ the mean
+// diagonal of K, d₀ = (10⁻⁸ · bbox diagonal)²; at each frame start with active pairs
+// κ = clamp(−∇Bᵀ∇E_PD / ‖∇B‖², κ_min, 100 κ_min) (with κ = 1 in ∇B).
+//
+// Limits of this first version (documented, not hidden): one surface, all of it in the region;
+// no obstacles and no friction; accelerators are refused (an extrapolated iterate is not
+// CCD-checked); a quasistatic or implicit-Euler Model with λ = 0 (n × n matrix).
+#include <memory>
+#include <vector>
+#include <xpd/collision/ccd.hpp>
+#include <xpd/collision/contact.hpp>
+#include <xpd/mesh/surface.hpp>
+#include <xpd/solver/frame_loop.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/schur.hpp>
+#include <xpd/solver/solver_options.hpp>
+#include <xpd/solver/state.hpp>
+
+namespace xpd {
+
+enum class IpcGlobalSolve {
+  Woodbury,    ///< Schur complement + 3-D low-rank Woodbury (Li et al. 2023, §3.2)
+  FullSparse,  ///< the full 3n × 3n matrix factored every iteration (oracle / baseline)
+};
+
+struct IpcOptions {
+  double dhat = 0;   ///< activation distance d̂ > 0 [length]
+  double kappa = 0;  ///< barrier stiffness κ > 0; ≤ 0: automatic (see the header comment)
+  /// CCD of the line search; tolerance ≤ 0 means 10⁻³ d̂. The minimum separation stays 0: the
+  /// step is cut to 0.8 · toi instead.
+  CcdOptions ccd{0.0, 0.0, 1'000'000, 1.0};
+  IpcGlobalSolve global_solve = IpcGlobalSolve::Woodbury;
+  SchurOptions schur;  ///< dense memory budget of the Schur region
+};
+
+/// Statistics of one frame.
+struct IpcFrameStats {
+  FrameStats pd;                 ///< energy (PD + barrier), residual, iterations, line-search halvings
+  int active_pairs = 0;          ///< pairs within d̂ at the end of the frame
+  double min_distance = 0;       ///< smallest distance among them (d̂ when none)
+  double kappa = 0;              ///< κ used in the frame
+  int max_touched_nodes = 0;     ///< largest n_c (nodes under active barriers) in one iteration
+  int max_rank = 0;              ///< largest r (columns of U) in one iteration
+  double min_step_fraction = 1;  ///< smallest CCD bound α_max of the frame
+  double ccd_ms = 0, barrier_ms = 0;
+};
+
+/// Constant part: the surface, its pairs' mollifier thresholds, the Schur factorization with x2
+/// last. Serves any number of IpcStates.
+class IpcModel {
+ public:
+  /// `proxies`: the surface vertices as proxies; `triangles`: the surface (#F × 3, indices into
+  /// the proxies). Throws Error on bad options or indices, a coupled model, and rest pairs closer
+  /// than d̂ (naming the pair and its distance).
+  IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options);
+  ~IpcModel();
+  IpcModel(IpcModel&&) noexcept;
+  IpcModel& operator=(IpcModel&&) noexcept;
+
+  const Model& model() const;
+  const ProxySet& proxies() const;
+  const Triangles& triangles() const;
+  const Edges& edges() const;
+  const IpcOptions& options() const;
+  /// The Schur region x2 (global node indices).
+  const std::vector<int>& region_nodes() const;
+  /// κ_min of the automatic rule (also reported when κ is given).
+  double kappa_min() const;
+  /// Surface positions W x (#P × 3).
+  Points surface_positions(const Points& x) const;
+
+  struct Impl;
+
+ private:
+  friend class IpcState;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Per-state scratch: the active pairs, the Schur workspace, κ of the current frame.
+class IpcState {
+ public:
+  explicit IpcState(const IpcModel& model);
+  ~IpcState();
+  IpcState(IpcState&&) noexcept;
+  IpcState& operator=(IpcState&&) noexcept;
+
+  /// One frame from state.x (which must be intersection-free with every pair's distance > 0).
+  /// Throws SolverError on an intersecting or touching start, and as run_frame().
+  IpcFrameStats step(State& state, const SolverOptions& options);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd

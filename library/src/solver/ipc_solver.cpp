@@ -1,0 +1,395 @@
+// IPC barrier contact in PD (ipc_solver.hpp).
+#include <fmt/format.h>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/SparseCholesky>
+#include <algorithm>
+#include <cmath>
+#include <xpd/collision/broad_phase.hpp>
+#include <xpd/collision/distance.hpp>
+#include <xpd/collision/proxies.hpp>
+#include <xpd/collision/surface_ccd.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/ipc_solver.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+namespace xpd {
+
+namespace {
+
+// One pair within d̂: vertex–face (a = vertex, b = face) or edge–edge (a, b = edges).
+struct Pair {
+  bool edge_edge = false;
+  int a = -1, b = -1;
+};
+
+}  // namespace
+
+struct IpcModel::Impl {
+  const Model* model = nullptr;
+  ProxySet proxies;
+  Triangles triangles;
+  Edges edges;
+  IpcOptions options;
+  std::vector<int> region;     // x2, region-local order
+  std::vector<int> region_of;  // node -> region index or -1
+  std::unique_ptr<SchurFactorization> schur;
+  Eigen::VectorXd edge_rest_length2;  // per edge, for the mollifier threshold
+  double kappa_min = 0;
+
+  // The 4 surface vertices of a pair, in the order of the distance kernels.
+  std::array<int, 4> vertices(const Pair& p) const {
+    if (!p.edge_edge) return {p.a, triangles(p.b, 0), triangles(p.b, 1), triangles(p.b, 2)};
+    return {edges(p.a, 0), edges(p.a, 1), edges(p.b, 0), edges(p.b, 1)};
+  }
+
+  double mollifier_eps(const Pair& p) const { return 1e-3 * edge_rest_length2[p.a] * edge_rest_length2[p.b]; }
+
+  // κ b of the pair at surface positions s, with derivatives in the pair's 12 coordinates.
+  PairDerivatives barrier(const Pair& p, const Points& s, double kappa) const {
+    const auto v = vertices(p);
+    auto row = [&](int i) -> Vec3 { return s.row(v[static_cast<std::size_t>(i)]).transpose(); };
+    if (!p.edge_edge) return point_triangle_barrier(row(0), row(1), row(2), row(3), options.dhat, kappa);
+    return edge_edge_barrier(row(0), row(1), row(2), row(3), options.dhat, kappa, mollifier_eps(p));
+  }
+
+  double squared_distance(const Pair& p, const Points& s) const {
+    const auto v = vertices(p);
+    auto row = [&](int i) -> Vec3 { return s.row(v[static_cast<std::size_t>(i)]).transpose(); };
+    if (!p.edge_edge) return point_triangle_squared_distance(row(0), row(1), row(2), row(3));
+    return edge_edge_squared_distance(row(0), row(1), row(2), row(3));
+  }
+
+  // Pairs of the surface within d̂ at s (sharing no vertex), with their squared distances.
+  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2) const {
+    const SurfaceCandidates c = swept_candidates(s, s, triangles, edges, options.dhat);
+    out.clear();
+    d2.clear();
+    const double dhat2 = options.dhat * options.dhat;
+    for (const auto& [v, f] : c.vertex_face) {
+      const Pair p{false, v, f};
+      const double d = squared_distance(p, s);
+      if (d < dhat2) out.push_back(p), d2.push_back(d);
+    }
+    for (const auto& [a, b] : c.edge_edge) {
+      const Pair p{true, a, b};
+      const double d = squared_distance(p, s);
+      if (d < dhat2) out.push_back(p), d2.push_back(d);
+    }
+  }
+
+  std::string describe(const Pair& p) const {
+    const auto v = vertices(p);
+    return p.edge_edge ? fmt::format("edge ({}, {}) and edge ({}, {})", v[0], v[1], v[2], v[3])
+                       : fmt::format("vertex {} and triangle ({}, {}, {})", v[0], v[1], v[2], v[3]);
+  }
+
+  void surface_positions(const Points& x, Points& s) const {
+    s.resize(proxies.size(), 3);
+    const Tets& tets = model->tets();
+    for (int p = 0; p < proxies.size(); ++p) {
+      Eigen::RowVector3d acc = Eigen::RowVector3d::Zero();
+      for (int a = 0; a < 4; ++a)
+        acc += proxies.weights(p, a) * x.row(tets(proxies.tet[static_cast<std::size_t>(p)], a));
+      s.row(p) = acc;
+    }
+  }
+};
+
+IpcModel::IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.model = &model;
+  if (model.coupled())
+    throw Error("ipc: the model has a coupled 3n x 3n matrix (lambda volume term); IPC needs lambda = 0");
+  if (!(options.dhat > 0) || !std::isfinite(options.dhat))
+    throw Error(fmt::format("ipc: dhat must be a positive finite length (got {})", options.dhat));
+  if (!std::isfinite(options.kappa)) throw Error("ipc: kappa must be finite (<= 0: automatic)");
+  if (options.ccd.tolerance <= 0) options.ccd.tolerance = 1e-3 * options.dhat;
+  options.ccd.minimum_separation = 0;
+  options.ccd.max_time = 1.0;
+  if (triangles.rows() == 0) throw Error("ipc: the contact surface has no triangles");
+  if (triangles.minCoeff() < 0 || triangles.maxCoeff() >= proxies.size())
+    throw Error(fmt::format("ipc: a surface triangle refers to a vertex outside [0, {})", proxies.size()));
+  for (int p = 0; p < proxies.size(); ++p) {
+    const int t = proxies.tet[static_cast<std::size_t>(p)];
+    if (t < 0 || t >= model.num_tets())
+      throw Error(fmt::format("ipc: surface vertex {} is bound to tet {}, outside the mesh", p, t));
+  }
+  d.proxies = std::move(proxies);
+  d.triangles = std::move(triangles);
+  d.edges = unique_edges(d.triangles);
+  d.options = options;
+  d.edge_rest_length2.resize(d.edges.rows());
+  for (Eigen::Index e = 0; e < d.edges.rows(); ++e)
+    d.edge_rest_length2[e] = (d.proxies.rest.row(d.edges(e, 0)) - d.proxies.rest.row(d.edges(e, 1))).squaredNorm();
+
+  // Pairs within d̂ at rest would be pre-stressed forever.
+  std::vector<Pair> rest_pairs;
+  std::vector<double> rest_d2;
+  d.active_pairs(d.proxies.rest, rest_pairs, rest_d2);
+  if (!rest_pairs.empty()) {
+    const auto i = static_cast<std::size_t>(std::min_element(rest_d2.begin(), rest_d2.end()) - rest_d2.begin());
+    throw Error(
+        fmt::format("ipc: {} surface pairs are closer than dhat = {} at rest, e.g. {} at distance {}; "
+                    "choose a smaller dhat",
+                    rest_pairs.size(), d.options.dhat, d.describe(rest_pairs[i]), std::sqrt(rest_d2[i])));
+  }
+
+  d.region = proxy_region_nodes(model.tets(), d.proxies);
+  d.region_of.assign(static_cast<std::size_t>(model.num_nodes()), -1);
+  for (std::size_t i = 0; i < d.region.size(); ++i)
+    d.region_of[static_cast<std::size_t>(d.region[i])] = static_cast<int>(i);
+  if (d.options.global_solve == IpcGlobalSolve::Woodbury) {
+    SchurOptions so = d.options.schur;
+    so.precompute_inverse = true;
+    d.schur = std::make_unique<SchurFactorization>(model.matrix(), d.region, so);
+  }
+
+  // κ_min of the automatic rule (IPC Toolkit's initial stiffness with the PD matrix for the mass).
+  const Points& rest = d.proxies.rest;
+  const double diag = (rest.colwise().maxCoeff() - rest.colwise().minCoeff()).norm();
+  const double d0 = std::pow(1e-8 * diag, 2);
+  const double kbar = model.matrix().diagonal().mean();
+  d.kappa_min = 1e7 * kbar / (4 * d0 * barrier_second_derivative(d0, d.options.dhat * d.options.dhat));
+}
+
+IpcModel::~IpcModel() = default;
+IpcModel::IpcModel(IpcModel&&) noexcept = default;
+IpcModel& IpcModel::operator=(IpcModel&&) noexcept = default;
+const Model& IpcModel::model() const { return *impl_->model; }
+const ProxySet& IpcModel::proxies() const { return impl_->proxies; }
+const Triangles& IpcModel::triangles() const { return impl_->triangles; }
+const Edges& IpcModel::edges() const { return impl_->edges; }
+const IpcOptions& IpcModel::options() const { return impl_->options; }
+const std::vector<int>& IpcModel::region_nodes() const { return impl_->region; }
+double IpcModel::kappa_min() const { return impl_->kappa_min; }
+Points IpcModel::surface_positions(const Points& x) const {
+  Points s;
+  impl_->surface_positions(x, s);
+  return s;
+}
+
+// The per-state strategy of the frame loop.
+struct IpcState::Impl final : public GlobalStep {
+  const IpcModel::Impl* m = nullptr;
+  SchurWorkspace ws;
+  double kappa = 0;
+  IpcFrameStats extra;
+  std::vector<Pair> pairs;  // active at the last evaluate()
+  std::vector<double> pair_d2;
+  Points s, s1, x_trial;
+  Eigen::MatrixXd f, y1, g2, u2, u;
+  SchurLowRank term;
+  std::vector<int> slot;  // region index -> position in term.nodes, or -1
+
+  const char* name() const override { return "ipc"; }
+  bool supports(Accelerator a) const override { return a == Accelerator::None; }
+  const char* unsupported_reason(Accelerator) const override {
+    return "IPC contact takes no accelerator (an extrapolated iterate is not checked by CCD)";
+  }
+  bool in_place() const override { return false; }
+  bool line_search() const override { return true; }
+
+  // Barrier energy and forces at state.x added to the PD ones; records the active pairs.
+  double add_barrier(State& state) {
+    PhaseTimer pt;
+    m->surface_positions(state.x, s);
+    m->active_pairs(s, pairs, pair_d2);
+    double energy = 0;
+    const Tets& tets = m->model->tets();
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      if (!(pair_d2[k] > 0)) {
+        pt.lap(extra.barrier_ms);
+        return std::numeric_limits<double>::infinity();
+      }
+      const PairDerivatives b = m->barrier(pairs[k], s, kappa);
+      energy += b.value;
+      const auto v = m->vertices(pairs[k]);
+      for (int c = 0; c < 4; ++c) {
+        const int p = v[static_cast<std::size_t>(c)];
+        const int t = m->proxies.tet[static_cast<std::size_t>(p)];
+        for (int a = 0; a < 4; ++a)
+          state.force.row(tets(t, a)) -= m->proxies.weights(p, a) * b.gradient.segment<3>(3 * c).transpose();
+      }
+    }
+    pt.lap(extra.barrier_ms);
+    return energy;
+  }
+
+  void begin_frame(State& state) override {
+    extra = IpcFrameStats{};
+    kappa = m->options.kappa;
+    m->surface_positions(state.x, s);
+    m->active_pairs(s, pairs, pair_d2);
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+      if (!(pair_d2[k] > 0))
+        throw SolverError(fmt::format("ipc: frame {} starts with {} touching or intersecting (distance {})",
+                                      state.frame, m->describe(pairs[k]), std::sqrt(std::max(pair_d2[k], 0.0))));
+    if (kappa > 0) return;
+    // Automatic κ: balance the barrier gradient against the elastic one, clamped to [κ_min, 100 κ_min].
+    kappa = m->kappa_min;
+    if (pairs.empty()) return;
+    (void)xpd::evaluate(*m->model, state);
+    const Points f_pd = state.force;  // −∇E_PD
+    state.force.setZero();
+    kappa = 1.0;
+    (void)add_barrier(state);  // −∇B at κ = 1
+    const double gb = state.force.squaredNorm();
+    const double proposal = gb > 0 ? (f_pd.cwiseProduct(state.force)).sum() / gb : 0.0;  // −∇Bᵀ∇E / ‖∇B‖²
+    kappa = std::clamp(-proposal, m->kappa_min, 100 * m->kappa_min);
+    if (!std::isfinite(kappa)) kappa = m->kappa_min;
+  }
+
+  double evaluate(State& state, FrameStats& stats) override {
+    const double e_pd = xpd::evaluate(*m->model, state, &stats.timings_ms);
+    return e_pd + add_barrier(state);
+  }
+
+  // U columns of the active pairs at state.x (PSD eigenpairs √λ v mapped to tet nodes).
+  void build_low_rank() {
+    const int mreg = static_cast<int>(m->region.size());
+    slot.assign(static_cast<std::size_t>(mreg), -1);
+    term.nodes.clear();
+    const Tets& tets = m->model->tets();
+    std::vector<std::array<std::array<int, 4>, 4>> pair_nodes(pairs.size());
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      const auto v = m->vertices(pairs[k]);
+      for (int c = 0; c < 4; ++c) {
+        const int p = v[static_cast<std::size_t>(c)];
+        const int t = m->proxies.tet[static_cast<std::size_t>(p)];
+        for (int a = 0; a < 4; ++a) {
+          const int r = m->region_of[static_cast<std::size_t>(tets(t, a))];
+          int& sl = slot[static_cast<std::size_t>(r)];
+          if (sl < 0) {
+            sl = static_cast<int>(term.nodes.size());
+            term.nodes.push_back(r);
+          }
+          pair_nodes[k][static_cast<std::size_t>(c)][static_cast<std::size_t>(a)] = sl;
+        }
+      }
+    }
+    const int q = static_cast<int>(term.nodes.size());
+    std::vector<Eigen::VectorXd> columns;
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      const PairDerivatives b = m->barrier(pairs[k], s, kappa);
+      const Eigen::SelfAdjointEigenSolver<Mat12> eig(0.5 * (b.hessian + b.hessian.transpose()));
+      const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
+      const auto v = m->vertices(pairs[k]);
+      for (int e = 0; e < 12; ++e) {
+        const double lambda = eig.eigenvalues()[e];
+        if (!(lambda > tiny)) continue;
+        const Vec12 uvec = std::sqrt(lambda) * eig.eigenvectors().col(e);
+        Eigen::VectorXd col = Eigen::VectorXd::Zero(3 * q);
+        for (int c = 0; c < 4; ++c) {
+          const int p = v[static_cast<std::size_t>(c)];
+          for (int a = 0; a < 4; ++a) {
+            const double w = m->proxies.weights(p, a);
+            if (w == 0.0) continue;
+            col.segment<3>(3 * pair_nodes[k][static_cast<std::size_t>(c)][static_cast<std::size_t>(a)]) +=
+                w * uvec.segment<3>(3 * c);
+          }
+        }
+        columns.push_back(std::move(col));
+      }
+    }
+    if (static_cast<int>(columns.size()) <= 3 * q) {
+      term.u.resize(3 * q, static_cast<Eigen::Index>(columns.size()));
+      for (std::size_t j = 0; j < columns.size(); ++j) term.u.col(static_cast<Eigen::Index>(j)) = columns[j];
+    } else {
+      // More columns than the 3q coordinates they touch: compress ℬ_N = Σ u uᵀ (3q × 3q) to its
+      // positive eigenpairs, so that the Woodbury capacitance stays at most 3q × 3q.
+      Eigen::MatrixXd bn = Eigen::MatrixXd::Zero(3 * q, 3 * q);
+      for (const auto& c : columns) bn.selfadjointView<Eigen::Lower>().rankUpdate(c);
+      const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(bn.selfadjointView<Eigen::Lower>());
+      const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
+      int keep = 0;
+      for (int e = 0; e < 3 * q; ++e) keep += eig.eigenvalues()[e] > tiny;
+      term.u.resize(3 * q, keep);
+      for (int e = 0, j = 0; e < 3 * q; ++e)
+        if (eig.eigenvalues()[e] > tiny) term.u.col(j++) = std::sqrt(eig.eigenvalues()[e]) * eig.eigenvectors().col(e);
+    }
+    extra.max_touched_nodes = std::max(extra.max_touched_nodes, q);
+    extra.max_rank = std::max(extra.max_rank, static_cast<int>(term.u.cols()));
+  }
+
+  void iterate(State& state, FrameStats& stats) override {
+    PhaseTimer pt;
+    build_low_rank();
+    pt.lap(extra.barrier_ms);
+    const int n = m->model->num_nodes();
+    if (m->options.global_solve == IpcGlobalSolve::Woodbury) {
+      f = state.force;
+      m->schur->forward(ws, f, y1, g2);
+      m->schur->solve_low_rank_system(ws, term, g2, u2);
+      m->schur->backward(ws, y1, u2, u);
+      state.step = u;
+    } else {
+      // K ⊗ I₃ + E U Uᵀ Eᵀ, factored afresh.
+      std::vector<Eigen::Triplet<double>> trip;
+      const auto& K = m->model->matrix();
+      for (int j = 0; j < K.outerSize(); ++j)
+        for (Eigen::SparseMatrix<double>::InnerIterator it(K, j); it; ++it)
+          for (int c = 0; c < 3; ++c) trip.emplace_back(3 * static_cast<int>(it.row()) + c, 3 * j + c, it.value());
+      const Eigen::MatrixXd uut = term.u * term.u.transpose();
+      const int q = static_cast<int>(term.nodes.size());
+      for (int a = 0; a < q; ++a)
+        for (int b = 0; b < q; ++b)
+          for (int c = 0; c < 3; ++c)
+            for (int e = 0; e < 3; ++e) {
+              const double v = uut(3 * a + c, 3 * b + e);
+              if (v != 0.0)
+                trip.emplace_back(3 * m->region[static_cast<std::size_t>(term.nodes[static_cast<std::size_t>(a)])] + c,
+                                  3 * m->region[static_cast<std::size_t>(term.nodes[static_cast<std::size_t>(b)])] + e,
+                                  v);
+            }
+      Eigen::SparseMatrix<double> a3(3 * n, 3 * n);
+      a3.setFromTriplets(trip.begin(), trip.end());
+      Eigen::SimplicialLLT<Eigen::SparseMatrix<double>> llt(a3);
+      if (llt.info() != Eigen::Success) throw SolverError("ipc: the full 3n x 3n matrix is not positive definite");
+      const Eigen::Map<const Eigen::VectorXd> rhs(state.force.data(), 3 * n);
+      const Eigen::VectorXd sol = llt.solve(rhs);
+      std::copy(sol.data(), sol.data() + 3 * n, state.step.data());
+    }
+    pt.lap(stats.timings_ms.solve);
+  }
+
+  double max_step_fraction(const State& state) override {
+    PhaseTimer pt;
+    x_trial = state.x_prev + state.step;
+    m->surface_positions(state.x_prev, s);
+    m->surface_positions(x_trial, s1);
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, m->options.ccd);
+    const double alpha = r.hit ? 0.8 * r.toi : 1.0;
+    extra.min_step_fraction = std::min(extra.min_step_fraction, alpha);
+    pt.lap(extra.ccd_ms);
+    return alpha;
+  }
+
+  void end_frame(State& state, FrameStats&) override {
+    m->surface_positions(state.x, s);
+    m->active_pairs(s, pairs, pair_d2);
+    extra.active_pairs = static_cast<int>(pairs.size());
+    extra.min_distance = m->options.dhat;
+    for (const double d2 : pair_d2) extra.min_distance = std::min(extra.min_distance, std::sqrt(std::max(d2, 0.0)));
+    extra.kappa = kappa;
+  }
+
+  void solve_with_matrix(Eigen::MatrixXd& b) const override { m->model->factor().solve_in_place(b); }
+};
+
+IpcState::IpcState(const IpcModel& model) : impl_(std::make_unique<Impl>()) { impl_->m = model.impl_.get(); }
+IpcState::~IpcState() = default;
+IpcState::IpcState(IpcState&&) noexcept = default;
+IpcState& IpcState::operator=(IpcState&&) noexcept = default;
+
+IpcFrameStats IpcState::step(State& state, const SolverOptions& options) {
+  Impl& d = *impl_;
+  const FrameStats pd = run_frame(*d.m->model, state, d, options);
+  IpcFrameStats out = d.extra;
+  out.pd = pd;
+  return out;
+}
+
+}  // namespace xpd

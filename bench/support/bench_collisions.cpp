@@ -178,6 +178,9 @@ CollisionBenchResult bench_collisions_scene(const SceneCollisionBenchOptions& o)
   SceneSimulation sim(load_scene(o.scene));
   const SceneCollision* c = sim.collision();
   if (!c) throw Error(fmt::format("bench collisions: {} has no collision handling", o.scene));
+  if (!c->solver)
+    throw Error(
+        fmt::format("bench collisions: {} uses IPC contact; the benchmark measures the penalty method", o.scene));
   if (o.frame > sim.num_frames())
     throw Error(fmt::format("bench collisions: frame {} beyond the scene's {} frames", o.frame, sim.num_frames()));
   r.threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));

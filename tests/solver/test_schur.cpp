@@ -216,7 +216,8 @@ TEST_P(SchurMeshes, RefactorWoodburyAndSparseBaselineAgree) {
 // The IPC reduced system (Σ ⊗ I₃ + E_N U Uᵀ E_Nᵀ) u2 = g2 by the 3-D low-rank Woodbury with one
 // refinement step, against a dense 3m × 3m Cholesky of the same matrix and against the full sparse
 // system K ⊗ I₃ + (the term on the global nodes) through forward/backward, with barrier-like terms
-// (rank 3 on 4 nodes per pair, as a projected pair Hessian) from κ = 10³ ‖Σ‖ to 100 κ.
+// (rank 3 on 4 nodes per pair, as a projected pair Hessian) from κ = 10³ ‖Σ‖ to 100 κ, in the
+// factored form U and as the dense block U Uᵀ.
 TEST_P(SchurMeshes, LowRankWoodburyEqualsDenseAndFullSparseAtAnyStiffness) {
   const Problem p = make_problem(GetParam());
   SchurFactorization schur(p.K, p.region);
@@ -260,6 +261,12 @@ TEST_P(SchurMeshes, LowRankWoodburyEqualsDenseAndFullSparseAtAnyStiffness) {
     term.u *= std::sqrt(kappa * sigma_scale / (base.u.rowwise().squaredNorm().maxCoeff()));
     Eigen::MatrixXd u2;
     schur.solve_low_rank_system(term, g2, u2);
+    // The same term given as the dense block U Uᵀ (the push-through form).
+    SchurLowRank as_block;
+    as_block.nodes = term.nodes;
+    as_block.block = term.u * term.u.transpose();
+    Eigen::MatrixXd u2_block;
+    schur.solve_low_rank_system(as_block, g2, u2_block);
     // Dense oracle, node-major 3m unknowns.
     Eigen::MatrixXd big = Eigen::MatrixXd::Zero(3 * m, 3 * m);
     for (int i = 0; i < m; ++i)
@@ -276,6 +283,7 @@ TEST_P(SchurMeshes, LowRankWoodburyEqualsDenseAndFullSparseAtAnyStiffness) {
     Eigen::MatrixXd u2_dense(m, 3);
     for (int i = 0; i < m; ++i) u2_dense.row(i) = dense.segment<3>(3 * i).transpose();
     EXPECT_LT(rel_error(u2, u2_dense), 1e-9);
+    EXPECT_LT(rel_error(u2_block, u2_dense), 1e-9);
     // Full sparse oracle: K ⊗ I₃ plus the term on the global nodes.
     std::vector<Eigen::Triplet<double>> trip;
     for (int j = 0; j < n; ++j)
@@ -296,6 +304,7 @@ TEST_P(SchurMeshes, LowRankWoodburyEqualsDenseAndFullSparseAtAnyStiffness) {
     Eigen::MatrixXd u_ref(n, 3);
     for (int i = 0; i < n; ++i) u_ref.row(i) = full.segment<3>(3 * i).transpose();
     EXPECT_LT(rel_error(schur.backward(y1, u2), u_ref), 1e-9);
+    EXPECT_LT(rel_error(schur.backward(y1, u2_block), u_ref), 1e-9);
     // Without refinement, for the record (XPD_PRINT_RESIDUALS=1).
     Eigen::MatrixXd u2_raw;
     schur.solve_low_rank_system(term, g2, u2_raw, 0);
@@ -367,6 +376,10 @@ TEST(SchurEdgeCases, LowRankBadInputIsAnError) {
   EXPECT_THROW(schur.solve_low_rank_system(t, Eigen::MatrixXd::Zero(m, 3), u2), SolverError);  // out of range
   t.nodes = {0, 1, 2};
   EXPECT_THROW(schur.solve_low_rank_system(t, Eigen::MatrixXd::Zero(m, 3), u2), SolverError);  // U rows
+  t.nodes = {0, 1};
+  t.block = Eigen::MatrixXd::Identity(5, 5);
+  EXPECT_THROW(schur.solve_low_rank_system(t, Eigen::MatrixXd::Zero(m, 3), u2), SolverError);  // block size
+  t.block.resize(0, 0);
   SchurOptions no_inverse;
   no_inverse.precompute_inverse = false;
   SchurFactorization bare(p.K, p.region, no_inverse);

@@ -95,7 +95,7 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
     // Per node: the active proxies hanging on it (largest barycentric weight) at the end of the frame,
     // 1 / their deepest penetration; 0 elsewhere and in frames without collision handling.
     io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.rows()), 0.0)};
-    if (const SceneCollision* c = sim.collision(); c && sim.collision_stats()) {
+    if (const SceneCollision* c = sim.collision(); c && c->solver && sim.collision_stats()) {
       for (const ProxyContact& k : c->solver->contacts()) {
         Eigen::Index a = 0;
         c->proxies.weights.row(k.proxy).maxCoeff(&a);
@@ -210,6 +210,16 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
       frame_stats_json(frame, stats, sim_->collision_stats(), sim_->scene().solver.interactive_iterations > 0);
   // A collision scene's frame before collision.start_frame: solved without collision handling.
   if (sim_->collision() && !sim_->collision_stats()) j["collisions"] = false;
+  if (const auto& ipc = sim_->ipc_stats()) {
+    j["min_distance"] = ipc->min_distance;
+    j["kappa"] = ipc->kappa;
+    j["line_search_halvings"] = ipc->pd.line_search_halvings;
+    j["min_step_fraction"] = ipc->min_step_fraction;
+    j["touched_nodes"] = ipc->max_touched_nodes;
+    j["rank"] = ipc->max_rank;
+    j["timings_ms"]["ccd"] = ipc->ccd_ms;
+    j["timings_ms"]["barrier"] = ipc->barrier_ms;
+  }
   out_.append_stats(j);
 }
 
@@ -221,7 +231,8 @@ void RunWriter::finish(const RunSummary& summary) {
   out_.set_metadata("unconverged_frames", summary.unconverged_frames);
   if (const int k = sim_->scene().solver.interactive_iterations; k > 0) {
     nlohmann::ordered_json j = {{"iterations_per_frame", k}};
-    if (const SceneCollision* c = sim_->collision()) j["inner_iterations"] = c->solver->state().inner_iterations();
+    if (const SceneCollision* c = sim_->collision(); c && c->solver)
+      j["inner_iterations"] = c->solver->state().inner_iterations();
     j["fps"] = summary.fps;
     j["mean_relative_residual"] = summary.mean_relative_residual;
     j["max_relative_residual"] = summary.max_relative_residual;

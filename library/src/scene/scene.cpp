@@ -814,8 +814,26 @@ ObstacleSpec parse_obstacle(const JsonReader& r, const Context& ctx) {
 
 CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const MeshSource& mesh) {
   r.allow_keys({"proxies", "region", "stiffness", "inner_iterations", "method", "schur_solve", "memory_budget_mb",
-                "margin", "self_collision", "obstacles", "start_frame"});
+                "margin", "self_collision", "obstacles", "start_frame", "dhat", "kappa", "ccd_tolerance",
+                "global_solve"});
   CollisionSettings c;
+  const std::optional<JsonReader> method = r.optional_child("method");
+  c.ipc = method && method->value().is_string() && method->as<std::string>() == "ipc";
+  // Keys of one contact model only.
+  for (const char* key : {"dhat", "kappa", "ccd_tolerance", "global_solve"})
+    if (!c.ipc && r.has(key)) r.fail_at(key, std::string("'") + key + "' applies to \"method\": \"ipc\" only");
+  if (c.ipc) {
+    for (const char* key : {"stiffness", "inner_iterations", "schur_solve", "margin", "self_collision", "obstacles"})
+      if (r.has(key))
+        r.fail_at(key, std::string("'") + key + "' applies to the penalty methods, not to \"method\": \"ipc\"" +
+                           (std::string(key) == "obstacles" ? " (IPC obstacles are not implemented yet)" : ""));
+    if (const auto v = r.optional_child("dhat")) c.dhat = positive(*v);
+    if (const auto v = r.optional_child("kappa")) c.kappa = positive(*v);
+    if (const auto v = r.optional_child("ccd_tolerance")) c.ccd_tolerance = positive(*v);
+    if (const auto v = r.optional_child("global_solve"))
+      c.ipc_global_solve =
+          v->one_of({"woodbury", "full_sparse"}) == "woodbury" ? IpcGlobalSolve::Woodbury : IpcGlobalSolve::FullSparse;
+  }
   if (const auto p = r.optional_child("proxies")) {
     const std::string v = p->one_of({"surface", "embedded_surface"});
     c.proxies = v == "surface" ? CollisionSettings::Proxies::Surface : CollisionSettings::Proxies::EmbeddedSurface;
@@ -825,8 +843,9 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   if (const auto v = r.optional_child("region")) c.region = ctx.selection_ref(*v);
   if (const auto v = r.optional_child("stiffness")) c.stiffness = positive(*v);
   if (const auto v = r.optional_child("inner_iterations")) c.inner_iterations = int_at_least(*v, 1);
-  if (const auto v = r.optional_child("method"))
-    c.method = collision_method_from_string(v->one_of({"schur", "full_refactor", "projective_skinning", "pcg"}));
+  if (method && !c.ipc)
+    c.method =
+        collision_method_from_string(method->one_of({"schur", "full_refactor", "projective_skinning", "pcg", "ipc"}));
   if (const auto v = r.optional_child("schur_solve")) {
     const std::string m = v->one_of({"automatic", "dense_refactor", "woodbury"});
     c.schur_solve = m == "woodbury"         ? SchurSolveMethod::Woodbury

@@ -63,6 +63,82 @@ std::vector<Obstacle> make_obstacles(const CollisionSettings& settings) {
   return out;
 }
 
+namespace {
+
+// IPC: the triangles of the proxies (mesh boundary, or the embedded surface) whose three vertices
+// are region proxies, with those vertices as a compact proxy set.
+void make_ipc(const Scene& scene, const TetMesh& mesh, const Model& model, const std::optional<SurfaceMesh>& surface,
+              SceneCollision& sc) {
+  const CollisionSettings& cs = *scene.collision;
+  Triangles all;
+  if (cs.proxies == CollisionSettings::Proxies::Surface) {
+    // proxies_from_nodes was given the sorted boundary nodes: proxy i sits at the i-th of them.
+    const Triangles faces = boundary_faces(mesh.tets);
+    const std::vector<int> nodes = boundary_nodes(faces);
+    std::vector<int> proxy_of(static_cast<std::size_t>(mesh.nodes.rows()), -1);
+    for (std::size_t p = 0; p < nodes.size(); ++p) proxy_of[static_cast<std::size_t>(nodes[p])] = static_cast<int>(p);
+    all.resize(faces.rows(), 3);
+    for (Eigen::Index f = 0; f < faces.rows(); ++f)
+      for (int k = 0; k < 3; ++k) all(f, k) = proxy_of[static_cast<std::size_t>(faces(f, k))];
+  } else {
+    all = surface->triangles;
+  }
+  std::vector<char> in_region(static_cast<std::size_t>(sc.proxies.size()), 0);
+  for (const int p : sc.region) in_region[static_cast<std::size_t>(p)] = 1;
+  std::vector<int> compact(static_cast<std::size_t>(sc.proxies.size()), -1);
+  std::vector<int> used;
+  std::vector<std::array<int, 3>> kept;
+  for (Eigen::Index f = 0; f < all.rows(); ++f) {
+    if (!in_region[static_cast<std::size_t>(all(f, 0))] || !in_region[static_cast<std::size_t>(all(f, 1))] ||
+        !in_region[static_cast<std::size_t>(all(f, 2))])
+      continue;
+    std::array<int, 3> t{};
+    for (int k = 0; k < 3; ++k) {
+      int& c = compact[static_cast<std::size_t>(all(f, k))];
+      if (c < 0) {
+        c = static_cast<int>(used.size());
+        used.push_back(all(f, k));
+      }
+      t[static_cast<std::size_t>(k)] = c;
+    }
+    kept.push_back(t);
+  }
+  if (kept.empty())
+    throw SceneError(
+        scene.file, "/collision/region",
+        fmt::format("no triangle of the contact surface has all three vertices in the region '{}'", cs.region));
+  sc.ipc_triangles.resize(static_cast<Eigen::Index>(kept.size()), 3);
+  for (std::size_t f = 0; f < kept.size(); ++f)
+    for (int k = 0; k < 3; ++k)
+      sc.ipc_triangles(static_cast<Eigen::Index>(f), k) = kept[f][static_cast<std::size_t>(k)];
+  sc.ipc_proxies.tet.resize(used.size());
+  sc.ipc_proxies.weights.resize(static_cast<Eigen::Index>(used.size()), 4);
+  sc.ipc_proxies.rest.resize(static_cast<Eigen::Index>(used.size()), 3);
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    const auto p = static_cast<std::size_t>(used[i]);
+    sc.ipc_proxies.tet[i] = sc.proxies.tet[p];
+    sc.ipc_proxies.weights.row(static_cast<Eigen::Index>(i)) = sc.proxies.weights.row(static_cast<Eigen::Index>(p));
+    sc.ipc_proxies.rest.row(static_cast<Eigen::Index>(i)) = sc.proxies.rest.row(static_cast<Eigen::Index>(p));
+  }
+  IpcOptions io;
+  const Points& rest = sc.ipc_proxies.rest;
+  io.dhat = cs.dhat > 0 ? cs.dhat : 1e-3 * (rest.colwise().maxCoeff() - rest.colwise().minCoeff()).norm();
+  io.kappa = cs.kappa;
+  io.ccd.tolerance = cs.ccd_tolerance;
+  io.global_solve = cs.ipc_global_solve;
+  io.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
+  try {
+    sc.ipc = std::make_unique<IpcModel>(model, sc.ipc_proxies, sc.ipc_triangles, io);
+  } catch (const SolverError& e) {
+    throw SolverError(fmt::format("{}: /collision: {}", scene.file, e.what()));
+  } catch (const Error& e) {
+    throw SceneError(scene.file, "/collision", e.what());
+  }
+  sc.ipc_state = std::make_unique<IpcState>(*sc.ipc);
+}
+
+}  // namespace
+
 std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
                                                      const std::optional<SurfaceMesh>& surface,
                                                      const std::optional<PointEmbedding>& embedding, double max_mu) {
@@ -98,6 +174,10 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
     throw SceneError(
         scene.file, "/collision/region",
         fmt::format("the collision region '{}' holds no proxy ({} proxies in all)", cs.region, sc->proxies.size()));
+  if (cs.ipc) {
+    make_ipc(scene, mesh, model, surface, *sc);
+    return sc;
+  }
   // Detection.
   sc->obstacles = make_obstacles(cs);
   std::shared_ptr<const SdfGrid> rest_sdf;

@@ -212,7 +212,16 @@ FrameStats SceneSimulation::advance(int frame) {
       state_.x = current;
   }
   FrameStats st;
-  if (collisions) {
+  ipc_stats_.reset();
+  if (collisions && collision_->ipc_state) {
+    ipc_stats_ = collision_->ipc_state->step(state_, options_);
+    CollisionFrameStats c;
+    c.pd = ipc_stats_->pd;
+    c.active_proxies = ipc_stats_->active_pairs;  // barrier pairs within d̂
+    c.max_penetration = 0;                        // intersection-free by construction
+    collision_stats_ = c;
+    st = c.pd;
+  } else if (collisions) {
     collision_stats_ = collision_->solver->step(state_, options_, frame);
     st = collision_stats_->pd;
   } else {

@@ -182,7 +182,9 @@ struct IpcState::Impl final : public GlobalStep {
   Points s, s1, x_trial;
   Eigen::MatrixXd f, y1, g2, u2, u;
   SchurLowRank term;
-  std::vector<int> slot;  // region index -> position in term.nodes, or -1
+  std::vector<int> slot;                                               // region index -> position in term.nodes, or -1
+  std::vector<Eigen::Matrix<double, 12, Eigen::Dynamic>> pair_factor;  // √λ v of each pair's PSD Hessian
+  std::vector<std::array<std::array<int, 4>, 4>> pair_nodes;           // node slots of each pair
 
   const char* name() const override { return "ipc"; }
   bool supports(Accelerator a) const override { return a == Accelerator::None; }
@@ -253,7 +255,7 @@ struct IpcState::Impl final : public GlobalStep {
     slot.assign(static_cast<std::size_t>(mreg), -1);
     term.nodes.clear();
     const Tets& tets = m->model->tets();
-    std::vector<std::array<std::array<int, 4>, 4>> pair_nodes(pairs.size());
+    pair_nodes.resize(pairs.size());
     for (std::size_t k = 0; k < pairs.size(); ++k) {
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c) {
@@ -271,47 +273,67 @@ struct IpcState::Impl final : public GlobalStep {
       }
     }
     const int q = static_cast<int>(term.nodes.size());
-    std::vector<Eigen::VectorXd> columns;
+    // Per pair: the PSD projection of its 12 × 12 Hessian (eigenpairs), and its rank.
+    pair_factor.resize(pairs.size());
+    int total_rank = 0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
       const PairDerivatives b = m->barrier(pairs[k], s, kappa);
       const Eigen::SelfAdjointEigenSolver<Mat12> eig(0.5 * (b.hessian + b.hessian.transpose()));
       const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
+      Eigen::Matrix<double, 12, Eigen::Dynamic>& f = pair_factor[k];
+      int rank = 0;
+      for (int e = 0; e < 12; ++e) rank += eig.eigenvalues()[e] > tiny;
+      f.resize(12, rank);
+      for (int e = 0, j = 0; e < 12; ++e)
+        if (eig.eigenvalues()[e] > tiny) f.col(j++) = std::sqrt(eig.eigenvalues()[e]) * eig.eigenvectors().col(e);
+      total_rank += rank;
+    }
+    // Few columns: the factored form U (3q × r); many (heavy contact, r above 3q / 2): the dense
+    // block ℬ_N, which the Schur solve inverts in its push-through form (schur.hpp).
+    using Form = IpcOptions::WoodburyForm;
+    const Form form = m->options.woodbury_form;
+    const bool factored = form == Form::Factored || (form == Form::Automatic && 2 * total_rank <= 3 * q);
+    if (factored) {
+      term.block.resize(0, 0);
+      term.u.setZero(3 * q, total_rank);
+    } else {
+      term.u.resize(0, 0);
+      term.block.setZero(3 * q, 3 * q);
+    }
+    int col = 0;
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
       const auto v = m->vertices(pairs[k]);
-      for (int e = 0; e < 12; ++e) {
-        const double lambda = eig.eigenvalues()[e];
-        if (!(lambda > tiny)) continue;
-        const Vec12 uvec = std::sqrt(lambda) * eig.eigenvectors().col(e);
-        Eigen::VectorXd col = Eigen::VectorXd::Zero(3 * q);
-        for (int c = 0; c < 4; ++c) {
-          const int p = v[static_cast<std::size_t>(c)];
-          for (int a = 0; a < 4; ++a) {
-            const double w = m->proxies.weights(p, a);
-            if (w == 0.0) continue;
-            col.segment<3>(3 * pair_nodes[k][static_cast<std::size_t>(c)][static_cast<std::size_t>(a)]) +=
-                w * uvec.segment<3>(3 * c);
+      const Eigen::Matrix<double, 12, Eigen::Dynamic>& f = pair_factor[k];
+      // Node slots and weights of the pair's 16 (point, tet corner) entries.
+      std::array<int, 16> sl{};
+      std::array<double, 16> wt{};
+      for (int c = 0; c < 4; ++c)
+        for (int a = 0; a < 4; ++a) {
+          sl[static_cast<std::size_t>(4 * c + a)] =
+              pair_nodes[k][static_cast<std::size_t>(c)][static_cast<std::size_t>(a)];
+          wt[static_cast<std::size_t>(4 * c + a)] = m->proxies.weights(v[static_cast<std::size_t>(c)], a);
+        }
+      if (factored) {
+        for (int j = 0; j < f.cols(); ++j, ++col)
+          for (int e = 0; e < 16; ++e)
+            if (wt[static_cast<std::size_t>(e)] != 0.0)
+              term.u.col(col).segment<3>(3 * sl[static_cast<std::size_t>(e)]) +=
+                  wt[static_cast<std::size_t>(e)] * f.col(j).segment<3>(3 * (e / 4));
+      } else {
+        const Mat12 h = f * f.transpose();
+        for (int e = 0; e < 16; ++e) {
+          if (wt[static_cast<std::size_t>(e)] == 0.0) continue;
+          for (int e2 = 0; e2 < 16; ++e2) {
+            if (wt[static_cast<std::size_t>(e2)] == 0.0) continue;
+            term.block.block<3, 3>(3 * sl[static_cast<std::size_t>(e)], 3 * sl[static_cast<std::size_t>(e2)]) +=
+                (wt[static_cast<std::size_t>(e)] * wt[static_cast<std::size_t>(e2)]) *
+                h.block<3, 3>(3 * (e / 4), 3 * (e2 / 4));
           }
         }
-        columns.push_back(std::move(col));
       }
     }
-    if (static_cast<int>(columns.size()) <= 3 * q) {
-      term.u.resize(3 * q, static_cast<Eigen::Index>(columns.size()));
-      for (std::size_t j = 0; j < columns.size(); ++j) term.u.col(static_cast<Eigen::Index>(j)) = columns[j];
-    } else {
-      // More columns than the 3q coordinates they touch: compress ℬ_N = Σ u uᵀ (3q × 3q) to its
-      // positive eigenpairs, so that the Woodbury capacitance stays at most 3q × 3q.
-      Eigen::MatrixXd bn = Eigen::MatrixXd::Zero(3 * q, 3 * q);
-      for (const auto& c : columns) bn.selfadjointView<Eigen::Lower>().rankUpdate(c);
-      const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(bn.selfadjointView<Eigen::Lower>());
-      const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
-      int keep = 0;
-      for (int e = 0; e < 3 * q; ++e) keep += eig.eigenvalues()[e] > tiny;
-      term.u.resize(3 * q, keep);
-      for (int e = 0, j = 0; e < 3 * q; ++e)
-        if (eig.eigenvalues()[e] > tiny) term.u.col(j++) = std::sqrt(eig.eigenvalues()[e]) * eig.eigenvectors().col(e);
-    }
     extra.max_touched_nodes = std::max(extra.max_touched_nodes, q);
-    extra.max_rank = std::max(extra.max_rank, static_cast<int>(term.u.cols()));
+    extra.max_rank = std::max(extra.max_rank, total_rank);
   }
 
   void iterate(State& state, FrameStats& stats) override {
@@ -332,7 +354,7 @@ struct IpcState::Impl final : public GlobalStep {
       for (int j = 0; j < K.outerSize(); ++j)
         for (Eigen::SparseMatrix<double>::InnerIterator it(K, j); it; ++it)
           for (int c = 0; c < 3; ++c) trip.emplace_back(3 * static_cast<int>(it.row()) + c, 3 * j + c, it.value());
-      const Eigen::MatrixXd uut = term.u * term.u.transpose();
+      const Eigen::MatrixXd uut = term.block.size() > 0 ? term.block : Eigen::MatrixXd(term.u * term.u.transpose());
       const int q = static_cast<int>(term.nodes.size());
       for (int a = 0; a < q; ++a)
         for (int b = 0; b < q; ++b)

@@ -3,6 +3,7 @@
 // blocks, read from compressed columns instead of supernodes.
 #include <cholmod.h>
 
+#include <Eigen/LU>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -82,8 +83,10 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
-  Eigen::MatrixXd lr_b, lr_bu, lr_s, lr_w, lr_wq, lr_res, lr_du;  // solve_low_rank_system
-  Eigen::VectorXd lr_t;
+  Eigen::MatrixXd lr_b, lr_bu, lr_s, lr_res, lr_du;  // solve_low_rank_system
+  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> lr_vn, lr_wq;
+  Eigen::VectorXd lr_t, lr_t2;
+  Eigen::PartialPivLU<Eigen::MatrixXd> lr_lu;
   std::vector<char> lr_seen;
   detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
 
@@ -850,13 +853,19 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
   const Impl& d = *impl_;
   SchurWorkspace::Impl& w = *ws.impl_;
   w.last_timings = {};
-  const int m = d.m, q = static_cast<int>(term.nodes.size()), r = static_cast<int>(term.u.cols());
+  const int m = d.m, q = static_cast<int>(term.nodes.size());
+  const bool block = term.block.size() > 0;
+  const int r = block ? 0 : static_cast<int>(term.u.cols());
   if (d.sigma_inv.rows() != m)
     throw SolverError("Schur low-rank system: Woodbury needs Σ⁻¹ (SchurOptions::precompute_inverse)");
   if (g.rows() != m || g.cols() != 3)
     throw SolverError("Schur low-rank system: g is " + std::to_string(g.rows()) + " × " + std::to_string(g.cols()) +
                       ", expected m × 3 = " + std::to_string(m) + " × 3");
-  if (term.u.rows() != 3 * q)
+  if (block && (term.block.rows() != 3 * q || term.block.cols() != 3 * q || term.u.size() > 0))
+    throw SolverError("Schur low-rank system: the block is " + std::to_string(term.block.rows()) + " × " +
+                      std::to_string(term.block.cols()) + ", expected 3q × 3q = " + std::to_string(3 * q) +
+                      " square, with U empty");
+  if (!block && term.u.rows() != 3 * q)
     throw SolverError("Schur low-rank system: U has " + std::to_string(term.u.rows()) + " rows, expected 3 × " +
                       std::to_string(q) + " nodes");
   if (refinement_steps < 0) throw SolverError("Schur low-rank system: refinement_steps must be >= 0");
@@ -868,69 +877,100 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     if (w.lr_seen[static_cast<std::size_t>(node)]++)
       throw SolverError("Schur low-rank system: region index " + std::to_string(node) + " listed twice");
   }
-  if (!term.u.allFinite()) throw SolverError("Schur low-rank system: U has a non-finite entry");
+  if (!(block ? term.block.allFinite() : term.u.allFinite()))
+    throw SolverError("Schur low-rank system: the term has a non-finite entry");
   PhaseTimer pt;
   using RowMajor3 = Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor>;
+  using Strided = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
   const auto sinv = d.sigma_inv.selfadjointView<Eigen::Lower>();
-  // B = Σ⁻¹[N, N]; BU = (B ⊗ I₃) U column by column (each column of U is a q × 3 node block).
+  // B = Σ⁻¹[N, N].
   Eigen::MatrixXd& b = w.lr_b;
   b.resize(q, q);
   for (int c = 0; c < q; ++c)
     for (int a = 0; a < q; ++a)
       b(a, c) = d.sigma_inv(term.nodes[static_cast<std::size_t>(a)], term.nodes[static_cast<std::size_t>(c)]);
-  Eigen::MatrixXd& bu = w.lr_bu;
-  bu.resize(3 * q, r);
-  for (int j = 0; j < r; ++j) {
-    const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
-    Eigen::Map<RowMajor3> out(bu.col(j).data(), q, 3);
-    out.noalias() = b * uj;
-  }
   Eigen::MatrixXd& s = w.lr_s;
-  s.resize(r, r);
-  s.noalias() = term.u.transpose() * bu;
-  s.diagonal().array() += 1.0;
-  pt.lap(w.last_timings.update);
-  int info = 0;
-  if (r > 0) dpotrf_("L", &r, s.data(), &r, &info);
-  pt.lap(w.last_timings.factor);
-  if (info != 0)
-    throw SolverError("Schur low-rank system: capacitance I + Uᵀ(Σ⁻¹ ⊗ I₃)U is not positive definite (r = " +
-                      std::to_string(r) + ")");
+  Eigen::PartialPivLU<Eigen::MatrixXd>& lu = w.lr_lu;
+  if (block) {
+    // M = I + ℬ_N (B ⊗ I₃): column 3b + c of the product is Σ_a ℬ_N[:, 3a + c] B(a, b), i.e. for
+    // each coordinate c the columns c, c + 3, … of ℬ_N times B.
+    s.resize(3 * q, 3 * q);
+    for (int c = 0; c < 3 && q > 0; ++c) {
+      const Strided bc(term.block.data() + static_cast<std::ptrdiff_t>(c) * 3 * q, 3 * q, q,
+                       Eigen::OuterStride<>(9 * q));
+      Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>> sc(s.data() + static_cast<std::ptrdiff_t>(c) * 3 * q, 3 * q,
+                                                              q, Eigen::OuterStride<>(9 * q));
+      sc.noalias() = bc * b;
+    }
+    s.diagonal().array() += 1.0;
+    pt.lap(w.last_timings.update);
+    if (q > 0) lu.compute(s);
+    pt.lap(w.last_timings.factor);
+  } else {
+    // BU = (B ⊗ I₃) U column by column (each column of U is a q × 3 node block); S = I + Uᵀ BU.
+    Eigen::MatrixXd& bu = w.lr_bu;
+    bu.resize(3 * q, r);
+    for (int j = 0; j < r; ++j) {
+      const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
+      Eigen::Map<RowMajor3> out(bu.col(j).data(), q, 3);
+      out.noalias() = b * uj;
+    }
+    s.resize(r, r);
+    s.noalias() = term.u.transpose() * bu;
+    s.diagonal().array() += 1.0;
+    pt.lap(w.last_timings.update);
+    int info = 0;
+    if (r > 0) dpotrf_("L", &r, s.data(), &r, &info);
+    pt.lap(w.last_timings.factor);
+    if (info != 0)
+      throw SolverError("Schur low-rank system: capacitance I + Uᵀ(Σ⁻¹ ⊗ I₃)U is not positive definite (r = " +
+                        std::to_string(r) + ")");
+  }
 
   // One Woodbury application: out = (Σ̂)⁻¹ rhs.
   auto apply = [&](const Eigen::Ref<const Eigen::MatrixXd>& rhs, Eigen::MatrixXd& out) {
     out.resize(m, 3);
     out.noalias() = sinv * rhs;
-    if (q == 0 || r == 0) return;
-    Eigen::VectorXd& t = w.lr_t;
-    t.resize(r);
-    Eigen::MatrixXd& vn = w.lr_w;
+    if (q == 0 || (!block && r == 0)) return;
+    RowMajor3& vn = w.lr_vn;  // v[N], node-major when flattened
     vn.resize(q, 3);
     for (int a = 0; a < q; ++a) vn.row(a) = out.row(term.nodes[static_cast<std::size_t>(a)]);
-    for (int j = 0; j < r; ++j) {
-      const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
-      t[j] = (uj.array() * vn.array()).sum();
+    RowMajor3& wq = w.lr_wq;
+    wq.resize(q, 3);
+    Eigen::Map<Eigen::VectorXd> wflat(wq.data(), 3 * q);
+    const Eigen::Map<const Eigen::VectorXd> vflat(vn.data(), 3 * q);
+    if (block) {
+      Eigen::VectorXd& t = w.lr_t;
+      t.noalias() = term.block * vflat;
+      wflat = lu.solve(t);
+    } else {
+      Eigen::VectorXd& t = w.lr_t;
+      t.noalias() = term.u.transpose() * vflat;
+      int one = 1, inf = 0;
+      dpotrs_("L", &r, &one, s.data(), &r, t.data(), &r, &inf);
+      wflat.noalias() = term.u * t;
     }
-    int one = 1, inf = 0;
-    dpotrs_("L", &r, &one, s.data(), &r, t.data(), &r, &inf);
-    // W = reshape(U t) (q × 3), out −= Σ⁻¹[:, N] W.
-    Eigen::MatrixXd& wq = w.lr_wq;
-    wq.setZero(q, 3);
-    for (int j = 0; j < r; ++j) wq += t[j] * Eigen::Map<const RowMajor3>(term.u.col(j).data(), q, 3);
+    // out −= Σ⁻¹[:, N] W.
     for (int a = 0; a < q; ++a) out.noalias() -= d.sigma_inv.col(term.nodes[static_cast<std::size_t>(a)]) * wq.row(a);
   };
   apply(g, u2);
   for (int step = 0; step < refinement_steps; ++step) {
-    // res = g − Σ u2 − E_N U Uᵀ u2[N].
+    // res = g − Σ u2 − E_N ℬ_N u2[N].
     Eigen::MatrixXd& res = w.lr_res;
     res = g;
     res.noalias() -= d.sigma.selfadjointView<Eigen::Lower>() * u2;
-    for (int j = 0; j < r; ++j) {
-      const Eigen::Map<const RowMajor3> uj(term.u.col(j).data(), q, 3);
-      double c = 0;
-      for (int a = 0; a < q; ++a) c += uj.row(a).dot(u2.row(term.nodes[static_cast<std::size_t>(a)]));
-      for (int a = 0; a < q; ++a) res.row(term.nodes[static_cast<std::size_t>(a)]) -= c * uj.row(a);
+    RowMajor3& un = w.lr_vn;
+    un.resize(q, 3);
+    for (int a = 0; a < q; ++a) un.row(a) = u2.row(term.nodes[static_cast<std::size_t>(a)]);
+    const Eigen::Map<const Eigen::VectorXd> uflat(un.data(), 3 * q);
+    Eigen::VectorXd& bu2 = w.lr_t2;
+    if (block) {
+      bu2.noalias() = term.block * uflat;
+    } else {
+      w.lr_t.noalias() = term.u.transpose() * uflat;
+      bu2.noalias() = term.u * w.lr_t;
     }
+    for (int a = 0; a < q; ++a) res.row(term.nodes[static_cast<std::size_t>(a)]) -= bu2.segment<3>(3 * a).transpose();
     apply(res, w.lr_du);
     u2 += w.lr_du;
   }

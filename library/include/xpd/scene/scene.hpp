@@ -15,6 +15,7 @@
 #include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/solver/collision_solver.hpp>
+#include <xpd/solver/ipc_solver.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/schur.hpp>
 #include <xpd/solver/solver_options.hpp>
@@ -186,6 +187,13 @@ struct CollisionSettings {
   /// through each other), e.g. for the disentangling test of Wang et al. 2021, §5.
   int start_frame = 1;
   std::vector<ObstacleSpec> obstacles;
+  /// "method": "ipc": barrier contact (solver/ipc_solver.hpp) instead of penalty springs; the
+  /// surface is the proxies' triangles whose three vertices are in the region.
+  bool ipc = false;
+  double dhat = 0;           ///< IPC activation distance [length]; 0 = 10⁻³ × bbox diagonal of the contact surface
+  double kappa = 0;          ///< IPC barrier stiffness; 0 = automatic
+  double ccd_tolerance = 0;  ///< IPC CCD codomain tolerance [length]; 0 = 10⁻³ d̂
+  IpcGlobalSolve ipc_global_solve = IpcGlobalSolve::Woodbury;  ///< "woodbury" | "full_sparse"
 };
 
 /// A parsed, validated scene.

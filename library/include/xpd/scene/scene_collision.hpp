@@ -11,6 +11,7 @@
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/solver/collision_solver.hpp>
+#include <xpd/solver/ipc_solver.hpp>
 
 namespace xpd {
 
@@ -23,17 +24,24 @@ struct SceneCollision {
   ProxySet proxies;
   std::vector<int> region;  ///< proxy indices of the collision-prone region
   std::vector<Obstacle> obstacles;
-  double stiffness = 0;         ///< penalty stiffness used [N/m]
-  double mean_edge_length = 0;  ///< of the simulation mesh at rest
-  std::unique_ptr<CollisionDetector> detector;
-  std::unique_ptr<CollisionSolver> solver;
+  double stiffness = 0;                         ///< penalty stiffness used [N/m]
+  double mean_edge_length = 0;                  ///< of the simulation mesh at rest
+  std::unique_ptr<CollisionDetector> detector;  ///< penalty methods (null with "ipc")
+  std::unique_ptr<CollisionSolver> solver;      ///< penalty methods (null with "ipc")
+  /// "method": "ipc": the contact surface (the region's triangles, their vertices as proxies), the
+  /// barrier model and its state (null otherwise).
+  ProxySet ipc_proxies;
+  Triangles ipc_triangles;
+  std::unique_ptr<IpcModel> ipc;
+  std::unique_ptr<IpcState> ipc_state;
 };
 
 /// Builds proxies, region, obstacles, the detector and the solver for `model` (built from `mesh`).
 /// `surface` / `embedding`: the scene's embedded surface and its embedding (for
 /// "proxies": "embedded_surface"). `max_mu`: the largest shear modulus of the scene's materials
 /// (default stiffness = 100 · max_mu · mean edge length). Throws SceneError naming /collision/...
-/// for an empty region and SolverError when the region exceeds the memory budget.
+/// for an empty region and SolverError when the region exceeds the memory budget. With "method":
+/// "ipc", builds the IPC contact surface and model instead of the detector and penalty solver.
 std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
                                                      const std::optional<SurfaceMesh>& surface,
                                                      const std::optional<PointEmbedding>& embedding, double max_mu);

@@ -89,6 +89,9 @@ class SceneSimulation {
   const SceneCollision* collision() const { return collision_.get(); }
   /// Collision figures of the last advance() (empty without collision handling or before frame 1).
   const std::optional<CollisionFrameStats>& collision_stats() const { return collision_stats_; }
+  /// IPC figures of the last advance() ("method": "ipc" only; empty otherwise). collision_stats()
+  /// then carries the same frame with active_proxies = the active barrier pairs.
+  const std::optional<IpcFrameStats>& ipc_stats() const { return ipc_stats_; }
 
  private:
   void set_frame_inputs(int frame);
@@ -108,6 +111,7 @@ class SceneSimulation {
   State state_;
   std::unique_ptr<SceneCollision> collision_;
   std::optional<CollisionFrameStats> collision_stats_;
+  std::optional<IpcFrameStats> ipc_stats_;
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;

@@ -54,6 +54,9 @@ struct IpcOptions {
   /// step is cut to 0.8 · toi instead.
   CcdOptions ccd{0.0, 0.0, 1'000'000, 1.0};
   IpcGlobalSolve global_solve = IpcGlobalSolve::Woodbury;
+  /// How the barrier term reaches the Woodbury solve: automatic = the factored U (3q × r) while
+  /// r ≤ 3q / 2, else the dense block ℬ_N (push-through form); or forced (tests, benchmarks).
+  enum class WoodburyForm { Automatic, Factored, Block } woodbury_form = WoodburyForm::Automatic;
   SchurOptions schur;  ///< dense memory budget of the Schur region
 };
 

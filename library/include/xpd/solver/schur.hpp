@@ -50,9 +50,12 @@ struct SchurProxy {
 /// (Li et al. 2023, §3.2, with the factored form of xpd's design: their ℬ̌ is singular).
 /// `nodes`: q distinct REGION-LOCAL indices N; `u`: 3q × r, row 3a + c = coordinate c of node
 /// nodes[a]. The term is E_N U Uᵀ E_Nᵀ on the 3m unknowns ordered node-major (3i + c).
+/// Alternatively (`block` non-empty, `u` then empty): the term itself, ℬ_N as a dense 3q × 3q PSD
+/// matrix (node-major), for contact sets whose total rank exceeds what a factored form saves.
 struct SchurLowRank {
   std::vector<int> nodes;
   Eigen::MatrixXd u;
+  Eigen::MatrixXd block;
 };
 
 /// How solve_collision_system() solves H u2 = g.
@@ -238,6 +241,9 @@ class SchurFactorization {
   /// precompute_inverse) and the r × r capacitance S = I + Uᵀ (Σ⁻¹[N, N] ⊗ I₃) U (SPD for any U,
   /// so no inverse of the singular barrier block is formed):
   ///   v = Σ⁻¹ g,   s = S⁻¹ Uᵀ vec(v[N]),   u2 = v − Σ⁻¹[:, N] · reshape(U s)   (q × 3).
+  /// With term.block = ℬ_N instead of U, the push-through form of the same identity, which needs
+  /// no inverse of the (singular) ℬ_N either: M = I + ℬ_N (Σ⁻¹[N, N] ⊗ I₃) (3q × 3q, eigenvalues
+  /// ≥ 1, LU with partial pivoting), s = M⁻¹ ℬ_N vec(v[N]), u2 = v − Σ⁻¹[:, N] · reshape(s).
   /// Then `refinement_steps` steps of iterative refinement: the residual g − Σ u2 − E_N U Uᵀ u2[N]
   /// (dense Σ, one dsymm) is solved with the same S and added, because Σ⁻¹ g and the correction
   /// cancel when ‖U Uᵀ‖ ≫ ‖Σ‖ (stiff barriers). Cost: m² (dsymm of g) + m q (gather) + q² r + r³/3

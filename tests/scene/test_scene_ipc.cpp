@@ -1,0 +1,104 @@
+// IPC barrier contact driven by a scene ("collision": {"method": "ipc"}): the lips scene, coarsened,
+// closes its slot without any intersection (exact rational test of the whole boundary in every
+// frame) while the penalty version of the same scene penetrates; the scene keys are validated.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/surface.hpp>
+#include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_simulation.hpp>
+
+#include "collision/exact_intersection.hpp"
+#include "test_util.hpp"
+
+using namespace xpd;
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, true, /*ignore_comments=*/true);
+}
+
+bool verbose() {
+  const char* v = std::getenv("XPD_TEST_VERBOSE");
+  return v && v[0] == '1';
+}
+
+// scenes/lips_ipc.json (or lips.json) on a coarser lattice (16 × 25 × 4 nodes: the slot still two
+// cells high), the clamps' full travel in 8 frames.
+json coarse_lips(const std::string& file) {
+  json j = read_json(std::string(XPD_SOURCE_DIR) + "/scenes/" + file);
+  j["mesh"]["nodes"] = {16, 25, 4};
+  for (auto& a : j["attachments"])
+    if (a.contains("keyframes")) a["keyframes"][1]["frame"] = 8;
+  j["solver"]["frames"] = 8;
+  j["outputs"]["vtu"] = false;
+  return j;
+}
+
+TEST(SceneIpc, LipsCloseWithoutIntersectionWhereThePenaltyMethodPenetrates) {
+  SceneSimulation ipc(parse_scene(coarse_lips("lips_ipc.json"), "lips_ipc.json", "."));
+  SceneSimulation penalty(parse_scene(coarse_lips("lips.json"), "lips.json", "."));
+  ASSERT_TRUE(ipc.collision() && ipc.collision()->ipc);
+  const Triangles boundary = boundary_faces(ipc.mesh().tets);
+  const double dhat = ipc.collision()->ipc->options().dhat;
+  int contact_frames = 0;
+  double penalty_depth = 0;
+  for (int frame = 1; frame <= 8; ++frame) {
+    SCOPED_TRACE(frame);
+    const FrameStats s = ipc.advance(frame);
+    (void)penalty.advance(frame);
+    EXPECT_TRUE(s.converged) << s.iterations << " iterations";
+    ASSERT_TRUE(ipc.ipc_stats());
+    const IpcFrameStats& st = *ipc.ipc_stats();
+    std::string first;
+    EXPECT_EQ(test::count_intersections(ipc.positions(), boundary, &first), 0) << first;
+    if (st.active_pairs > 0) {
+      ++contact_frames;
+      EXPECT_GT(st.min_distance, 0.0);
+      EXPECT_LT(st.min_distance, dhat);
+    }
+    penalty_depth = std::max(penalty_depth, penalty.collision_stats()->max_penetration);
+    if (verbose())
+      std::printf("  frame %d: IPC %d iterations, %d pairs, min distance %.3e; penalty max_penetration %.3e\n", frame,
+                  s.iterations, st.active_pairs, st.min_distance, penalty.collision_stats()->max_penetration);
+  }
+  EXPECT_GE(contact_frames, 3);   // the slot closes and the lobes squeeze
+  EXPECT_GT(penalty_depth, 0.0);  // springs act only after penetration
+}
+
+TEST(SceneIpc, KeysOfTheOtherContactModelAreRefused) {
+  json j = coarse_lips("lips_ipc.json");
+  j["collision"]["stiffness"] = 1e5;
+  EXPECT_THROW(parse_scene(j, "a.json", "."), SceneError);
+  j = coarse_lips("lips_ipc.json");
+  j["collision"]["obstacles"] = json::array();
+  EXPECT_THROW(parse_scene(j, "a.json", "."), SceneError);
+  j = coarse_lips("lips.json");
+  j["collision"]["dhat"] = 0.01;
+  try {
+    (void)parse_scene(j, "a.json", ".");
+    ADD_FAILURE() << "accepted";
+  } catch (const SceneError& e) {
+    EXPECT_NE(std::string(e.what()).find("/collision/dhat"), std::string::npos) << e.what();
+  }
+  j = coarse_lips("lips_ipc.json");
+  j["collision"]["dhat"] = -1;
+  EXPECT_THROW(parse_scene(j, "a.json", "."), SceneError);
+  // d̂ above the slot's 0.08 gap: refused when the simulation is built, naming a pair.
+  j = coarse_lips("lips_ipc.json");
+  j["collision"]["dhat"] = 0.1;
+  try {
+    SceneSimulation sim(parse_scene(j, "a.json", "."));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("closer than dhat"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

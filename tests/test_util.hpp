@@ -34,6 +34,11 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
   if (!in.good()) return nlohmann::json{};
   return nlohmann::json::parse(in);
 }
+/// Parses a JSON file that may contain // comments (the shipped scenes).
+inline nlohmann::json read_json_with_comments(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, true, /*ignore_comments=*/true);
+}
 /// Every regular file under `dir` whose name contains ".tmp" (write_file_atomic's temporaries).
 inline std::vector<std::string> temporaries(const std::filesystem::path& dir) {
   std::vector<std::string> out;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
 #include <vector>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
@@ -118,6 +119,31 @@ inline Points close_u(const Points& rest, double shift) {
     x(v, 0) += shift * s * z * z * (3 - 2 * z);
   }
   return x;
+}
+
+/// `faces` separate small triangles (size ~`size`) at random centres in the unit cube, each moving
+/// rigidly by a random translation of up to `motion` per axis from x0 to x1. Vertex 3f + k is corner
+/// k of face f.
+struct TriangleSoup {
+  Points x0, x1;
+  Triangles faces;
+};
+inline TriangleSoup triangle_soup(int faces, double size, double motion, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> U(0, 1), D(-size, size), M(-motion, motion);
+  TriangleSoup t;
+  t.x0.resize(3 * faces, 3);
+  t.x1.resize(3 * faces, 3);
+  t.faces.resize(faces, 3);
+  for (int f = 0; f < faces; ++f) {
+    const Vec3 c(U(rng), U(rng), U(rng)), m(M(rng), M(rng), M(rng));
+    for (int k = 0; k < 3; ++k) {
+      t.x0.row(3 * f + k) = (c + Vec3(D(rng), D(rng), D(rng))).transpose();
+      t.x1.row(3 * f + k) = t.x0.row(3 * f + k) + m.transpose();
+      t.faces(f, k) = 3 * f + k;
+    }
+  }
+  return t;
 }
 
 }  // namespace xpd::test

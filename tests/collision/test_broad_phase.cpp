@@ -15,6 +15,7 @@
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
 
+#include "collision/collision_fixtures.hpp"
 #include "test_util.hpp"
 
 namespace xpd {
@@ -72,19 +73,10 @@ TEST(BroadPhase, SweepEqualsBruteForceOnASimulationFrame) {
 
 // A random cloud of small triangles (many overlaps, all three axes) against brute force.
 TEST(BroadPhase, SweepEqualsBruteForceOnRandomTriangles) {
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<double> U(0, 1), D(-0.05, 0.05);
-  const int nf = 400;
-  Points x0(3 * nf, 3), x1(3 * nf, 3);
-  Triangles faces(nf, 3);
-  for (int f = 0; f < nf; ++f) {
-    const Vec3 c(U(rng), U(rng), U(rng)), m(D(rng), D(rng), D(rng));
-    for (int k = 0; k < 3; ++k) {
-      x0.row(3 * f + k) = (c + Vec3(D(rng), D(rng), D(rng))).transpose();
-      x1.row(3 * f + k) = x0.row(3 * f + k) + m.transpose();
-      faces(f, k) = 3 * f + k;
-    }
-  }
+  test::TriangleSoup soup = test::triangle_soup(400, 0.05, 0.05, 11);
+  const Points &x0 = soup.x0, &x1 = soup.x1;
+  Triangles& faces = soup.faces;
+  const int nf = static_cast<int>(faces.rows());
   // Share some vertices between neighbouring faces so that the shared-vertex rule is exercised.
   for (int f = 1; f < nf; f += 2) faces(f, 0) = faces(f - 1, 1);
   const Edges edges = unique_edges(faces);

@@ -17,6 +17,7 @@
 #include <xpd/io/ccd_queries.hpp>
 #include <xpd/io/mesh_io.hpp>
 
+#include "collision/collision_fixtures.hpp"
 #include "test_util.hpp"
 
 namespace xpd {
@@ -378,19 +379,9 @@ TEST(CcdCli, ReportsFiguresAndFailsOnFalseNegatives) {
 // The surface-wide CCD equals the minimum over every candidate pair evaluated on its own (no
 // max_time), with the same pair, on any thread count.
 TEST(SurfaceCcd, EqualsTheEarliestOverAllPairsOnAnyThreadCount) {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<double> U(0, 1), D(-0.04, 0.04);
-  const int nf = 150;
-  Points x0(3 * nf, 3), x1(3 * nf, 3);
-  Triangles faces(nf, 3);
-  for (int f = 0; f < nf; ++f) {
-    const Vec3 c(U(rng), U(rng), U(rng)), m(3 * D(rng), 3 * D(rng), 3 * D(rng));
-    for (int k = 0; k < 3; ++k) {
-      x0.row(3 * f + k) = (c + Vec3(D(rng), D(rng), D(rng))).transpose();
-      x1.row(3 * f + k) = x0.row(3 * f + k) + m.transpose();
-      faces(f, k) = 3 * f + k;
-    }
-  }
+  const test::TriangleSoup soup = test::triangle_soup(150, 0.04, 0.12, 5);
+  const Points &x0 = soup.x0, &x1 = soup.x1;
+  const Triangles& faces = soup.faces;
   const Edges edges = unique_edges(faces);
   const SurfaceCandidates all = brute_force_candidates(x0, x1, faces, edges);
   double earliest = std::numeric_limits<double>::infinity();

@@ -28,10 +28,7 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in, nullptr, true, /*ignore_comments=*/true);
-}
+json read_json(const std::string& path) { return test::read_json_with_comments(path); }
 
 // A small slab under a sphere: 13 × 13 × 4 nodes.
 json slab_scene(double sphere_z) {

@@ -19,10 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in, nullptr, true, /*ignore_comments=*/true);
-}
+json read_json(const std::string& path) { return test::read_json_with_comments(path); }
 
 bool verbose() {
   const char* v = std::getenv("XPD_TEST_VERBOSE");

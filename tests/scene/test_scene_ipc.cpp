@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
@@ -96,6 +98,31 @@ TEST(SceneIpc, KeysOfTheOtherContactModelAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("closer than dhat"), std::string::npos) << e.what();
   }
+}
+
+// `xpd bench ipc` on the coarse lips at its first squeezed frame: every figure present, the PCG
+// baseline reaching the same positions, a penalty scene refused.
+TEST(SceneIpc, BenchIpcMeasuresBothSolvesFromOneState) {
+  const std::filesystem::path dir = test::scratch_dir("bench_ipc");
+  {
+    std::ofstream out(dir / "lips.json");
+    out << coarse_lips("lips_ipc.json").dump();
+    std::ofstream pen(dir / "penalty.json");
+    pen << coarse_lips("lips.json").dump();
+  }
+  const std::string cmd = std::string("\"") + XPD_CLI_PATH + "\" bench ipc --json --frame 4 --scene \"" +
+                          (dir / "lips.json").string() + "\" > \"" + (dir / "out.json").string() + "\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const json j = test::read_json_file(dir / "out.json");
+  for (const char* key : {"ipc_global_ms", "pcg_global_ms", "ipc_frame_ms", "pcg_frame_ms", "plain_frame_ms",
+                          "touched_vertices", "rank", "global_step_ratio", "frame_ratio"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_GT(j["touched_vertices"].get<int>(), 0);
+  EXPECT_GT(j["pcg_cg_iterations"].get<int>(), 0);
+  EXPECT_LE(j["same_result"].get<double>(), 1e-6 * 1.6);  // 1e-6 of the block's diagonal
+  const std::string bad = std::string("\"") + XPD_CLI_PATH + "\" bench ipc --scene \"" +
+                          (dir / "penalty.json").string() + "\" > /dev/null 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
 }
 
 }  // namespace

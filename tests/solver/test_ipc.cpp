@@ -87,20 +87,23 @@ TEST(Ipc, BoxesPressedTogetherStayIntersectionFreeAndCarryTheLoad) {
   so.rel_tolerance = 1e-8;
   const double diag = test::bbox_diagonal(model.rest_positions());
 
-  IpcOptions full = o, factored = o;
+  IpcOptions full = o, factored = o, pcg = o;
   full.global_solve = IpcGlobalSolve::FullSparse;
+  pcg.global_solve = IpcGlobalSolve::Pcg;
   factored.woodbury_form = IpcOptions::WoodburyForm::Factored;  // the automatic choice takes the block here
   const IpcModel ipc(model, t.proxies, t.surface, o), ipc_full(model, t.proxies, t.surface, full),
-      ipc_u(model, t.proxies, t.surface, factored);
-  IpcState state_w(ipc), state_f(ipc_full), state_u(ipc_u);
-  State sw = make_state(model), sf = make_state(model), su = make_state(model), plain = make_state(model);
+      ipc_u(model, t.proxies, t.surface, factored), ipc_pcg(model, t.proxies, t.surface, pcg);
+  IpcState state_w(ipc), state_f(ipc_full), state_u(ipc_u), state_p(ipc_pcg);
+  State sw = make_state(model), sf = make_state(model), su = make_state(model), sp = make_state(model),
+        plain = make_state(model);
   const double drops[] = {0.03, 0.08, 0.12};
   for (int frame = 0; frame < 3; ++frame) {
     SCOPED_TRACE(frame);
-    for (State* s : {&sw, &sf, &su, &plain}) lower_top(t, *s, drops[frame]);
+    for (State* s : {&sw, &sf, &su, &sp, &plain}) lower_top(t, *s, drops[frame]);
     const IpcFrameStats a = state_w.step(sw, so);
     const IpcFrameStats b = state_f.step(sf, so);
     const IpcFrameStats c = state_u.step(su, so);
+    const IpcFrameStats d = state_p.step(sp, so);
     (void)step(model, plain, so);
     EXPECT_TRUE(a.pd.converged) << a.pd.iterations << " iterations, residual " << a.pd.residual;
     EXPECT_TRUE(b.pd.converged);
@@ -109,6 +112,9 @@ TEST(Ipc, BoxesPressedTogetherStayIntersectionFreeAndCarryTheLoad) {
     // trajectory.
     EXPECT_LE((sw.x - sf.x).cwiseAbs().maxCoeff(), 1e-8 * diag);
     EXPECT_LE((su.x - sf.x).cwiseAbs().maxCoeff(), 1e-8 * diag);
+    // The PCG baseline (relative residual 1e-8 per solve) reaches the same equilibrium.
+    EXPECT_TRUE(d.pd.converged);
+    EXPECT_LE((sp.x - sf.x).cwiseAbs().maxCoeff(), 1e-6 * diag);
     // Intersection-free, exactly; every active pair strictly separated and within d̂.
     std::string first;
     EXPECT_EQ(test::count_intersections(ipc.surface_positions(sw.x), t.surface, &first), 0) << first;

@@ -45,6 +45,9 @@ namespace xpd {
 enum class IpcGlobalSolve {
   Woodbury,    ///< Schur complement + 3-D low-rank Woodbury (Li et al. 2023, §3.2)
   FullSparse,  ///< the full 3n × 3n matrix factored every iteration (oracle / baseline)
+  /// Li et al. 2023's baseline △: conjugate gradients on (K ⊗ I₃ + ℬ) δ = f preconditioned by the
+  /// PD factor (K⁻¹ for x, y, z), to IpcOptions::pcg_tolerance relative residual.
+  Pcg,
 };
 
 struct IpcOptions {
@@ -57,7 +60,9 @@ struct IpcOptions {
   /// How the barrier term reaches the Woodbury solve: automatic = the factored U (3q × r) while
   /// r ≤ 3q / 2, else the dense block ℬ_N (push-through form); or forced (tests, benchmarks).
   enum class WoodburyForm { Automatic, Factored, Block } woodbury_form = WoodburyForm::Automatic;
-  SchurOptions schur;  ///< dense memory budget of the Schur region
+  SchurOptions schur;             ///< dense memory budget of the Schur region
+  double pcg_tolerance = 1e-8;    ///< global_solve = pcg: relative residual ‖r‖ / ‖f‖
+  int pcg_max_iterations = 2000;  ///< global_solve = pcg: a solve that does not reach the tolerance throws
 };
 
 /// Statistics of one frame.
@@ -70,6 +75,7 @@ struct IpcFrameStats {
   int max_rank = 0;              ///< largest r (columns of U) in one iteration
   double min_step_fraction = 1;  ///< smallest CCD bound α_max of the frame
   double ccd_ms = 0, barrier_ms = 0;
+  int pcg_iterations = 0;  ///< CG iterations of the frame (global_solve = pcg)
 };
 
 /// Constant part: the surface, its pairs' mollifier thresholds, the Schur factorization with x2

@@ -830,9 +830,12 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
     if (const auto v = r.optional_child("dhat")) c.dhat = positive(*v);
     if (const auto v = r.optional_child("kappa")) c.kappa = positive(*v);
     if (const auto v = r.optional_child("ccd_tolerance")) c.ccd_tolerance = positive(*v);
-    if (const auto v = r.optional_child("global_solve"))
-      c.ipc_global_solve =
-          v->one_of({"woodbury", "full_sparse"}) == "woodbury" ? IpcGlobalSolve::Woodbury : IpcGlobalSolve::FullSparse;
+    if (const auto v = r.optional_child("global_solve")) {
+      const std::string g = v->one_of({"woodbury", "full_sparse", "pcg"});
+      c.ipc_global_solve = g == "woodbury"      ? IpcGlobalSolve::Woodbury
+                           : g == "full_sparse" ? IpcGlobalSolve::FullSparse
+                                                : IpcGlobalSolve::Pcg;
+    }
   }
   if (const auto p = r.optional_child("proxies")) {
     const std::string v = p->one_of({"surface", "embedded_surface"});

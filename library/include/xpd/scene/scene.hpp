@@ -193,7 +193,7 @@ struct CollisionSettings {
   double dhat = 0;           ///< IPC activation distance [length]; 0 = 10⁻³ × bbox diagonal of the contact surface
   double kappa = 0;          ///< IPC barrier stiffness; 0 = automatic
   double ccd_tolerance = 0;  ///< IPC CCD codomain tolerance [length]; 0 = 10⁻³ d̂
-  IpcGlobalSolve ipc_global_solve = IpcGlobalSolve::Woodbury;  ///< "woodbury" | "full_sparse"
+  IpcGlobalSolve ipc_global_solve = IpcGlobalSolve::Woodbury;  ///< "woodbury" | "full_sparse" | "pcg"
 };
 
 /// A parsed, validated scene.

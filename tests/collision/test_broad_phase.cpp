@@ -87,6 +87,22 @@ TEST(BroadPhase, SweepEqualsBruteForceOnRandomTriangles) {
   EXPECT_TRUE(sweep.edge_edge == brute.edge_edge);
   for (const auto& [v, f] : sweep.vertex_face)
     for (int k = 0; k < 3; ++k) ASSERT_NE(faces(f, k), v);
+  // Edge–face candidates at x0 against brute force over all pairs.
+  std::vector<std::array<int, 2>> ef_brute;
+  for (Eigen::Index e = 0; e < edges.rows(); ++e)
+    for (Eigen::Index f = 0; f < faces.rows(); ++f) {
+      bool shared = false;
+      for (int k = 0; k < 3; ++k) shared |= faces(f, k) == edges(e, 0) || faces(f, k) == edges(e, 1);
+      if (shared) continue;
+      const Eigen::RowVector3d elo = x0.row(edges(e, 0)).cwiseMin(x0.row(edges(e, 1)));
+      const Eigen::RowVector3d ehi = x0.row(edges(e, 0)).cwiseMax(x0.row(edges(e, 1)));
+      const Eigen::RowVector3d flo = x0.row(faces(f, 0)).cwiseMin(x0.row(faces(f, 1))).cwiseMin(x0.row(faces(f, 2)));
+      const Eigen::RowVector3d fhi = x0.row(faces(f, 0)).cwiseMax(x0.row(faces(f, 1))).cwiseMax(x0.row(faces(f, 2)));
+      if ((elo.array() <= fhi.array()).all() && (flo.array() <= ehi.array()).all())
+        ef_brute.push_back({static_cast<int>(e), static_cast<int>(f)});
+    }
+  EXPECT_GT(ef_brute.size(), 100u);
+  EXPECT_TRUE(edge_face_candidates(x0, faces, edges) == ef_brute);
 }
 
 struct Scene {

@@ -164,6 +164,19 @@ TEST(Ipc, RefusesBadSetups) {
   Triangles wrong = t.surface;
   wrong(0, 0) = t.proxies.size();
   EXPECT_THROW(IpcModel(model, t.proxies, wrong, o), Error);
+  // A start in which box B has sunk into box A: refused, naming an edge and the triangle it pierces.
+  {
+    const IpcModel m2(model, t.proxies, t.surface, o);
+    IpcState st2(m2);
+    State s2 = make_state(model);
+    for (Eigen::Index i = t.nodes_a; i < s2.x.rows(); ++i) s2.x(i, 2) -= 0.1;
+    try {
+      (void)st2.step(s2, SolverOptions{});
+      ADD_FAILURE() << "accepted";
+    } catch (const SolverError& e) {
+      EXPECT_NE(std::string(e.what()).find("intersect"), std::string::npos) << e.what();
+    }
+  }
   // Accelerators are refused.
   const IpcModel ipc(model, t.proxies, t.surface, o);
   IpcState st(ipc);

@@ -185,6 +185,19 @@ SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Tri
   return c;
 }
 
+std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges) {
+  validate(x, x, faces, edges, 0.0);
+  const std::vector<Box> all = vertex_boxes(x, x, 0.0);
+  std::vector<Box> fs = union_boxes<3>(all, faces);
+  std::vector<Box> es = union_boxes<2>(all, edges);
+  std::vector<Box> both = es;
+  both.insert(both.end(), fs.begin(), fs.end());
+  const int axis = spread_axis(both);
+  sort_by_lo(es, axis);
+  sort_by_lo(fs, axis);
+  return sweep_two(es, fs, axis, kNoSharedVertex);
+}
+
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
                                          double inflation) {
   validate(x0, x1, faces, edges, inflation);

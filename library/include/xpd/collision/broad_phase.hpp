@@ -36,6 +36,11 @@ struct SurfaceCandidates {
 SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
                                    double inflation = 0.0);
 
+/// (edge, face) pairs without a common vertex whose boxes at x (inflation 0) overlap, sorted: the
+/// candidates of an edge–triangle intersection test (an edge piercing a triangle is seen by no
+/// vertex–face or edge–edge distance). Throws like swept_candidates.
+std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges);
+
 /// The same pairs by testing every vertex against every face and every edge against every edge
 /// (O(#V·#F + #E²)): the oracle of swept_candidates.
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,

@@ -146,6 +146,30 @@ TEST(Ipc, BoxesPressedTogetherStayIntersectionFreeAndCarryTheLoad) {
   }
 }
 
+// A CCD tolerance far above the gaps the contact settles at (1e-3 against ~1e-5): each search
+// caps it at a tenth of the closest pair's distance, so the steps do not freeze at α = 0.
+TEST(Ipc, CoarseCcdToleranceDoesNotFreezeTightContacts) {
+  const TwoBoxes t = two_boxes(4);
+  const Model model = build_model(t.desc);
+  IpcOptions o;
+  o.dhat = 0.01;
+  o.ccd.tolerance = 1e-3;
+  const IpcModel ipc(model, t.proxies, t.surface, o);
+  IpcState st(ipc);
+  State s = make_state(model);
+  SolverOptions so;
+  so.max_iterations = 200;
+  so.rel_tolerance = 1e-8;
+  for (const double drop : {0.08, 0.12}) {
+    lower_top(t, s, drop);
+    const IpcFrameStats r = st.step(s, so);
+    EXPECT_TRUE(r.pd.converged) << r.pd.iterations << " iterations";
+    EXPECT_GT(r.active_pairs, 0);
+    EXPECT_GT(r.min_step_fraction, 0.0);
+    EXPECT_LT(r.min_distance, 1e-4);  // tighter than the tolerance asked for
+  }
+}
+
 TEST(Ipc, RefusesBadSetups) {
   const TwoBoxes t = two_boxes(3);
   const Model model = build_model(t.desc);

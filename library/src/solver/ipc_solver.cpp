@@ -496,7 +496,13 @@ struct IpcState::Impl final : public GlobalStep {
     x_trial = state.x_prev + state.step;
     m->surface_positions(state.x_prev, s);
     m->surface_positions(x_trial, s1);
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, m->options.ccd);
+    // The CCD tolerance stays below a tenth of the closest pair's distance at x (pair_d2: the
+    // evaluate() at x that preceded the step): a tolerance larger than the current gap would
+    // report a hit at t = 0 and freeze the iteration at α = 0 once contacts are pressed tight.
+    CcdOptions o = m->options.ccd;
+    if (!pair_d2.empty())
+      o.tolerance = std::min(o.tolerance, 0.1 * std::sqrt(*std::min_element(pair_d2.begin(), pair_d2.end())));
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o);
     const double alpha = r.hit ? 0.8 * r.toi : 1.0;
     extra.min_step_fraction = std::min(extra.min_step_fraction, alpha);
     pt.lap(extra.ccd_ms);

@@ -53,8 +53,9 @@ enum class IpcGlobalSolve {
 struct IpcOptions {
   double dhat = 0;   ///< activation distance d̂ > 0 [length]
   double kappa = 0;  ///< barrier stiffness κ > 0; ≤ 0: automatic (see the header comment)
-  /// CCD of the line search; tolerance ≤ 0 means 10⁻³ d̂. The minimum separation stays 0: the
-  /// step is cut to 0.8 · toi instead.
+  /// CCD of the line search; tolerance ≤ 0 means 10⁻³ d̂, and each search uses at most a tenth of
+  /// the closest active pair's distance (so that a gap pressed below the tolerance does not read
+  /// as a contact at t = 0). The minimum separation stays 0: the step is cut to 0.8 · toi instead.
   CcdOptions ccd{0.0, 0.0, 1'000'000, 1.0};
   IpcGlobalSolve global_solve = IpcGlobalSolve::Woodbury;
   /// How the barrier term reaches the Woodbury solve: automatic = the factored U (3q × r) while

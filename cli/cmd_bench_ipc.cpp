@@ -80,11 +80,7 @@ void run_bench_ipc(const BenchIpcOptions& o) {
   j["global_step_ratio"] = ipc_global_ms > 0 ? pcg_global_ms / ipc_global_ms : 0.0;
   j["frame_ratio"] = ipc_frame_ms > 0 ? pcg_frame_ms / ipc_frame_ms : 0.0;
   j["same_result"] = (sp.x - sim.state().x).cwiseAbs().maxCoeff();
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  for (const auto& [key, value] : j.items()) std::cout << fmt::format("{:<20} {}\n", key, value.dump());
+  print_result(j, o.json);
 }
 
 }  // namespace

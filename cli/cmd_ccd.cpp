@@ -132,11 +132,7 @@ void run_frames(const CcdCliOptions& o) {
   j["capped"] = r.capped;
   j["broad_phase_ms"] = r.broad_phase_ms;
   j["narrow_phase_ms"] = r.narrow_phase_ms;
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  for (const auto& [key, value] : j.items()) std::cout << fmt::format("{:<24} {}\n", key, value.dump());
+  print_result(j, o.json, 24);
 }
 
 void run_ccd(const CcdCliOptions& o) {

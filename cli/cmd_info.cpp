@@ -59,14 +59,18 @@ void run_info(const InfoOptions& o) {
     j["bbox_min"] = {lo.x(), lo.y(), lo.z()};
     j["bbox_max"] = {hi.x(), hi.y(), hi.z()};
   }
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  for (const auto& [key, value] : j.items()) std::cout << fmt::format("{:<20} {}\n", key, value.dump());
+  print_result(j, o.json);
 }
 
 }  // namespace
+
+void print_result(const nlohmann::ordered_json& result, bool json, int width) {
+  if (json) {
+    std::cout << result.dump(2) << "\n";
+    return;
+  }
+  for (const auto& [key, value] : result.items()) std::cout << fmt::format("{:<{}} {}\n", key, width, value.dump());
+}
 
 void add_info_command(CLI::App& app) {
   auto o = std::make_shared<InfoOptions>();

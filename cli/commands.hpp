@@ -1,6 +1,7 @@
 #pragma once
 // Subcommands of the xpd CLI. Each add_* registers its flags and callback on the app.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace xpd::cli {
 
@@ -15,6 +16,10 @@ void add_bench_ipc_command(CLI::App& bench);
 void add_view_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_ccd_command(CLI::App& app);
+
+/// Prints a flat JSON result: indented JSON with `json`, else one "key value" line per entry with
+/// the keys padded to `width`.
+void print_result(const nlohmann::ordered_json& result, bool json, int width = 20);
 
 /// Mesh argument shared by info/convert: a file path or a generator string ("box:N").
 bool is_tet_format(const std::string& path);

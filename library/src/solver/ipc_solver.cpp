@@ -238,6 +238,7 @@ struct IpcState::Impl final : public GlobalStep {
   IpcFrameStats extra;
   std::vector<Pair> pairs;  // active at the last evaluate()
   std::vector<double> pair_d2;
+  std::vector<Mat12> pair_hessian;  // barrier Hessian of each pair at the last evaluate()
   Points s, s1, x_trial;
   Eigen::VectorXd pcg_vn, pcg_bn, pcg_t;
   Eigen::MatrixXd f, y1, g2, u2, u;
@@ -259,6 +260,7 @@ struct IpcState::Impl final : public GlobalStep {
     PhaseTimer pt;
     m->surface_positions(state.x, s);
     m->active_pairs(s, pairs, pair_d2);
+    pair_hessian.resize(pairs.size());
     double energy = 0;
     const Tets& tets = m->model->tets();
     for (std::size_t k = 0; k < pairs.size(); ++k) {
@@ -267,6 +269,7 @@ struct IpcState::Impl final : public GlobalStep {
         return std::numeric_limits<double>::infinity();
       }
       const PairDerivatives b = m->barrier(pairs[k], s, kappa);
+      pair_hessian[k] = b.hessian;  // iterate() at this x uses it
       energy += b.value;
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c) {
@@ -342,8 +345,9 @@ struct IpcState::Impl final : public GlobalStep {
     pair_factor.resize(pairs.size());
     int total_rank = 0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
-      const PairDerivatives b = m->barrier(pairs[k], s, kappa);
-      const Eigen::SelfAdjointEigenSolver<Mat12> eig(0.5 * (b.hessian + b.hessian.transpose()));
+      // The Hessian of the last evaluate(), which the frame loop runs at the iterate it accepted.
+      const Mat12& h = pair_hessian[k];
+      const Eigen::SelfAdjointEigenSolver<Mat12> eig(0.5 * (h + h.transpose()));
       const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
       Eigen::Matrix<double, 12, Eigen::Dynamic>& f = pair_factor[k];
       int rank = 0;

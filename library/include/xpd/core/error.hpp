@@ -53,4 +53,11 @@ class SolverError : public Error {
   using Error::Error;
 };
 
+/// A collision handler was given a state it must not start from (an intersecting surface), with
+/// the two triangles named in what().
+class CollisionError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace xpd

@@ -1,0 +1,124 @@
+#pragma once
+// Two-way continuous collision handling (step-and-project): from an intersection-free state x^[k]
+// and the dynamics' target y^[k+1] (a PD frame), returns x^[k+1] reached from x^[k] along a
+// piecewise-linear path on which no surface primitives meet, without continuous collision
+// detection. Wang, Chen, Li, Liu, Wang, Zhou 2023, "Fast GPU-Based Two-Way Continuous Collision
+// Handling", Alg. 1, eqs. 3–17; defaults of its Table 2 made scale-free.
+//
+//   x⁽⁰⁾ = x^[k], y⁽⁰⁾ = y^[k+1], D⁽⁰⁾ = 0, r = 1 per vertex
+//   for l = 0 … L−1:
+//     if D⁽ˡ⁾ < D^min: P ← proximity_search(x⁽ˡ⁾, D^max); D⁽ˡ⁾ ← D^max   (collision/proximity.hpp)
+//     backward: y⁽ˡ⁺¹⁾ ← one projected Gauss–Seidel sweep from y⁽ˡ⁾ over
+//        contact constraints of the pairs of P closer than δ at x⁽ˡ⁾, linearized at x⁽ˡ⁾ (eq. 9):
+//          volume (eq. 11): c = s·V(x)/V_r − 1 ≥ 0, V the signed volume of the 4 points
+//            (vertex–triangle with the point–plane closest feature, edge–edge with interior closest
+//            points), s its sign at x⁽ˡ⁾, V_r the volume with the two sides pushed apart along the
+//            pair normal to distance δ (eq. 10; the triangle's area, or |e_a × e_b|, kept);
+//          gap (the fallback for other closest features, slivers and near-parallel edges, and the
+//            vertex–vertex constraint of eq. 12 when the closest feature is a vertex):
+//            c = (n·(p(y) − q(y)) − δ)/δ ≥ 0, p, q the closest points with their weights frozen at
+//            x⁽ˡ⁾, n = (p − q)/|p − q|;
+//        and soft edge-length constraints (eq. 13) c = σ − u·(y_i − y_j)/L ≥ 0, u and L the unit
+//        direction and length of the edge at y^[k+1];
+//        M = lumped masses (inverse 0: kinematic vertices, obstacles); constraints greedily
+//        coloured in a seeded random order, one colour at a time in parallel.
+//     forward (eqs. 15–17): D_i = min(D⁽ˡ⁾, min over pairs of P containing i of their distance
+//        at x⁽ˡ⁾ minus a rounding bound); α_i = min(½γ D_i / |y_i − x_i|, 1); x_i += α_i (y_i − x_i);
+//        r_i ← r_i (1 − α_i). No vertex moves more than half the distance of any of its pairs, so
+//        no pair meets on the segment x⁽ˡ⁾ → x⁽ˡ⁺¹⁾ (eq. 16); vertices on no contact triangle move
+//        with α = 1 (they are in no pair).
+//     D⁽ˡ⁺¹⁾ = D⁽ˡ⁾ − 2 max_i |x_i⁽ˡ⁺¹⁾ − x_i⁽ˡ⁾|   (P stays a superset of the pairs closer than D⁽ˡ⁺¹⁾)
+//     stop when ‖r‖∞ < ε
+//   x^[k+1] = x⁽ˡ⁺¹⁾: safe even when not converged (then `converged` is false).
+//
+// Step-and-project has no global convergence guarantee (paper §8): it keeps the surface
+// intersection-free, it does not promise to reach y.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+#include <xpd/collision/proximity.hpp>
+#include <xpd/core/types.hpp>
+
+namespace xpd {
+
+enum class TwoWayConstraint { Volume, Gap };
+
+/// Parameters (paper Table 2; lengths in the mesh's units). 0 = automatic where stated.
+struct TwoWayOptions {
+  double delta = 0;    ///< δ > 0, contact activation distance; 0 → 0.1 × mean contact-surface edge at rest
+  double d_min = 0;    ///< D^min ≥ δ, search again below it; 0 → 2δ
+  double d_max = 0;    ///< D^max > D^min, proximity search distance; 0 → 4δ
+  double gamma = 0.9;  ///< γ ∈ (0, 1), forward-step damping
+  double sigma = 1.1;  ///< σ ≥ 1, allowed edge stretch relative to y^[k+1]
+  int max_steps = 512;       ///< L ≥ 1
+  double tolerance = 1e-4;   ///< ε ∈ (0, 1) on ‖r‖∞
+  TwoWayConstraint constraint = TwoWayConstraint::Volume;
+  std::uint64_t seed = 1;    ///< of the randomized constraint colouring
+};
+
+/// The first invalid option as (name, message), or none; names are the scene keys
+/// ("delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "tolerance").
+std::optional<std::pair<std::string, std::string>> two_way_option_problem(const TwoWayOptions& options);
+
+/// Figures of one projection.
+struct TwoWayStats {
+  int steps = 0;             ///< forward/backward steps taken
+  int searches = 0;          ///< proximity searches
+  bool converged = true;     ///< ‖r‖∞ < ε within max_steps (or nothing to do)
+  double max_r = 0;          ///< ‖r‖∞ at the end
+  std::size_t max_pairs = 0; ///< largest |P|
+  std::size_t max_active = 0;///< largest number of contact constraints (pairs closer than δ) in a step
+  double min_distance = 0;   ///< smallest pair distance of P at the result (∞ when P is empty)
+  double max_displacement = 0; ///< max_i |x_i^[k+1] − y_i^[k+1]| (how far the projection moved a vertex)
+  double max_stretch = 1;    ///< max over length edges of |x_i − x_j| / |y_i − y_j| at the result
+  double ms_total = 0, ms_search = 0, ms_backward = 0, ms_forward = 0;
+};
+
+/// What a step did, for tests and diagnostics (references valid during the callback only).
+struct TwoWayStepInfo {
+  int step = 0;
+  bool searched = false;           ///< a proximity search ran at the start of this step
+  double D = 0;                    ///< D⁽ˡ⁾ after the search (the cap of every D_i)
+  const Points* x_before = nullptr;///< x⁽ˡ⁾
+  const Points* x_after = nullptr; ///< x⁽ˡ⁺¹⁾
+  const Points* y = nullptr;       ///< y⁽ˡ⁺¹⁾
+  const std::vector<double>* safe_distance = nullptr;  ///< D_i per vertex (∞ off the contact surface)
+  const ProximityPairs* pairs = nullptr;               ///< P (indices into faces / contact_edges())
+};
+
+class TwoWayProjector {
+ public:
+  /// `rest`: rest positions (#V × 3; automatic δ from them). `faces`: the contact surface (indices
+  /// into the #V vertices; its edges are the edge–edge contact edges). `length_edges`: the soft
+  /// edge-length constraints (e.g. every tet edge; may be empty). `inverse_mass`: #V entries ≥ 0
+  /// (0: kinematic). Throws Error on inconsistent sizes or indices and on invalid options.
+  TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges, Eigen::VectorXd inverse_mass,
+                  TwoWayOptions options = {});
+
+  /// The options with automatic values resolved.
+  const TwoWayOptions& options() const { return options_; }
+  const Triangles& faces() const { return faces_; }
+  const Edges& contact_edges() const { return contact_edges_; }
+  const Edges& length_edges() const { return length_edges_; }
+
+  /// Throws CollisionError naming the two triangles if the contact surface at x intersects itself
+  /// (collision/intersection.hpp), Error on non-finite or wrongly sized x.
+  void check_intersection_free(const Points& x) const;
+
+  /// Projects: x ← a safe state reached from x_safe toward y (both #V × 3; x_safe must be
+  /// intersection-free, which is not re-checked here). Throws Error on sizes or non-finite input.
+  TwoWayStats project(const Points& x_safe, const Points& y, Points& x,
+                      const std::function<void(const TwoWayStepInfo&)>& observe = {}) const;
+
+ private:
+  int n_ = 0;
+  Triangles faces_;
+  Edges contact_edges_, length_edges_;
+  Eigen::VectorXd inverse_mass_;
+  std::vector<char> on_surface_;
+  TwoWayOptions options_;
+};
+
+}  // namespace xpd

@@ -1,0 +1,460 @@
+// Two-way continuous collision handling (two_way.hpp).
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <xpd/collision/distance.hpp>
+#include <xpd/collision/intersection.hpp>
+#include <xpd/collision/two_way.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/mesh/surface.hpp>
+
+namespace xpd {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One linear constraint g(y) = c0 + Σ_v J_v · (y_v − base_v) ≥ 0 on up to 4 vertices (v = −1:
+// unused). Contacts are linearized at x⁽ˡ⁾ (base = x⁽ˡ⁾), edge lengths at y^[k+1]; keeping the
+// base avoids the cancellation of a folded constant c0 − J·base at large coordinates.
+struct Constraint {
+  int v[4] = {-1, -1, -1, -1};
+  Vec3 J[4];
+  Vec3 base[4];
+  double c0 = 0;
+};
+
+// Closest point of the triangle (a, b, c) to p as barycentric weights (Ericson 2004, §5.1.5: the
+// Voronoi regions of the vertices, then the edges, then the face).
+std::array<double, 3> closest_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
+  const Vec3 ab = b - a, ac = c - a, ap = p - a;
+  const double d1 = ab.dot(ap), d2 = ac.dot(ap);
+  if (d1 <= 0 && d2 <= 0) return {1, 0, 0};
+  const Vec3 bp = p - b;
+  const double d3 = ab.dot(bp), d4 = ac.dot(bp);
+  if (d3 >= 0 && d4 <= d3) return {0, 1, 0};
+  const double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    const double v = d1 / (d1 - d3);
+    return {1 - v, v, 0};
+  }
+  const Vec3 cp = p - c;
+  const double d5 = ab.dot(cp), d6 = ac.dot(cp);
+  if (d6 >= 0 && d5 <= d6) return {0, 0, 1};
+  const double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    const double w = d2 / (d2 - d6);
+    return {1 - w, 0, w};
+  }
+  const double va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    const double w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    return {0, 1 - w, w};
+  }
+  const double denom = 1 / (va + vb + vc);
+  const double v = vb * denom, w = vc * denom;
+  return {1 - v - w, v, w};
+}
+
+// Parameters (s, t) of the closest points p0 + s (p1 − p0), q0 + t (q1 − q0) of two segments
+// (Ericson 2004, §5.1.9, with its degenerate-segment branches).
+std::array<double, 2> closest_on_segments(const Vec3& p0, const Vec3& p1, const Vec3& q0, const Vec3& q1) {
+  const Vec3 d1 = p1 - p0, d2 = q1 - q0, r = p0 - q0;
+  const double a = d1.squaredNorm(), e = d2.squaredNorm(), f = d2.dot(r);
+  const double tiny = 1e-300;
+  auto clamp01 = [](double v) { return std::clamp(v, 0.0, 1.0); };
+  if (a <= tiny && e <= tiny) return {0, 0};
+  if (a <= tiny) return {0, clamp01(f / e)};
+  const double c = d1.dot(r);
+  if (e <= tiny) return {clamp01(-c / a), 0};
+  const double b = d1.dot(d2), denom = a * e - b * b;
+  double s = denom > 0 ? clamp01((b * f - c * e) / denom) : 0;
+  double t = (b * s + f) / e;
+  if (t < 0) {
+    t = 0;
+    s = clamp01(-c / a);
+  } else if (t > 1) {
+    t = 1;
+    s = clamp01((b - c) / a);
+  }
+  return {s, t};
+}
+
+// Lower bound of a pair's distance from its computed squared distance: an allowance of 64 ε M²
+// (M the largest coordinate magnitude of the four points) for the rounding of the squared-distance
+// formulas is taken off before the square root, so a computed distance never overstates the
+// forward step's safe distance by a rounding error.
+double distance_lower_bound(double squared, const Vec3* pts) {
+  double m = 0;
+  for (int k = 0; k < 4; ++k) m = std::max(m, pts[k].cwiseAbs().maxCoeff());
+  const double allowance = 64 * std::numeric_limits<double>::epsilon() * m * m;
+  return std::sqrt(std::max(0.0, squared - allowance));
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, std::string>> two_way_option_problem(const TwoWayOptions& o) {
+  auto bad = [](const char* key, std::string msg) {
+    return std::optional<std::pair<std::string, std::string>>(std::pair<std::string, std::string>(key, std::move(msg)));
+  };
+  if (!(o.delta >= 0) || !std::isfinite(o.delta))
+    return bad("delta", fmt::format("must be > 0 (or 0 for automatic), got {}", o.delta));
+  if (!(o.d_min >= 0) || !std::isfinite(o.d_min))
+    return bad("d_min", fmt::format("must be >= delta (or 0 for automatic), got {}", o.d_min));
+  if (o.delta > 0 && o.d_min > 0 && o.d_min < o.delta)
+    return bad("d_min", fmt::format("must be >= delta = {}, got {}", o.delta, o.d_min));
+  if (!(o.d_max >= 0) || !std::isfinite(o.d_max))
+    return bad("d_max", fmt::format("must be > d_min (or 0 for automatic), got {}", o.d_max));
+  if (o.d_max > 0 && o.d_min > 0 && o.d_max <= o.d_min)
+    return bad("d_max", fmt::format("must be > d_min = {}, got {}", o.d_min, o.d_max));
+  if (o.d_max > 0 && o.delta > 0 && o.d_max <= o.delta)
+    return bad("d_max", fmt::format("must be > delta = {}, got {}", o.delta, o.d_max));
+  if (!(o.gamma > 0 && o.gamma < 1)) return bad("gamma", fmt::format("must be in (0, 1), got {}", o.gamma));
+  if (!(o.sigma >= 1) || !std::isfinite(o.sigma)) return bad("sigma", fmt::format("must be >= 1, got {}", o.sigma));
+  if (o.max_steps < 1) return bad("max_steps", fmt::format("must be >= 1, got {}", o.max_steps));
+  if (!(o.tolerance > 0 && o.tolerance < 1))
+    return bad("tolerance", fmt::format("must be in (0, 1), got {}", o.tolerance));
+  return std::nullopt;
+}
+
+TwoWayProjector::TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges,
+                                 Eigen::VectorXd inverse_mass, TwoWayOptions options)
+    : n_(static_cast<int>(rest.rows())),
+      faces_(std::move(faces)),
+      length_edges_(std::move(length_edges)),
+      inverse_mass_(std::move(inverse_mass)),
+      options_(options) {
+  if (inverse_mass_.size() != n_)
+    throw Error(fmt::format("two-way: {} inverse masses for {} vertices", inverse_mass_.size(), n_));
+  if (!inverse_mass_.allFinite() || (inverse_mass_.size() > 0 && inverse_mass_.minCoeff() < 0))
+    throw Error("two-way: inverse masses must be finite and >= 0");
+  if (faces_.size() > 0 && (faces_.minCoeff() < 0 || faces_.maxCoeff() >= n_))
+    throw Error(fmt::format("two-way: a contact face index is outside [0, {})", n_));
+  if (length_edges_.size() > 0 && (length_edges_.minCoeff() < 0 || length_edges_.maxCoeff() >= n_))
+    throw Error(fmt::format("two-way: a length-edge index is outside [0, {})", n_));
+  if (!rest.allFinite()) throw Error("two-way: non-finite rest position");
+  if (const auto problem = two_way_option_problem(options_))
+    throw Error(fmt::format("two-way: {} {}", problem->first, problem->second));
+  contact_edges_ = unique_edges(faces_);
+  on_surface_.assign(static_cast<std::size_t>(n_), 0);
+  for (Eigen::Index f = 0; f < faces_.rows(); ++f)
+    for (int k = 0; k < 3; ++k) on_surface_[static_cast<std::size_t>(faces_(f, k))] = 1;
+  if (options_.delta == 0 && faces_.rows() > 0) options_.delta = 0.1 * mean_edge_length(rest, contact_edges_);
+  if (options_.delta == 0) options_.delta = 1;  // no contact surface: never used
+  if (options_.d_min == 0) options_.d_min = 2 * options_.delta;
+  if (options_.d_max == 0) options_.d_max = 2 * options_.d_min;
+  if (const auto problem = two_way_option_problem(options_))
+    throw Error(fmt::format("two-way: {} {} (after the automatic values)", problem->first, problem->second));
+}
+
+void TwoWayProjector::check_intersection_free(const Points& x) const {
+  if (x.rows() != n_) throw Error(fmt::format("two-way: {} positions for {} vertices", x.rows(), n_));
+  if (!x.allFinite()) throw Error("two-way: non-finite position");
+  if (faces_.rows() == 0) return;
+  if (const auto hit = find_surface_intersection(x, faces_, contact_edges_))
+    throw CollisionError("two-way: the contact surface intersects itself: " + hit->description);
+}
+
+TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_target, Points& x,
+                                     const std::function<void(const TwoWayStepInfo&)>& observe) const {
+  Timer total;
+  TwoWayStats stats;
+  if (x_safe.rows() != n_ || y_target.rows() != n_)
+    throw Error(fmt::format("two-way: {} safe and {} target positions for {} vertices", x_safe.rows(),
+                            y_target.rows(), n_));
+  if (!x_safe.allFinite()) throw Error("two-way: non-finite safe position");
+  if (!y_target.allFinite()) throw Error("two-way: non-finite target position (the dynamics diverged?)");
+  const TwoWayOptions& o = options_;
+  const auto nv = static_cast<std::size_t>(n_);
+
+  x = x_safe;
+  Points y = y_target;
+  std::vector<double> r(nv, 1.0), safe(nv, kInf);
+  for (std::size_t i = 0; i < nv; ++i)
+    if (!on_surface_[i]) r[i] = 0;  // moved with α = 1 below; never limit convergence
+  if (faces_.rows() == 0) {
+    x = y_target;
+    stats.min_distance = kInf;
+    stats.ms_total = total.elapsed_ms();
+    return stats;
+  }
+
+  // Edge-length constraints, fixed for the projection (linearized at y^[k+1]).
+  std::vector<Constraint> length;
+  length.reserve(static_cast<std::size_t>(length_edges_.rows()));
+  for (Eigen::Index e = 0; e < length_edges_.rows(); ++e) {
+    const int i = length_edges_(e, 0), j = length_edges_(e, 1);
+    if (inverse_mass_[i] == 0 && inverse_mass_[j] == 0) continue;
+    const Vec3 d = y_target.row(i).transpose() - y_target.row(j).transpose();
+    const double L = d.norm();
+    if (!(L > 0)) continue;
+    Constraint c;
+    c.v[0] = i;
+    c.v[1] = j;
+    c.J[0] = -d / (L * L);
+    c.J[1] = d / (L * L);
+    c.base[0] = y_target.row(i).transpose();
+    c.base[1] = y_target.row(j).transpose();
+    c.c0 = o.sigma - 1;
+    length.push_back(c);
+  }
+
+  ProximityPairs pairs;
+  std::vector<double> pair_d, pair_lb;  // per pair of P at x⁽ˡ⁾: distance and its lower bound
+  double D = 0;
+  std::mt19937_64 rng(o.seed);
+  std::vector<Constraint> cons;
+  std::vector<int> order, colour;
+  std::vector<std::uint64_t> used(nv, 0);
+  Points x_prev;
+
+  auto pair_points = [&](bool ee, const std::array<int, 2>& p, int* v) {
+    if (ee) {
+      v[0] = contact_edges_(p[0], 0), v[1] = contact_edges_(p[0], 1);
+      v[2] = contact_edges_(p[1], 0), v[3] = contact_edges_(p[1], 1);
+    } else {
+      v[0] = p[0], v[1] = faces_(p[1], 0), v[2] = faces_(p[1], 1), v[3] = faces_(p[1], 2);
+    }
+  };
+
+  for (int l = 0; l < o.max_steps; ++l) {
+    bool searched = false;
+    if (D < o.d_min) {
+      Timer ts;
+      pairs = proximity_search(x, faces_, contact_edges_, o.d_max);
+      D = o.d_max;
+      ++stats.searches;
+      searched = true;
+      stats.max_pairs = std::max(stats.max_pairs, pairs.size());
+      stats.ms_search += ts.elapsed_ms();
+    }
+
+    // Distances of P at x⁽ˡ⁾.
+    Timer tb;
+    const std::size_t nvt = pairs.vertex_triangle.size(), np = pairs.size();
+    pair_d.assign(np, kInf);
+    pair_lb.assign(np, kInf);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, np, 512), [&](const auto& range) {
+      for (std::size_t q = range.begin(); q != range.end(); ++q) {
+        const bool ee = q >= nvt;
+        int v[4];
+        pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+        const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
+                           x.row(v[3]).transpose()};
+        const double d2 = ee ? edge_edge_squared_distance(p[0], p[1], p[2], p[3])
+                             : point_triangle_squared_distance(p[0], p[1], p[2], p[3]);
+        pair_d[q] = std::sqrt(d2);
+        pair_lb[q] = distance_lower_bound(d2, p);
+      }
+    });
+
+    // Backward step: contact constraints of the pairs closer than δ, linearized at x⁽ˡ⁾.
+    cons.clear();
+    for (std::size_t q = 0; q < np; ++q) {
+      if (!(pair_d[q] < o.delta)) continue;
+      const bool ee = q >= nvt;
+      int v[4];
+      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+      if (inverse_mass_[v[0]] == 0 && inverse_mass_[v[1]] == 0 && inverse_mass_[v[2]] == 0 &&
+          inverse_mass_[v[3]] == 0)
+        continue;
+      const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
+                         x.row(v[3]).transpose()};
+      const double d = pair_d[q];
+      Constraint c;
+      for (int k = 0; k < 4; ++k) c.v[k] = v[k], c.base[k] = p[k];
+      bool volume = false;
+      if (o.constraint == TwoWayConstraint::Volume && d > 0) {
+        // Signed volume (×6) V = (p1 − p0)·((p2 − p0) × (p3 − p0)) for vertex–triangle, and of
+        // (a0, a1, b0, b1) as V = (a1 − a0)·((b0 − a0) × (b1 − a0)) for edge–edge; `base_area`
+        // is |n| with V = |n|·h, h the height (= d for the two closest features used here).
+        Vec3 g[4];
+        double base_area = 0, lmax2 = 0;
+        if (!ee && point_triangle_distance_type(p[0], p[1], p[2], p[3]) == PointTriangleType::P_T) {
+          const Vec3 u = p[1] - p[0], w1 = p[2] - p[0], w2 = p[3] - p[0];
+          g[1] = w1.cross(w2), g[2] = w2.cross(u), g[3] = u.cross(w1);
+          base_area = (p[2] - p[1]).cross(p[3] - p[1]).norm();
+          lmax2 = std::max({(p[2] - p[1]).squaredNorm(), (p[3] - p[1]).squaredNorm(), (p[3] - p[2]).squaredNorm()});
+          volume = base_area > 1e-6 * lmax2;
+        } else if (ee && edge_edge_distance_type(p[0], p[1], p[2], p[3]) == EdgeEdgeType::A_B) {
+          const Vec3 u = p[1] - p[0], w1 = p[2] - p[0], w2 = p[3] - p[0];
+          g[1] = w1.cross(w2), g[2] = w2.cross(u), g[3] = u.cross(w1);
+          base_area = u.cross(p[3] - p[2]).norm();
+          lmax2 = u.norm() * (p[3] - p[2]).norm();
+          volume = base_area > 1e-3 * lmax2;  // not near-parallel
+        }
+        if (volume) {
+          g[0] = -(g[1] + g[2] + g[3]);
+          const double V = (p[1] - p[0]).dot(g[1]);
+          const double s = V >= 0 ? 1.0 : -1.0;
+          const double Vr = std::abs(V) + base_area * (o.delta - d);  // heights d → δ, base kept
+          volume = std::abs(V) > 0 && Vr > 0;
+          if (volume) {
+            for (int k = 0; k < 4; ++k) c.J[k] = s * g[k] / Vr;
+            c.c0 = std::abs(V) / Vr - 1;
+          }
+        }
+      }
+      if (!volume) {
+        // Gap: n·(p(y) − q(y)) ≥ δ with the closest points' weights frozen at x⁽ˡ⁾.
+        double wa[2] = {1, 0}, wb[3] = {0, 0, 0};
+        Vec3 pa, pb;
+        if (ee) {
+          const auto st = closest_on_segments(p[0], p[1], p[2], p[3]);
+          wa[0] = 1 - st[0], wa[1] = st[0];
+          wb[0] = 1 - st[1], wb[1] = st[1];
+          pa = wa[0] * p[0] + wa[1] * p[1];
+          pb = wb[0] * p[2] + wb[1] * p[3];
+        } else {
+          const auto b = closest_on_triangle(p[0], p[1], p[2], p[3]);
+          wb[0] = b[0], wb[1] = b[1], wb[2] = b[2];
+          pa = p[0];
+          pb = b[0] * p[1] + b[1] * p[2] + b[2] * p[3];
+        }
+        const Vec3 dv = pa - pb;
+        const double dn = dv.norm();
+        if (!(dn > 0)) continue;  // touching: not a safe state; nothing to linearize
+        const Vec3 n = dv / dn;
+        if (ee) {
+          c.J[0] = wa[0] * n / o.delta, c.J[1] = wa[1] * n / o.delta;
+          c.J[2] = -wb[0] * n / o.delta, c.J[3] = -wb[1] * n / o.delta;
+        } else {
+          c.J[0] = n / o.delta;
+          for (int k = 0; k < 3; ++k) c.J[k + 1] = -wb[k] * n / o.delta;
+        }
+        c.c0 = dn / o.delta - 1;
+      }
+      cons.push_back(c);
+    }
+    stats.max_active = std::max(stats.max_active, cons.size());
+    const std::size_t ncontact = cons.size();
+    cons.insert(cons.end(), length.begin(), length.end());
+
+    // Randomized greedy colouring: constraints in a seeded random order take the smallest colour
+    // that no constraint sharing a movable vertex has; colour 64 collects the rest (run serially).
+    order.resize(cons.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    colour.assign(cons.size(), 0);
+    int ncolours = 0;
+    for (int ci : order) {
+      const Constraint& c = cons[static_cast<std::size_t>(ci)];
+      std::uint64_t mask = 0;
+      for (int k = 0; k < 4; ++k)
+        if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) mask |= used[static_cast<std::size_t>(c.v[k])];
+      const int col = ~mask == 0 ? 64 : std::countr_one(mask);
+      colour[static_cast<std::size_t>(ci)] = col;
+      ncolours = std::max(ncolours, col + 1);
+      if (col < 64)
+        for (int k = 0; k < 4; ++k)
+          if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) used[static_cast<std::size_t>(c.v[k])] |= 1ull << col;
+    }
+    for (const Constraint& c : cons)  // reset the masks of the touched vertices only
+      for (int k = 0; k < 4; ++k)
+        if (c.v[k] >= 0) used[static_cast<std::size_t>(c.v[k])] = 0;
+    std::vector<std::vector<int>> by_colour(static_cast<std::size_t>(ncolours));
+    for (int ci : order) by_colour[static_cast<std::size_t>(colour[static_cast<std::size_t>(ci)])].push_back(ci);
+
+    // One projected Gauss–Seidel sweep from y⁽ˡ⁾ with λ starting at 0: a violated constraint moves
+    // its vertices by M⁻¹Jᵀ Δλ, Δλ = −g/(J M⁻¹ Jᵀ) ≥ 0.
+    auto relax = [&](const Constraint& c) {
+      double g = c.c0, w = 0;
+      for (int k = 0; k < 4; ++k) {
+        if (c.v[k] < 0) continue;
+        g += c.J[k].dot(y.row(c.v[k]).transpose() - c.base[k]);
+        w += inverse_mass_[c.v[k]] * c.J[k].squaredNorm();
+      }
+      if (g >= 0 || !(w > 0)) return;
+      const double dl = -g / w;
+      for (int k = 0; k < 4; ++k)
+        if (c.v[k] >= 0) y.row(c.v[k]) += (inverse_mass_[c.v[k]] * dl) * c.J[k].transpose();
+    };
+    for (int col = 0; col < ncolours; ++col) {
+      const auto& group = by_colour[static_cast<std::size_t>(col)];
+      if (col == 64 || group.size() < 256) {
+        for (int ci : group) relax(cons[static_cast<std::size_t>(ci)]);
+      } else {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, group.size(), 128), [&](const auto& range) {
+          for (std::size_t q = range.begin(); q != range.end(); ++q) relax(cons[static_cast<std::size_t>(group[q])]);
+        });
+      }
+    }
+    (void)ncontact;
+    stats.ms_backward += tb.elapsed_ms();
+
+    // Forward step.
+    Timer tf;
+    for (std::size_t i = 0; i < nv; ++i) safe[i] = on_surface_[i] ? D : kInf;
+    for (std::size_t q = 0; q < np; ++q) {
+      const bool ee = q >= nvt;
+      int v[4];
+      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+      for (int k = 0; k < 4; ++k) safe[static_cast<std::size_t>(v[k])] = std::min(safe[static_cast<std::size_t>(v[k])], pair_lb[q]);
+    }
+    x_prev = x;
+    double max_move = 0, max_r = 0;
+    for (std::size_t i = 0; i < nv; ++i) {
+      const Eigen::RowVector3d step = y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i));
+      const double len = step.norm();
+      double alpha = 1;
+      if (on_surface_[i] && len > 0) alpha = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
+      if (len > 0) x.row(static_cast<Eigen::Index>(i)) += alpha * step;
+      if (on_surface_[i]) {
+        r[i] *= (1 - alpha);
+        max_move = std::max(max_move, alpha * len);
+        max_r = std::max(max_r, r[i]);
+      }
+    }
+    D -= 2 * max_move;
+    stats.ms_forward += tf.elapsed_ms();
+    ++stats.steps;
+    stats.max_r = max_r;
+    if (observe) {
+      TwoWayStepInfo info;
+      info.step = l;
+      info.searched = searched;
+      info.D = D + 2 * max_move;
+      info.x_before = &x_prev;
+      info.x_after = &x;
+      info.y = &y;
+      info.safe_distance = &safe;
+      info.pairs = &pairs;
+      observe(info);
+    }
+    if (max_r < o.tolerance) break;
+  }
+  stats.converged = stats.max_r < o.tolerance;
+
+  // Result figures: distances of P at the result (P still holds every pair closer than D).
+  stats.min_distance = kInf;
+  {
+    const std::size_t nvt = pairs.vertex_triangle.size();
+    for (std::size_t q = 0; q < pairs.size(); ++q) {
+      const bool ee = q >= nvt;
+      int v[4];
+      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+      const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
+                         x.row(v[3]).transpose()};
+      const double d2 = ee ? edge_edge_squared_distance(p[0], p[1], p[2], p[3])
+                           : point_triangle_squared_distance(p[0], p[1], p[2], p[3]);
+      stats.min_distance = std::min(stats.min_distance, std::sqrt(d2));
+    }
+  }
+  stats.max_displacement = (x - y_target).rowwise().norm().maxCoeff();
+  for (Eigen::Index e = 0; e < length_edges_.rows(); ++e) {
+    const int i = length_edges_(e, 0), j = length_edges_(e, 1);
+    const double L = (y_target.row(i) - y_target.row(j)).norm();
+    if (L > 0) stats.max_stretch = std::max(stats.max_stretch, (x.row(i) - x.row(j)).norm() / L);
+  }
+  stats.ms_total = total.elapsed_ms();
+  return stats;
+}
+
+}  // namespace xpd

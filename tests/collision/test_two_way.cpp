@@ -1,0 +1,207 @@
+// Two-way continuous collision handling (collision/two_way.hpp): the result is intersection-free
+// by exact predicates where the target is not; every sub-step passes a conservative CCD audit
+// (collision/ccd.hpp, validated on the CCD benchmark in test_ccd.cpp); the invariants of the
+// forward step hold at every step (|Δx_i| ≤ γ D_i / 2, D_i ≤ D⁽ˡ⁾, P ⊇ the brute-force pairs closer
+// than D⁽ˡ⁾); kinematic obstacles stop a body; bad input is refused.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+#include <xpd/collision/ccd.hpp>
+#include <xpd/collision/surface_ccd.hpp>
+#include <xpd/collision/two_way.hpp>
+#include <xpd/core/error.hpp>
+
+#include "collision/collision_fixtures.hpp"
+#include "collision/exact_intersection.hpp"
+
+namespace xpd {
+namespace {
+
+bool verbose() {
+  const char* v = std::getenv("XPD_TEST_VERBOSE");
+  return v != nullptr && *v != '\0' && *v != '0';
+}
+
+struct Bodies {
+  Points x;
+  Triangles faces;
+};
+
+// Two icospheres of radius 1, the second at `centre`.
+Bodies two_spheres(int levels, const Vec3& centre) {
+  const SurfaceMesh a = test::icosphere(levels), b = test::icosphere(levels, centre, 1.0);
+  Bodies s;
+  s.x.resize(a.nodes.rows() + b.nodes.rows(), 3);
+  s.x << a.nodes, b.nodes;
+  s.faces.resize(a.triangles.rows() + b.triangles.rows(), 3);
+  s.faces << a.triangles, b.triangles.array() + static_cast<int>(a.nodes.rows());
+  return s;
+}
+
+// Checks the invariants and the CCD audit of every step; counts steps.
+struct Auditor {
+  const TwoWayProjector& projector;
+  int steps = 0, searches = 0, ccd_hits = 0, move_violations = 0, cap_violations = 0, missing_pairs = 0;
+  void operator()(const TwoWayStepInfo& s) {
+    ++steps;
+    searches += s.searched;
+    const double half_gamma = 0.5 * projector.options().gamma;
+    for (Eigen::Index i = 0; i < s.x_before->rows(); ++i) {
+      const double Di = (*s.safe_distance)[static_cast<std::size_t>(i)];
+      if (!std::isfinite(Di)) continue;  // not on the contact surface
+      if (Di > s.D) ++cap_violations;
+      const double move = (s.x_after->row(i) - s.x_before->row(i)).norm();
+      if (move > half_gamma * Di * (1 + 1e-12)) ++move_violations;
+    }
+    // Every pair closer than D⁽ˡ⁾ (brute force at x⁽ˡ⁾) is in P.
+    const ProximityPairs brute = brute_force_proximity(*s.x_before, projector.faces(), projector.contact_edges(), s.D);
+    const std::set<std::array<int, 2>> vt(s.pairs->vertex_triangle.begin(), s.pairs->vertex_triangle.end()),
+        ee(s.pairs->edge_edge.begin(), s.pairs->edge_edge.end());
+    for (const auto& p : brute.vertex_triangle) missing_pairs += vt.count(p) == 0;
+    for (const auto& p : brute.edge_edge) missing_pairs += ee.count(p) == 0;
+    // Conservative CCD of the linear sub-step x⁽ˡ⁾ → x⁽ˡ⁺¹⁾.
+    CcdOptions o;
+    o.tolerance = 1e-7;
+    const SurfaceCcdResult ccd = surface_ccd(*s.x_before, *s.x_after, projector.faces(), projector.contact_edges(), o);
+    ccd_hits += ccd.hit;
+  }
+};
+
+Eigen::VectorXd unit_inverse_masses(Eigen::Index n) { return Eigen::VectorXd::Ones(n); }
+
+TEST(TwoWay, HeadOnSpheresEndIntersectionFreeAlongASafePath) {
+  for (const TwoWayConstraint kind : {TwoWayConstraint::Volume, TwoWayConstraint::Gap}) {
+    SCOPED_TRACE(kind == TwoWayConstraint::Volume ? "volume" : "gap");
+    const Bodies s = two_spheres(2, Vec3(2.2, 0.05, 0));
+    const Eigen::Index n = s.x.rows(), half = n / 2;
+    // Target: the spheres driven 0.8 into each other (centres 1.4 apart), with a little shear.
+    Points y = s.x;
+    for (Eigen::Index i = 0; i < n; ++i) y.row(i) += (i < half ? Eigen::RowVector3d(0.4, 0.02, 0.0)
+                                                               : Eigen::RowVector3d(-0.4, -0.02, 0.01));
+    ASSERT_GT(test::count_intersections(y, s.faces), 0);  // the target intersects: the test can fail
+    ASSERT_EQ(test::count_intersections(s.x, s.faces), 0);
+    TwoWayOptions o;
+    o.constraint = kind;
+    const TwoWayProjector projector(s.x, s.faces, unique_edges(s.faces), unit_inverse_masses(n), o);
+    Auditor audit{projector};
+    Points x;
+    const TwoWayStats st = projector.project(s.x, y, x, std::ref(audit));
+    std::string first;
+    EXPECT_EQ(test::count_intersections(x, s.faces, &first), 0) << first;
+    EXPECT_EQ(audit.ccd_hits, 0);
+    EXPECT_EQ(audit.move_violations, 0);
+    EXPECT_EQ(audit.cap_violations, 0);
+    EXPECT_EQ(audit.missing_pairs, 0);
+    EXPECT_EQ(audit.steps, st.steps);
+    EXPECT_TRUE(st.converged) << "max r " << st.max_r << " after " << st.steps << " steps";
+    EXPECT_GT(st.max_active, 0u);
+    EXPECT_GT(st.min_distance, 0.0);
+    // The projection moved the contact zone back (the spheres do not pass through each other) and
+    // left the far sides where the target put them.
+    EXPECT_GT(st.max_displacement, 0.1);
+    EXPECT_LT((x.row(0) - y.row(0)).norm() + (x.row(half) - y.row(half)).norm(), 1.0);
+    if (verbose())
+      std::printf("  %s: %d steps, %d searches, max |P| %zu, max active %zu, min distance %.3g (delta %.3g), "
+                  "max stretch %.3f, %.1f ms\n",
+                  kind == TwoWayConstraint::Volume ? "volume" : "gap", st.steps, st.searches, st.max_pairs,
+                  st.max_active, st.min_distance, projector.options().delta, st.max_stretch, st.ms_total);
+  }
+}
+
+// Free motion (no pair within reach): the result is the target, reached in several capped steps
+// when the motion exceeds γ D^max / 2.
+TEST(TwoWay, FreeMotionReachesTheTarget) {
+  const Bodies s = two_spheres(1, Vec3(5, 0, 0));
+  Points y = s.x;
+  y.col(1).array() += 0.7;
+  const TwoWayProjector projector(s.x, s.faces, unique_edges(s.faces), unit_inverse_masses(s.x.rows()));
+  Points x;
+  const TwoWayStats st = projector.project(s.x, y, x);
+  EXPECT_TRUE(st.converged);
+  EXPECT_LT((x - y).cwiseAbs().maxCoeff(), 1e-12);
+  const double per_step = 0.5 * projector.options().gamma * projector.options().d_max;
+  EXPECT_GE(st.steps, static_cast<int>(0.7 / per_step));
+}
+
+// A kinematic (inverse mass 0) plate stops a falling sphere; the plate does not move.
+TEST(TwoWay, KinematicObstacleStopsABody) {
+  const SurfaceMesh sphere = test::icosphere(2, Vec3(0, 0, 1.1), 1.0);
+  // Plate: two triangles at z = 0 spanning [−3, 3]², plus a thin skirt so it is a surface of its own.
+  Points plate(4, 3);
+  plate << -3, -3, 0, 3, -3, 0, 3, 3, 0, -3, 3, 0;
+  const int n0 = static_cast<int>(sphere.nodes.rows());
+  Points x(n0 + 4, 3);
+  x << sphere.nodes, plate;
+  Triangles faces(sphere.triangles.rows() + 2, 3);
+  faces << sphere.triangles, Eigen::RowVector3i(n0, n0 + 1, n0 + 2), Eigen::RowVector3i(n0, n0 + 2, n0 + 3);
+  Eigen::VectorXd inv = Eigen::VectorXd::Ones(x.rows());
+  inv.tail(4).setZero();
+  Points y = x;
+  y.topRows(n0).col(2).array() -= 0.6;  // would sink 0.5 below the plate
+  ASSERT_GT(test::count_intersections(y, faces), 0);
+  const TwoWayProjector projector(x, faces, unique_edges(sphere.triangles), inv);
+  Auditor audit{projector};
+  Points out;
+  const TwoWayStats st = projector.project(x, y, out, std::ref(audit));
+  EXPECT_EQ(test::count_intersections(out, faces), 0);
+  EXPECT_EQ(audit.ccd_hits, 0);
+  EXPECT_EQ(audit.move_violations, 0);
+  EXPECT_EQ(audit.missing_pairs, 0);
+  EXPECT_TRUE(st.converged) << st.max_r;
+  EXPECT_EQ((out.bottomRows(4) - plate).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_GT(out.topRows(n0).col(2).minCoeff(), 0.0);  // above the plate
+  EXPECT_LT(out.topRows(n0).col(2).minCoeff(), 2 * projector.options().delta);  // resting on it
+}
+
+TEST(TwoWay, RefusesBadOptionsAndInput) {
+  const Bodies s = two_spheres(1, Vec3(3, 0, 0));
+  const Eigen::VectorXd inv = unit_inverse_masses(s.x.rows());
+  struct Bad {
+    const char* key;
+    TwoWayOptions o;
+  };
+  std::vector<Bad> bad;
+  auto add = [&](const char* key, auto set) {
+    TwoWayOptions o;
+    set(o);
+    bad.push_back({key, o});
+  };
+  add("delta", [](TwoWayOptions& o) { o.delta = -1; });
+  add("d_min", [](TwoWayOptions& o) { o.delta = 0.1, o.d_min = 0.05; });
+  add("d_max", [](TwoWayOptions& o) { o.delta = 0.1, o.d_min = 0.2, o.d_max = 0.2; });
+  add("gamma", [](TwoWayOptions& o) { o.gamma = 1; });
+  add("sigma", [](TwoWayOptions& o) { o.sigma = 0.9; });
+  add("max_steps", [](TwoWayOptions& o) { o.max_steps = 0; });
+  add("tolerance", [](TwoWayOptions& o) { o.tolerance = 1; });
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.key);
+    const auto problem = two_way_option_problem(b.o);
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_EQ(problem->first, b.key);
+    EXPECT_THROW(TwoWayProjector(s.x, s.faces, Edges(0, 2), inv, b.o), Error);
+  }
+  EXPECT_FALSE(two_way_option_problem(TwoWayOptions{}).has_value());
+
+  const TwoWayProjector projector(s.x, s.faces, Edges(0, 2), inv);
+  Points y = s.x, x;
+  y(3, 1) = std::nan("");
+  EXPECT_THROW(projector.project(s.x, y, x), Error);
+  EXPECT_THROW(projector.project(s.x, s.x.topRows(3), x), Error);
+  EXPECT_THROW(TwoWayProjector(s.x, s.faces, Edges(0, 2), inv.head(3)), Error);
+
+  // An intersecting start is refused with both triangles named.
+  const Bodies hit = two_spheres(1, Vec3(1.5, 0, 0));
+  const TwoWayProjector p2(hit.x, hit.faces, Edges(0, 2), unit_inverse_masses(hit.x.rows()));
+  try {
+    p2.check_intersection_free(hit.x);
+    ADD_FAILURE() << "no CollisionError";
+  } catch (const CollisionError& e) {
+    EXPECT_NE(std::string(e.what()).find("meets triangle"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("triangle "), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(projector.check_intersection_free(s.x));
+}
+
+}  // namespace
+}  // namespace xpd

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -110,7 +111,23 @@ void run(const RunCliOptions& o) {
   ro.max_frames = o.max_frames;
   const bool interactive = sim.scene().solver.interactive_iterations > 0;
   IpcTotals ipc;
+  struct {
+    int frames = 0, steps = 0, max_steps = 0, unconverged = 0, max_inverted = 0;
+    double ms = 0, search_ms = 0, min_distance = -1;
+  } tw;
   ro.on_frame = [&](const FrameReport& r) {
+    if (const auto& st = sim.two_way_stats()) {
+      const TwoWayStats& p = st->projection;
+      ++tw.frames;
+      tw.steps += p.steps;
+      tw.max_steps = std::max(tw.max_steps, p.steps);
+      tw.unconverged += !p.converged;
+      tw.max_inverted = std::max(tw.max_inverted, st->inverted_tets);
+      tw.ms += p.ms_total;
+      tw.search_ms += p.ms_search;
+      if (std::isfinite(p.min_distance))
+        tw.min_distance = tw.min_distance < 0 ? p.min_distance : std::min(tw.min_distance, p.min_distance);
+    }
     if (const auto& st = sim.ipc_stats()) {
       ipc.barrier_ms += st->barrier_ms;
       ipc.ccd_ms += st->ccd_ms;
@@ -125,6 +142,10 @@ void run(const RunCliOptions& o) {
                       r.stats->initial_residual > 0
                           ? r.stats->residual / std::max(r.stats->initial_residual, r.stats->load_scale)
                           : 0.0));
+    else if (const auto& t = sim.two_way_stats())
+      progress.update(r.frame, fmt::format("{} it, residual {:.2e}, two-way {} steps{}, {} pairs within delta",
+                                           r.stats->iterations, r.stats->residual, t->projection.steps,
+                                           t->projection.converged ? "" : " (unconverged)", t->projection.max_active));
     else if (r.collision && sim.ipc_stats())
       progress.update(r.frame,
                       fmt::format("{} it, residual {:.2e}, {} pairs within dhat, closest {:.1e}", r.stats->iterations,
@@ -141,6 +162,21 @@ void run(const RunCliOptions& o) {
   print_timing_table(sim, sum.timings_ms, sum.iterations, sum.wall_ms, sum.collision ? &*sum.collision : nullptr, ipc);
   if (sum.collision)
     fmt::print("{:<58} {:>12.3e}\n", "Deepest penetration after a frame (all frames)", sum.max_penetration);
+  if (tw.frames > 0) {
+    fmt::print("{:<58} {:>12}\n", "Two-way projections (frames)", tw.frames);
+    fmt::print("{:<58} {:>12}\n", "Two-way steps per frame (mean, max)",
+               fmt::format("{:.1f}, {}", double(tw.steps) / tw.frames, tw.max_steps));
+    fmt::print("{:<58} {:>10.3f}ms\n", "Two-way time per frame (proximity search share)", tw.ms / tw.frames);
+    fmt::print("{:<58} {:>11.1f}%\n", "  proximity search", tw.ms > 0 ? 100 * tw.search_ms / tw.ms : 0.0);
+    if (tw.min_distance >= 0)
+      fmt::print("{:<58} {:>12.3e}\n", "Closest surface pair after a projection", tw.min_distance);
+    fmt::print("{:<58} {:>12}\n", "Inverted tets after a projection (max)", tw.max_inverted);
+    if (tw.unconverged > 0)
+      fmt::print(
+          "\nWARNING: {} two-way projection(s) reached max_steps before ||r|| < tolerance (the state is "
+          "still intersection-free; see \"two_way\" in stats.json)\n",
+          tw.unconverged);
+  }
   if (interactive)
     fmt::print(
         "\nInteractive: {} outer iteration(s) per frame{}: {:.1f} frames/s, relative residual left mean {:.2e}, "

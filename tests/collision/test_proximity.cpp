@@ -35,14 +35,15 @@ ProximityPairs sweep_then_filter(const Points& x, const Triangles& faces, const 
   const SurfaceCandidates c = swept_candidates(x, x, faces, edges, D);
   ProximityPairs out;
   for (const auto& [v, f] : c.vertex_face) {
-    const double d = std::sqrt(point_triangle_squared_distance(x.row(v).transpose(), x.row(faces(f, 0)).transpose(),
-                                                               x.row(faces(f, 1)).transpose(),
-                                                               x.row(faces(f, 2)).transpose()));
+    const double d =
+        std::sqrt(point_triangle_squared_distance(x.row(v).transpose(), x.row(faces(f, 0)).transpose(),
+                                                  x.row(faces(f, 1)).transpose(), x.row(faces(f, 2)).transpose()));
     if (d < D) out.vertex_triangle.push_back({v, f}), out.vertex_triangle_distance.push_back(d);
   }
   for (const auto& [a, b] : c.edge_edge) {
-    const double d = std::sqrt(edge_edge_squared_distance(x.row(edges(a, 0)).transpose(), x.row(edges(a, 1)).transpose(),
-                                                          x.row(edges(b, 0)).transpose(), x.row(edges(b, 1)).transpose()));
+    const double d =
+        std::sqrt(edge_edge_squared_distance(x.row(edges(a, 0)).transpose(), x.row(edges(a, 1)).transpose(),
+                                             x.row(edges(b, 0)).transpose(), x.row(edges(b, 1)).transpose()));
     if (d < D) out.edge_edge.push_back({a, b}), out.edge_edge_distance.push_back(d);
   }
   return out;

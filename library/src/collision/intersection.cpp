@@ -69,11 +69,10 @@ std::optional<SurfaceIntersection> find_surface_intersection(const Points& s, co
       for (int k = 0; k < 3; ++k) shared += triangles(g, k) == edges(e, 0) || triangles(g, k) == edges(e, 1);
       if (shared == 2) hit.edge_face = static_cast<int>(g);
     }
-    const std::string owner =
-        hit.edge_face < 0 ? std::string("edge")
-                          : fmt::format("triangle {} ({}, {}, {}) through its edge", hit.edge_face,
-                                        triangles(hit.edge_face, 0), triangles(hit.edge_face, 1),
-                                        triangles(hit.edge_face, 2));
+    const std::string owner = hit.edge_face < 0 ? std::string("edge")
+                                                : fmt::format("triangle {} ({}, {}, {}) through its edge",
+                                                              hit.edge_face, triangles(hit.edge_face, 0),
+                                                              triangles(hit.edge_face, 1), triangles(hit.edge_face, 2));
     hit.description = fmt::format("{} ({}, {}) from {} to {} meets triangle {} ({}, {}, {}) at {}, {}, {}", owner,
                                   edges(e, 0), edges(e, 1), pt(p), pt(q), f, triangles(f, 0), triangles(f, 1),
                                   triangles(f, 2), pt(a), pt(b), pt(c));

@@ -49,6 +49,26 @@ double ee_distance(const Points& x, const Edges& edges, int a, int b) {
                                               x.row(edges(b, 0)).transpose(), x.row(edges(b, 1)).transpose()));
 }
 
+// Distance from vertex v to the plane of face f: a lower bound of the point–triangle distance
+// (0 for a degenerate face).
+double plane_distance(const Points& x, int v, const Triangles& faces, int f) {
+  const Vec3 a = x.row(faces(f, 0)).transpose();
+  const Vec3 n = (x.row(faces(f, 1)).transpose() - a).cross(x.row(faces(f, 2)).transpose() - a);
+  const double nn = n.norm();
+  return nn > 0 ? std::abs((x.row(v).transpose() - a).dot(n)) / nn : 0.0;
+}
+
+// Distance between the lines of two edges: a lower bound of the segment distance (0 when they are
+// nearly parallel, where it is ill-conditioned).
+double line_distance(const Points& x, const Edges& edges, int a, int b) {
+  const Vec3 a0 = x.row(edges(a, 0)).transpose(), b0 = x.row(edges(b, 0)).transpose();
+  const Vec3 ua = x.row(edges(a, 1)).transpose() - a0, ub = x.row(edges(b, 1)).transpose() - b0;
+  const Vec3 n = ua.cross(ub);
+  const double nn = n.squaredNorm();
+  if (!(nn > 1e-6 * ua.squaredNorm() * ub.squaredNorm())) return 0.0;
+  return std::abs((b0 - a0).dot(n)) / std::sqrt(nn);
+}
+
 bool face_has(const Triangles& faces, int f, int v) { return faces(f, 0) == v || faces(f, 1) == v || faces(f, 2) == v; }
 
 bool edges_share(const Edges& edges, int a, int b) {
@@ -72,50 +92,53 @@ Box row_box(const Points& x, const Rows& rows, Eigen::Index r, double grow) {
   return b;
 }
 
-bool contains(const Box& b, const Vec3& p) { return (p.array() >= b.lo.array()).all() && (p.array() <= b.hi.array()).all(); }
-bool overlap(const Box& a, const Box& b) { return (a.lo.array() <= b.hi.array()).all() && (b.lo.array() <= a.hi.array()).all(); }
+bool contains(const Box& b, const Vec3& p) {
+  return (p.array() >= b.lo.array()).all() && (p.array() <= b.hi.array()).all();
+}
+bool overlap(const Box& a, const Box& b) {
+  return (a.lo.array() <= b.hi.array()).all() && (b.lo.array() <= a.hi.array()).all();
+}
 
-// The grid: integer cell coordinates relative to the lower corner of the grown bounding box,
-// packed into 21 bits per axis (the cell size is raised until every axis fits, so keys never alias).
+// The grid: cells of size `cell` from `origin`, dims[a] per axis, at most ~4M cells in all (the cell
+// size grows when the surface spans more). Tables are CSR: the primitives of cell c are
+// items[start[c] .. start[c+1]) (a counting sort: no comparison sort of the entries).
 struct Grid {
   Vec3 origin;
   double cell = 1;
-  std::uint64_t key(std::int64_t i, std::int64_t j, std::int64_t k) const {
-    return (static_cast<std::uint64_t>(i) << 42) | (static_cast<std::uint64_t>(j) << 21) | static_cast<std::uint64_t>(k);
-  }
+  std::array<std::int64_t, 3> dims{1, 1, 1};
   std::array<std::int64_t, 3> coords(const Vec3& p) const {
     std::array<std::int64_t, 3> c{};
-    for (int a = 0; a < 3; ++a) c[a] = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((p[a] - origin[a]) / cell)));
+    for (int a = 0; a < 3; ++a)
+      c[a] = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor((p[a] - origin[a]) / cell)), 0, dims[a] - 1);
     return c;
   }
+  std::int64_t index(std::int64_t i, std::int64_t j, std::int64_t k) const { return (i * dims[1] + j) * dims[2] + k; }
+  std::int64_t size() const { return dims[0] * dims[1] * dims[2]; }
   template <typename F>
   void for_cells(const Box& b, F&& f) const {
     const auto lo = coords(b.lo), hi = coords(b.hi);
     for (std::int64_t i = lo[0]; i <= hi[0]; ++i)
       for (std::int64_t j = lo[1]; j <= hi[1]; ++j)
-        for (std::int64_t k = lo[2]; k <= hi[2]; ++k) f(key(i, j, k));
+        for (std::int64_t k = lo[2]; k <= hi[2]; ++k) f(index(i, j, k));
   }
 };
 
-// (cell key, primitive) sorted by key, for equal_range lookups.
-using CellTable = std::vector<std::pair<std::uint64_t, int>>;
-
-auto lookup(const CellTable& table, std::uint64_t key) {
-  return std::equal_range(table.begin(), table.end(), std::pair<std::uint64_t, int>{key, -1},
-                          [](const auto& a, const auto& b) { return a.first < b.first; });
-}
+struct CellTable {
+  std::vector<int> start, items;
+};
 
 CellTable build_table(const std::vector<Box>& boxes, const Grid& grid) {
-  tbb::enumerable_thread_specific<CellTable> local;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, boxes.size(), 256), [&](const auto& range) {
-    auto& out = local.local();
-    for (std::size_t p = range.begin(); p != range.end(); ++p)
-      grid.for_cells(boxes[p], [&](std::uint64_t key) { out.emplace_back(key, static_cast<int>(p)); });
-  });
-  CellTable table;
-  for (auto& part : local) table.insert(table.end(), part.begin(), part.end());
-  tbb::parallel_sort(table.begin(), table.end());
-  return table;
+  CellTable t;
+  t.start.assign(static_cast<std::size_t>(grid.size()) + 1, 0);
+  for (const Box& b : boxes) grid.for_cells(b, [&](std::int64_t c) { ++t.start[static_cast<std::size_t>(c) + 1]; });
+  for (std::size_t c = 1; c < t.start.size(); ++c) t.start[c] += t.start[c - 1];
+  t.items.resize(static_cast<std::size_t>(t.start.back()));
+  std::vector<int> fill(t.start.begin(), t.start.end() - 1);
+  for (std::size_t p = 0; p < boxes.size(); ++p)
+    grid.for_cells(boxes[p], [&](std::int64_t c) {
+      t.items[static_cast<std::size_t>(fill[static_cast<std::size_t>(c)]++)] = static_cast<int>(p);
+    });
+  return t;
 }
 
 struct Found {
@@ -131,7 +154,8 @@ ProximityPairs collect(tbb::enumerable_thread_specific<Found>& local) {
   auto by_pair = [](const auto& a, const auto& b) { return a.first < b.first; };
   tbb::parallel_sort(vt.begin(), vt.end(), by_pair);
   tbb::parallel_sort(ee.begin(), ee.end(), by_pair);
-  ee.erase(std::unique(ee.begin(), ee.end(), [](const auto& a, const auto& b) { return a.first == b.first; }), ee.end());
+  ee.erase(std::unique(ee.begin(), ee.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+           ee.end());
   ProximityPairs out;
   out.vertex_triangle.reserve(vt.size());
   out.vertex_triangle_distance.reserve(vt.size());
@@ -169,8 +193,12 @@ ProximityPairs proximity_search(const Points& x, const Triangles& faces, const E
   grid.origin = lo.array() - 2 * D;
   const Edges face_edges = unique_edges(faces);
   grid.cell = std::max(D, mean_edge_length(x, face_edges));
-  const double extent = (hi - lo).maxCoeff() + 4 * D;
-  while (extent / grid.cell >= double(1 << 20)) grid.cell *= 2;  // 21-bit coordinates never alias
+  const Vec3 extent = (hi - lo).array() + 4 * D;
+  auto count_cells = [&] {
+    for (int a = 0; a < 3; ++a) grid.dims[a] = static_cast<std::int64_t>(std::floor(extent[a] / grid.cell)) + 1;
+    return grid.size();
+  };
+  while (count_cells() > (std::int64_t(1) << 22)) grid.cell *= 1.5;
 
   tbb::enumerable_thread_specific<Found> local;
 
@@ -185,10 +213,11 @@ ProximityPairs proximity_search(const Points& x, const Triangles& faces, const E
         const int v = verts[q];
         const Vec3 p = x.row(v).transpose();
         const auto c = grid.coords(p);
-        const auto [first, last] = lookup(table, grid.key(c[0], c[1], c[2]));
-        for (auto it = first; it != last; ++it) {
-          const int f = it->second;
+        const auto cell = static_cast<std::size_t>(grid.index(c[0], c[1], c[2]));
+        for (int q2 = table.start[cell]; q2 < table.start[cell + 1]; ++q2) {
+          const int f = table.items[static_cast<std::size_t>(q2)];
           if (face_has(faces, f, v) || !contains(boxes[static_cast<std::size_t>(f)], p)) continue;
+          if (plane_distance(x, v, faces, f) > D * (1 + 1e-9)) continue;  // a lower bound of the distance
           const double d = vt_distance(x, v, faces, f);
           if (d < D) out.vt.push_back({{v, f}, d});
         }
@@ -207,23 +236,26 @@ ProximityPairs proximity_search(const Points& x, const Triangles& faces, const E
     const CellTable table = build_table(grown, grid);
     tbb::parallel_for(tbb::blocked_range<Eigen::Index>(0, edges.rows(), 256), [&](const auto& range) {
       auto& out = local.local();
-      std::vector<int> seen;
       for (Eigen::Index a = range.begin(); a != range.end(); ++a) {
-        seen.clear();
-        grid.for_cells(own[static_cast<std::size_t>(a)], [&](std::uint64_t key) {
-          const auto [first, last] = lookup(table, key);
-          for (auto it = first; it != last; ++it)
-            if (it->second > a) seen.push_back(it->second);
-        });
-        std::sort(seen.begin(), seen.end());
-        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
         const int ia = static_cast<int>(a);
-        for (int b : seen) {
-          if (edges_share(edges, ia, b) || !overlap(grown[static_cast<std::size_t>(b)], own[static_cast<std::size_t>(a)]))
-            continue;
-          const double d = ee_distance(x, edges, ia, b);
-          if (d < D) out.ee.push_back({{ia, b}, d});
-        }
+        const Box& own_a = own[static_cast<std::size_t>(a)];
+        const auto alo = grid.coords(own_a.lo);
+        grid.for_cells(own_a, [&](std::int64_t cell) {
+          for (int q2 = table.start[static_cast<std::size_t>(cell)];
+               q2 < table.start[static_cast<std::size_t>(cell) + 1]; ++q2) {
+            const int b = table.items[static_cast<std::size_t>(q2)];
+            if (b <= ia) continue;
+            const Box& grown_b = grown[static_cast<std::size_t>(b)];
+            if (!overlap(grown_b, own_a) || edges_share(edges, ia, b)) continue;
+            // Seen from several cells: keep it in the lowest cell both ranges share.
+            const auto blo = grid.coords(grown_b.lo);
+            if (grid.index(std::max(alo[0], blo[0]), std::max(alo[1], blo[1]), std::max(alo[2], blo[2])) != cell)
+              continue;
+            if (line_distance(x, edges, ia, b) > D * (1 + 1e-9)) continue;  // a lower bound of the distance
+            const double d = ee_distance(x, edges, ia, b);
+            if (d < D) out.ee.push_back({{ia, b}, d});
+          }
+        });
       }
     });
   }

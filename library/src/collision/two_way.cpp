@@ -119,13 +119,14 @@ std::optional<std::pair<std::string, std::string>> two_way_option_problem(const 
   if (!(o.gamma > 0 && o.gamma < 1)) return bad("gamma", fmt::format("must be in (0, 1), got {}", o.gamma));
   if (!(o.sigma >= 1) || !std::isfinite(o.sigma)) return bad("sigma", fmt::format("must be >= 1, got {}", o.sigma));
   if (o.max_steps < 1) return bad("max_steps", fmt::format("must be >= 1, got {}", o.max_steps));
+  if (o.sweeps < 1) return bad("sweeps", fmt::format("must be >= 1, got {}", o.sweeps));
   if (!(o.tolerance > 0 && o.tolerance < 1))
     return bad("tolerance", fmt::format("must be in (0, 1), got {}", o.tolerance));
   return std::nullopt;
 }
 
-TwoWayProjector::TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges,
-                                 Eigen::VectorXd inverse_mass, TwoWayOptions options)
+TwoWayProjector::TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges, Eigen::VectorXd inverse_mass,
+                                 TwoWayOptions options)
     : n_(static_cast<int>(rest.rows())),
       faces_(std::move(faces)),
       length_edges_(std::move(length_edges)),
@@ -167,8 +168,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
   Timer total;
   TwoWayStats stats;
   if (x_safe.rows() != n_ || y_target.rows() != n_)
-    throw Error(fmt::format("two-way: {} safe and {} target positions for {} vertices", x_safe.rows(),
-                            y_target.rows(), n_));
+    throw Error(
+        fmt::format("two-way: {} safe and {} target positions for {} vertices", x_safe.rows(), y_target.rows(), n_));
   if (!x_safe.allFinite()) throw Error("two-way: non-finite safe position");
   if (!y_target.allFinite()) throw Error("two-way: non-finite target position (the dynamics diverged?)");
   const TwoWayOptions& o = options_;
@@ -214,6 +215,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
   std::vector<int> order, colour;
   std::vector<std::uint64_t> used(nv, 0);
   Points x_prev;
+  std::vector<double> alpha, zone_alpha;
+  std::vector<int> parent;
 
   auto pair_points = [&](bool ee, const std::array<int, 2>& p, int* v) {
     if (ee) {
@@ -262,8 +265,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       const bool ee = q >= nvt;
       int v[4];
       pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
-      if (inverse_mass_[v[0]] == 0 && inverse_mass_[v[1]] == 0 && inverse_mass_[v[2]] == 0 &&
-          inverse_mass_[v[3]] == 0)
+      if (inverse_mass_[v[0]] == 0 && inverse_mass_[v[1]] == 0 && inverse_mass_[v[2]] == 0 && inverse_mass_[v[3]] == 0)
         continue;
       const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
                          x.row(v[3]).transpose()};
@@ -337,30 +339,43 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     const std::size_t ncontact = cons.size();
     cons.insert(cons.end(), length.begin(), length.end());
 
-    // Randomized greedy colouring: constraints in a seeded random order take the smallest colour
-    // that no constraint sharing a movable vertex has; colour 64 collects the rest (run serially).
-    order.resize(cons.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
-    colour.assign(cons.size(), 0);
-    int ncolours = 0;
-    for (int ci : order) {
-      const Constraint& c = cons[static_cast<std::size_t>(ci)];
-      std::uint64_t mask = 0;
-      for (int k = 0; k < 4; ++k)
-        if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) mask |= used[static_cast<std::size_t>(c.v[k])];
-      const int col = ~mask == 0 ? 64 : std::countr_one(mask);
-      colour[static_cast<std::size_t>(ci)] = col;
-      ncolours = std::max(ncolours, col + 1);
-      if (col < 64)
+    // Randomized greedy colouring, separately for the edge-length constraints and the contacts:
+    // constraints in a seeded random order take the smallest colour that no constraint sharing a
+    // movable vertex has; colour 64 collects the rest (run serially). The sweep visits the soft
+    // length colours first and the contact colours last, so that a sweep ends with the contacts
+    // (hard) satisfied as far as they agree with each other, not undone by the soft constraints.
+    std::vector<std::vector<int>> groups;
+    std::vector<char> serial;  // per group: the overflow colour (constraints may share vertices)
+    auto colour_range = [&](std::size_t first, std::size_t last) {
+      order.resize(last - first);
+      std::iota(order.begin(), order.end(), static_cast<int>(first));
+      std::shuffle(order.begin(), order.end(), rng);
+      int ncolours = 0;
+      colour.assign(cons.size(), 0);
+      for (int ci : order) {
+        const Constraint& c = cons[static_cast<std::size_t>(ci)];
+        std::uint64_t mask = 0;
         for (int k = 0; k < 4; ++k)
-          if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) used[static_cast<std::size_t>(c.v[k])] |= 1ull << col;
-    }
-    for (const Constraint& c : cons)  // reset the masks of the touched vertices only
-      for (int k = 0; k < 4; ++k)
-        if (c.v[k] >= 0) used[static_cast<std::size_t>(c.v[k])] = 0;
-    std::vector<std::vector<int>> by_colour(static_cast<std::size_t>(ncolours));
-    for (int ci : order) by_colour[static_cast<std::size_t>(colour[static_cast<std::size_t>(ci)])].push_back(ci);
+          if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) mask |= used[static_cast<std::size_t>(c.v[k])];
+        const int col = ~mask == 0 ? 64 : std::countr_one(mask);
+        colour[static_cast<std::size_t>(ci)] = col;
+        ncolours = std::max(ncolours, col + 1);
+        if (col < 64)
+          for (int k = 0; k < 4; ++k)
+            if (c.v[k] >= 0 && inverse_mass_[c.v[k]] > 0) used[static_cast<std::size_t>(c.v[k])] |= 1ull << col;
+      }
+      for (int ci : order)  // reset the masks of the touched vertices only
+        for (int k = 0; k < 4; ++k)
+          if (cons[static_cast<std::size_t>(ci)].v[k] >= 0)
+            used[static_cast<std::size_t>(cons[static_cast<std::size_t>(ci)].v[k])] = 0;
+      const std::size_t base = groups.size();
+      groups.resize(base + static_cast<std::size_t>(ncolours));
+      serial.resize(groups.size(), 0);
+      if (ncolours == 65) serial.back() = 1;
+      for (int ci : order) groups[base + static_cast<std::size_t>(colour[static_cast<std::size_t>(ci)])].push_back(ci);
+    };
+    colour_range(ncontact, cons.size());
+    colour_range(0, ncontact);
 
     // One projected Gauss–Seidel sweep from y⁽ˡ⁾ with λ starting at 0: a violated constraint moves
     // its vertices by M⁻¹Jᵀ Δλ, Δλ = −g/(J M⁻¹ Jᵀ) ≥ 0.
@@ -376,16 +391,17 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       for (int k = 0; k < 4; ++k)
         if (c.v[k] >= 0) y.row(c.v[k]) += (inverse_mass_[c.v[k]] * dl) * c.J[k].transpose();
     };
-    for (int col = 0; col < ncolours; ++col) {
-      const auto& group = by_colour[static_cast<std::size_t>(col)];
-      if (col == 64 || group.size() < 256) {
-        for (int ci : group) relax(cons[static_cast<std::size_t>(ci)]);
-      } else {
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, group.size(), 128), [&](const auto& range) {
-          for (std::size_t q = range.begin(); q != range.end(); ++q) relax(cons[static_cast<std::size_t>(group[q])]);
-        });
+    for (int sweep = 0; sweep < o.sweeps; ++sweep)
+      for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        const auto& group = groups[gi];
+        if (serial[gi] || group.size() < 256) {  // the overflow colour and small groups: serially
+          for (int ci : group) relax(cons[static_cast<std::size_t>(ci)]);
+        } else {
+          tbb::parallel_for(tbb::blocked_range<std::size_t>(0, group.size(), 128), [&](const auto& range) {
+            for (std::size_t q = range.begin(); q != range.end(); ++q) relax(cons[static_cast<std::size_t>(group[q])]);
+          });
+        }
       }
-    }
     (void)ncontact;
     stats.ms_backward += tb.elapsed_ms();
 
@@ -396,19 +412,54 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       const bool ee = q >= nvt;
       int v[4];
       pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
-      for (int k = 0; k < 4; ++k) safe[static_cast<std::size_t>(v[k])] = std::min(safe[static_cast<std::size_t>(v[k])], pair_lb[q]);
+      for (int k = 0; k < 4; ++k)
+        safe[static_cast<std::size_t>(v[k])] = std::min(safe[static_cast<std::size_t>(v[k])], pair_lb[q]);
     }
     x_prev = x;
+    // α_i of eq. 17 per vertex.
+    alpha.assign(nv, 1.0);
+    for (std::size_t i = 0; i < nv; ++i) {
+      const double len = (y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i))).norm();
+      if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
+    }
+    if (o.impact_zones) {
+      // Impact zones: the vertices of the pairs closer than δ, joined through shared vertices, move
+      // with the smallest α of their zone, so every active pair moves along the straight line from
+      // x⁽ˡ⁾ to y⁽ˡ⁺¹⁾ and its linearized constraint changes monotonically toward its value at y.
+      parent.resize(nv);
+      std::iota(parent.begin(), parent.end(), 0);
+      auto find = [&](int a) {
+        while (parent[static_cast<std::size_t>(a)] != a) {
+          parent[static_cast<std::size_t>(a)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(a)])];
+          a = parent[static_cast<std::size_t>(a)];
+        }
+        return a;
+      };
+      for (std::size_t q = 0; q < np; ++q) {
+        if (!(pair_d[q] < o.delta)) continue;
+        const bool ee = q >= nvt;
+        int v[4];
+        pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+        for (int k = 1; k < 4; ++k) {
+          const int a = find(v[0]), b = find(v[k]);
+          if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
+        }
+      }
+      zone_alpha.assign(nv, 1.0);
+      for (std::size_t i = 0; i < nv; ++i) {
+        const auto z = static_cast<std::size_t>(find(static_cast<int>(i)));
+        zone_alpha[z] = std::min(zone_alpha[z], alpha[i]);
+      }
+      for (std::size_t i = 0; i < nv; ++i) alpha[i] = zone_alpha[static_cast<std::size_t>(find(static_cast<int>(i)))];
+    }
     double max_move = 0, max_r = 0;
     for (std::size_t i = 0; i < nv; ++i) {
       const Eigen::RowVector3d step = y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i));
       const double len = step.norm();
-      double alpha = 1;
-      if (on_surface_[i] && len > 0) alpha = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
-      if (len > 0) x.row(static_cast<Eigen::Index>(i)) += alpha * step;
+      if (len > 0) x.row(static_cast<Eigen::Index>(i)) += alpha[i] * step;
       if (on_surface_[i]) {
-        r[i] *= (1 - alpha);
-        max_move = std::max(max_move, alpha * len);
+        r[i] *= (1 - alpha[i]);
+        max_move = std::max(max_move, alpha[i] * len);
         max_r = std::max(max_r, r[i]);
       }
     }

@@ -220,6 +220,22 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
     j["timings_ms"]["ccd"] = ipc->ccd_ms;
     j["timings_ms"]["barrier"] = ipc->barrier_ms;
   }
+  if (const auto& tw = sim_->two_way_stats()) {
+    const TwoWayStats& p = tw->projection;
+    j["two_way"] = {
+        {"steps", p.steps},
+        {"searches", p.searches},
+        {"converged", p.converged},
+        {"max_r", p.max_r},
+        {"max_pairs", p.max_pairs},
+        {"max_active", p.max_active},
+        {"min_distance", std::isfinite(p.min_distance) ? nlohmann::ordered_json(p.min_distance) : nullptr},
+        {"max_displacement", p.max_displacement},
+        {"max_stretch", p.max_stretch},
+        {"inverted_tets", tw->inverted_tets},
+        {"timings_ms",
+         {{"total", p.ms_total}, {"search", p.ms_search}, {"backward", p.ms_backward}, {"forward", p.ms_forward}}}};
+  }
   out_.append_stats(j);
 }
 

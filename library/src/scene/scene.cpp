@@ -877,13 +877,35 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   return c;
 }
 
+TwoWaySettings parse_two_way(const JsonReader& r) {
+  r.allow_keys({"delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "constraint", "seed",
+                "start_frame"});
+  TwoWaySettings t;
+  TwoWayOptions& o = t.options;
+  if (const auto v = r.optional_child("delta")) o.delta = positive(*v);
+  if (const auto v = r.optional_child("d_min")) o.d_min = positive(*v);
+  if (const auto v = r.optional_child("d_max")) o.d_max = positive(*v);
+  if (const auto v = r.optional_child("gamma")) o.gamma = v->as<double>();
+  if (const auto v = r.optional_child("sigma")) o.sigma = v->as<double>();
+  if (const auto v = r.optional_child("max_steps")) o.max_steps = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("sweeps")) o.sweeps = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("tolerance")) o.tolerance = v->as<double>();
+  if (const auto v = r.optional_child("constraint"))
+    o.constraint = v->one_of({"volume", "gap"}) == "volume" ? TwoWayConstraint::Volume : TwoWayConstraint::Gap;
+  if (const auto v = r.optional_child("seed")) o.seed = static_cast<std::uint64_t>(int_at_least(*v, 0));
+  if (const auto v = r.optional_child("start_frame")) t.start_frame = int_at_least(*v, 1);
+  // Relations between explicit values (automatic ones are checked when the mesh is known).
+  if (const auto problem = two_way_option_problem(o)) r.fail_at(problem->first, problem->second);
+  return t;
+}
+
 Scene parse_scene(const nlohmann::json& document, const std::string& name, const std::string& base_dir) {
   Context ctx;
   ctx.file = name;
   ctx.base_dir = base_dir;
   const JsonReader root(document, "", ctx.file);
   root.allow_keys({"version", "description", "mesh", "materials", "actuation", "selections", "attachments", "loads",
-                   "solver", "outputs", "collision"});
+                   "solver", "outputs", "collision", "two_way"});
   if (const auto v = root.optional_child("version"); v && v->as<int>() != 1)
     v->fail("unsupported scene version " + v->value().dump() + " (this xpd reads version 1)");
   Scene scene;
@@ -911,6 +933,13 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
     scene.loads = parse_list<Load>(*l, [&](const JsonReader& r) { return parse_load(r, ctx); });
   if (const auto o = root.optional_child("outputs")) scene.outputs = parse_outputs(*o);
   if (const auto c = root.optional_child("collision")) scene.collision = parse_collision(*c, ctx, scene.mesh);
+  if (const auto t = root.optional_child("two_way")) {
+    if (scene.collision && scene.collision->ipc)
+      t->fail(
+          "two_way and \"collision\": {\"method\": \"ipc\"} are alternatives (IPC keeps the surface "
+          "intersection-free by itself); use one");
+    scene.two_way = parse_two_way(*t);
+  }
   return scene;
 }
 

@@ -9,6 +9,7 @@
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 namespace xpd {
@@ -113,6 +114,28 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     double max_mu = 0;
     for (const Material& m : scene_.materials) max_mu = std::max(max_mu, m.mu);
     collision_ = make_scene_collision(scene_, mesh_, *model_, surface_, embedding_, max_mu);
+  }
+  if (scene_.two_way) {
+    // Contact surface: the mesh boundary; soft length constraints on every tet edge; the model's
+    // lumped masses (nodes without mass, unused by any tet, are kinematic).
+    Eigen::VectorXd inverse_mass = model_->masses();
+    for (Eigen::Index i = 0; i < inverse_mass.size(); ++i)
+      inverse_mass[i] = inverse_mass[i] > 0 ? 1 / inverse_mass[i] : 0;
+    try {
+      two_way_ = std::make_unique<TwoWayProjector>(mesh_.nodes, boundary_faces(mesh_.tets), unique_edges(mesh_.tets),
+                                                   std::move(inverse_mass), scene_.two_way->options);
+    } catch (const CollisionError&) {
+      throw;
+    } catch (const Error& e) {
+      throw SceneError(scene_.file, "/two_way", e.what());
+    }
+    if (scene_.two_way->start_frame == 1) {
+      try {
+        two_way_->check_intersection_free(state_.x);
+      } catch (const CollisionError& e) {
+        throw CollisionError(fmt::format("{}: the initial state is not intersection-free: {}", scene_.file, e.what()));
+      }
+    }
   }
   options_.max_iterations = scene_.solver.max_iterations;
   options_.rel_tolerance = scene_.solver.tolerance;
@@ -227,6 +250,28 @@ FrameStats SceneSimulation::advance(int frame) {
   } else {
     collision_stats_.reset();  // no collision solver, or before collision.start_frame
     st = step(*model_, state_, options_);
+  }
+  two_way_stats_.reset();
+  if (two_way_ && frame >= scene_.two_way->start_frame) {
+    if (frame == scene_.two_way->start_frame && frame > 1) {
+      try {
+        two_way_->check_intersection_free(current);
+      } catch (const CollisionError& e) {
+        throw CollisionError(
+            fmt::format("{}: frame {} (two_way.start_frame) starts intersecting: {}", scene_.file, frame, e.what()));
+      }
+    }
+    const Points target = state_.x;
+    TwoWayFrame tw;
+    tw.projection = two_way_->project(current, target, state_.x);
+    if (model_->integrator() == Integrator::ImplicitEuler) state_.velocity = (state_.x - current) / model_->time_step();
+    const Tets& tets = mesh_.tets;
+    for (Eigen::Index t = 0; t < tets.rows(); ++t) {
+      const double v = signed_volume(state_.x.row(tets(t, 0)).transpose(), state_.x.row(tets(t, 1)).transpose(),
+                                     state_.x.row(tets(t, 2)).transpose(), state_.x.row(tets(t, 3)).transpose());
+      tw.inverted_tets += v <= 0;
+    }
+    two_way_stats_ = tw;
   }
   previous_x_ = current;
   return st;

@@ -26,7 +26,13 @@
 //        at x⁽ˡ⁾ minus a rounding bound); α_i = min(½γ D_i / |y_i − x_i|, 1); x_i += α_i (y_i − x_i);
 //        r_i ← r_i (1 − α_i). No vertex moves more than half the distance of any of its pairs, so
 //        no pair meets on the segment x⁽ˡ⁾ → x⁽ˡ⁺¹⁾ (eq. 16); vertices on no contact triangle move
-//        with α = 1 (they are in no pair).
+//        with α = 1 (they are in no pair). With impact_zones (default), the vertices of the pairs
+//        closer than δ, joined through shared vertices, take the smallest α of their zone (still
+//        ≤ each one's own bound, so eq. 16 holds): an active pair then moves on the straight line
+//        toward y⁽ˡ⁺¹⁾, along which its linearized constraint rises monotonically to its value at
+//        y⁽ˡ⁺¹⁾ (≥ 0 after the sweep). With per-vertex α a separated target does not keep the pair
+//        from closing in: its vertices move at different rates, and the pair can be squeezed
+//        geometrically toward rounding and freeze (measured on stacked plates: docs/validation.md).
 //     D⁽ˡ⁺¹⁾ = D⁽ˡ⁾ − 2 max_i |x_i⁽ˡ⁺¹⁾ − x_i⁽ˡ⁾|   (P stays a superset of the pairs closer than D⁽ˡ⁺¹⁾)
 //     stop when ‖r‖∞ < ε
 //   x^[k+1] = x⁽ˡ⁺¹⁾: safe even when not converged (then `converged` is false).
@@ -47,43 +53,49 @@ enum class TwoWayConstraint { Volume, Gap };
 
 /// Parameters (paper Table 2; lengths in the mesh's units). 0 = automatic where stated.
 struct TwoWayOptions {
-  double delta = 0;    ///< δ > 0, contact activation distance; 0 → 0.1 × mean contact-surface edge at rest
-  double d_min = 0;    ///< D^min ≥ δ, search again below it; 0 → 2δ
-  double d_max = 0;    ///< D^max > D^min, proximity search distance; 0 → 4δ
-  double gamma = 0.9;  ///< γ ∈ (0, 1), forward-step damping
-  double sigma = 1.1;  ///< σ ≥ 1, allowed edge stretch relative to y^[k+1]
-  int max_steps = 512;       ///< L ≥ 1
-  double tolerance = 1e-4;   ///< ε ∈ (0, 1) on ‖r‖∞
+  double delta = 0;         ///< δ > 0, contact activation distance; 0 → 0.1 × mean contact-surface edge at rest
+  double d_min = 0;         ///< D^min ≥ δ, search again below it; 0 → 2δ
+  double d_max = 0;         ///< D^max > D^min, proximity search distance; 0 → 4δ
+  double gamma = 0.9;       ///< γ ∈ (0, 1), forward-step damping
+  double sigma = 1.1;       ///< σ ≥ 1, allowed edge stretch relative to y^[k+1]
+  int max_steps = 512;      ///< L ≥ 1
+  int sweeps = 1;           ///< projected Gauss–Seidel sweeps per backward step ≥ 1 (paper Fig. 7: 1)
+  double tolerance = 1e-4;  ///< ε ∈ (0, 1) on ‖r‖∞
   TwoWayConstraint constraint = TwoWayConstraint::Volume;
-  std::uint64_t seed = 1;    ///< of the randomized constraint colouring
+  /// Forward step by impact zones (our extension, on by default): the vertices of the pairs closer
+  /// than δ, joined through shared vertices, move with the smallest α of their zone. false: the
+  /// paper's per-vertex α (eq. 17), which lets a pair's vertices move at different rates, so a pair
+  /// whose target is separated can still close in, down to rounding, and freeze.
+  bool impact_zones = true;
+  std::uint64_t seed = 1;  ///< of the randomized constraint colouring
 };
 
 /// The first invalid option as (name, message), or none; names are the scene keys
-/// ("delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "tolerance").
+/// ("delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance").
 std::optional<std::pair<std::string, std::string>> two_way_option_problem(const TwoWayOptions& options);
 
 /// Figures of one projection.
 struct TwoWayStats {
-  int steps = 0;             ///< forward/backward steps taken
-  int searches = 0;          ///< proximity searches
-  bool converged = true;     ///< ‖r‖∞ < ε within max_steps (or nothing to do)
-  double max_r = 0;          ///< ‖r‖∞ at the end
-  std::size_t max_pairs = 0; ///< largest |P|
-  std::size_t max_active = 0;///< largest number of contact constraints (pairs closer than δ) in a step
-  double min_distance = 0;   ///< smallest pair distance of P at the result (∞ when P is empty)
-  double max_displacement = 0; ///< max_i |x_i^[k+1] − y_i^[k+1]| (how far the projection moved a vertex)
-  double max_stretch = 1;    ///< max over length edges of |x_i − x_j| / |y_i − y_j| at the result
+  int steps = 0;                ///< forward/backward steps taken
+  int searches = 0;             ///< proximity searches
+  bool converged = true;        ///< ‖r‖∞ < ε within max_steps (or nothing to do)
+  double max_r = 0;             ///< ‖r‖∞ at the end
+  std::size_t max_pairs = 0;    ///< largest |P|
+  std::size_t max_active = 0;   ///< largest number of contact constraints (pairs closer than δ) in a step
+  double min_distance = 0;      ///< smallest pair distance of P at the result (∞ when P is empty)
+  double max_displacement = 0;  ///< max_i |x_i^[k+1] − y_i^[k+1]| (how far the projection moved a vertex)
+  double max_stretch = 1;       ///< max over length edges of |x_i − x_j| / |y_i − y_j| at the result
   double ms_total = 0, ms_search = 0, ms_backward = 0, ms_forward = 0;
 };
 
 /// What a step did, for tests and diagnostics (references valid during the callback only).
 struct TwoWayStepInfo {
   int step = 0;
-  bool searched = false;           ///< a proximity search ran at the start of this step
-  double D = 0;                    ///< D⁽ˡ⁾ after the search (the cap of every D_i)
-  const Points* x_before = nullptr;///< x⁽ˡ⁾
-  const Points* x_after = nullptr; ///< x⁽ˡ⁺¹⁾
-  const Points* y = nullptr;       ///< y⁽ˡ⁺¹⁾
+  bool searched = false;                               ///< a proximity search ran at the start of this step
+  double D = 0;                                        ///< D⁽ˡ⁾ after the search (the cap of every D_i)
+  const Points* x_before = nullptr;                    ///< x⁽ˡ⁾
+  const Points* x_after = nullptr;                     ///< x⁽ˡ⁺¹⁾
+  const Points* y = nullptr;                           ///< y⁽ˡ⁺¹⁾
   const std::vector<double>* safe_distance = nullptr;  ///< D_i per vertex (∞ off the contact surface)
   const ProximityPairs* pairs = nullptr;               ///< P (indices into faces / contact_edges())
 };

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <xpd/collision/two_way.hpp>
 #include <xpd/core/keyframes.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/shell.hpp>
@@ -196,6 +197,15 @@ struct CollisionSettings {
   IpcGlobalSolve ipc_global_solve = IpcGlobalSolve::Woodbury;  ///< "woodbury" | "full_sparse" | "pcg"
 };
 
+/// Two-way continuous collision handling (collision/two_way.hpp; Wang, Chen et al. 2023): after
+/// every frame from `start_frame` on, the frame's result is projected to an intersection-free state
+/// of the tet mesh's boundary surface, reached from the previous frame's (safe) state.
+struct TwoWaySettings {
+  TwoWayOptions
+      options;          ///< "delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "tolerance", "constraint", "seed"
+  int start_frame = 1;  ///< first projected frame (≥ 1); the state before it must be intersection-free
+};
+
 /// A parsed, validated scene.
 struct Scene {
   std::string file;      ///< the scene's file name (or the name given to parse_scene)
@@ -210,6 +220,7 @@ struct Scene {
   SolverSettings solver;
   OutputSettings outputs;
   std::optional<CollisionSettings> collision;  ///< absent: no collision handling
+  std::optional<TwoWaySettings> two_way;       ///< absent: no two-way projection
 };
 
 /// Reads and validates a scene file. Relative paths inside are resolved against the file's

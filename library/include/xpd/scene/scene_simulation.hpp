@@ -23,11 +23,17 @@
 // solver/collision_solver.hpp): same convergence test, plus penalty springs on the active proxies of
 // the collision-prone region; collision_stats() holds the last frame's collision figures. Frames
 // before collision.start_frame are plain PD, and collision_stats() is empty after them.
+// With a "two_way" key, every frame from two_way.start_frame on is followed by the two-way projection
+// (collision/two_way.hpp) of the tet mesh's boundary surface from the previous frame's state (safe)
+// to the frame's result; implicit Euler velocities become (x_projected − x_{k−1})/h, which carries
+// the projection's damping (Wang, Chen et al. 2023, §7.2). The surface must be intersection-free
+// before the first projected frame (CollisionError naming the two triangles otherwise).
 // Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
 // anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
 // caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
 #include <optional>
 #include <vector>
+#include <xpd/collision/two_way.hpp>
 #include <xpd/core/skeleton.hpp>
 #include <xpd/mesh/embedding.hpp>
 #include <xpd/scene/scene.hpp>
@@ -93,6 +99,16 @@ class SceneSimulation {
   /// then carries the same frame with active_proxies = the active barrier pairs.
   const std::optional<IpcFrameStats>& ipc_stats() const { return ipc_stats_; }
 
+  /// The two-way projector of the scene (null without a "two_way" key).
+  const TwoWayProjector* two_way() const { return two_way_.get(); }
+  /// Two-way figures of the last advance(): the projection's, and the tets of the mesh with
+  /// non-positive volume after it (empty without "two_way" or before its start frame).
+  struct TwoWayFrame {
+    TwoWayStats projection;
+    int inverted_tets = 0;
+  };
+  const std::optional<TwoWayFrame>& two_way_stats() const { return two_way_stats_; }
+
  private:
   void set_frame_inputs(int frame);
 
@@ -112,6 +128,8 @@ class SceneSimulation {
   std::unique_ptr<SceneCollision> collision_;
   std::optional<CollisionFrameStats> collision_stats_;
   std::optional<IpcFrameStats> ipc_stats_;
+  std::unique_ptr<TwoWayProjector> two_way_;
+  std::optional<TwoWayFrame> two_way_stats_;
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;

@@ -41,23 +41,48 @@ Bodies two_spheres(int levels, const Vec3& centre) {
   return s;
 }
 
-// Checks the invariants and the CCD audit of every step; counts steps.
+// Checks the invariants and the CCD audit of every step; counts steps. Invariants: D_i ≤ D⁽ˡ⁾; no
+// surface vertex moves more than γD⁽ˡ⁾/2 (pairs outside P); every brute-force pair closer than D⁽ˡ⁾
+// is in P; for each such pair of distance d, the displacement of any of its vertices relative to any
+// vertex of the other side is ≤ γ d (the condition under which it cannot meet: implied by the
+// paper's per-vertex |Δx_i| ≤ γ D_i / 2, which is checked too when impact zones are off).
 struct Auditor {
   const TwoWayProjector& projector;
-  int steps = 0, searches = 0, ccd_hits = 0, move_violations = 0, cap_violations = 0, missing_pairs = 0;
+  int steps = 0, searches = 0, ccd_hits = 0, move_violations = 0, cap_violations = 0, missing_pairs = 0,
+      relative_violations = 0;
   void operator()(const TwoWayStepInfo& s) {
     ++steps;
     searches += s.searched;
-    const double half_gamma = 0.5 * projector.options().gamma;
-    for (Eigen::Index i = 0; i < s.x_before->rows(); ++i) {
+    const double gamma = projector.options().gamma;
+    const Points& x0 = *s.x_before;
+    const Points d = *s.x_after - x0;
+    for (Eigen::Index i = 0; i < x0.rows(); ++i) {
       const double Di = (*s.safe_distance)[static_cast<std::size_t>(i)];
       if (!std::isfinite(Di)) continue;  // not on the contact surface
       if (Di > s.D) ++cap_violations;
-      const double move = (s.x_after->row(i) - s.x_before->row(i)).norm();
-      if (move > half_gamma * Di * (1 + 1e-12)) ++move_violations;
+      const double move = d.row(i).norm();
+      if (move > 0.5 * gamma * s.D * (1 + 1e-12)) ++cap_violations;
+      if (!projector.options().impact_zones && move > 0.5 * gamma * Di * (1 + 1e-12)) ++move_violations;
     }
-    // Every pair closer than D⁽ˡ⁾ (brute force at x⁽ˡ⁾) is in P.
-    const ProximityPairs brute = brute_force_proximity(*s.x_before, projector.faces(), projector.contact_edges(), s.D);
+    const ProximityPairs brute = brute_force_proximity(x0, projector.faces(), projector.contact_edges(), s.D);
+    const Triangles& f = projector.faces();
+    const Edges& e = projector.contact_edges();
+    auto relative = [&](const int* v, int na) {
+      double rel = 0;
+      for (int i = 0; i < na; ++i)
+        for (int k = na; k < 4; ++k) rel = std::max(rel, (d.row(v[i]) - d.row(v[k])).norm());
+      return rel;
+    };
+    for (std::size_t q = 0; q < brute.vertex_triangle.size(); ++q) {
+      const auto& p = brute.vertex_triangle[q];
+      const int v[4] = {p[0], f(p[1], 0), f(p[1], 1), f(p[1], 2)};
+      if (relative(v, 1) > gamma * brute.vertex_triangle_distance[q] * (1 + 1e-9)) ++relative_violations;
+    }
+    for (std::size_t q = 0; q < brute.edge_edge.size(); ++q) {
+      const auto& p = brute.edge_edge[q];
+      const int v[4] = {e(p[0], 0), e(p[0], 1), e(p[1], 0), e(p[1], 1)};
+      if (relative(v, 2) > gamma * brute.edge_edge_distance[q] * (1 + 1e-9)) ++relative_violations;
+    }
     const std::set<std::array<int, 2>> vt(s.pairs->vertex_triangle.begin(), s.pairs->vertex_triangle.end()),
         ee(s.pairs->edge_edge.begin(), s.pairs->edge_edge.end());
     for (const auto& p : brute.vertex_triangle) missing_pairs += vt.count(p) == 0;
@@ -65,7 +90,7 @@ struct Auditor {
     // Conservative CCD of the linear sub-step x⁽ˡ⁾ → x⁽ˡ⁺¹⁾.
     CcdOptions o;
     o.tolerance = 1e-7;
-    const SurfaceCcdResult ccd = surface_ccd(*s.x_before, *s.x_after, projector.faces(), projector.contact_edges(), o);
+    const SurfaceCcdResult ccd = surface_ccd(x0, *s.x_after, projector.faces(), projector.contact_edges(), o);
     ccd_hits += ccd.hit;
   }
 };
@@ -95,6 +120,7 @@ TEST(TwoWay, HeadOnSpheresEndIntersectionFreeAlongASafePath) {
     EXPECT_EQ(audit.move_violations, 0);
     EXPECT_EQ(audit.cap_violations, 0);
     EXPECT_EQ(audit.missing_pairs, 0);
+    EXPECT_EQ(audit.relative_violations, 0);
     EXPECT_EQ(audit.steps, st.steps);
     EXPECT_TRUE(st.converged) << "max r " << st.max_r << " after " << st.steps << " steps";
     EXPECT_GT(st.max_active, 0u);
@@ -151,6 +177,7 @@ TEST(TwoWay, KinematicObstacleStopsABody) {
   EXPECT_EQ(audit.ccd_hits, 0);
   EXPECT_EQ(audit.move_violations, 0);
   EXPECT_EQ(audit.missing_pairs, 0);
+  EXPECT_EQ(audit.relative_violations, 0);
   EXPECT_TRUE(st.converged) << st.max_r;
   EXPECT_EQ((out.bottomRows(4) - plate).cwiseAbs().maxCoeff(), 0.0);
   EXPECT_GT(out.topRows(n0).col(2).minCoeff(), 0.0);                            // above the plate
@@ -192,6 +219,7 @@ TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
     EXPECT_EQ(audit.ccd_hits, 0);
     EXPECT_EQ(audit.move_violations, 0);
     EXPECT_EQ(audit.missing_pairs, 0);
+    EXPECT_EQ(audit.relative_violations, 0);
     int inverted = 0;
     for (Eigen::Index t = 0; t < tets.rows(); ++t)
       inverted += signed_volume(out.row(tets(t, 0)).transpose(), out.row(tets(t, 1)).transpose(),

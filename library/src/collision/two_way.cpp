@@ -216,7 +216,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
   std::vector<std::uint64_t> used(nv, 0);
   Points x_prev;
   std::vector<double> alpha, zone_alpha;
-  std::vector<int> parent;
+  std::vector<int> parent, zone;
+  Points delta_x;
 
   auto pair_points = [&](bool ee, const std::array<int, 2>& p, int* v) {
     if (ee) {
@@ -423,9 +424,15 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
     }
     if (o.impact_zones) {
-      // Impact zones: the vertices of the pairs closer than δ, joined through shared vertices, move
-      // with the smallest α of their zone, so every active pair moves along the straight line from
-      // x⁽ˡ⁾ to y⁽ˡ⁺¹⁾ and its linearized constraint changes monotonically toward its value at y.
+      // Impact zones with a relative-motion bound (our extension of eq. 16). A pair of P cannot meet
+      // on the step if the displacement of any of its vertices relative to any vertex of the other
+      // side stays below its distance d (a point of a primitive moves by a convex combination of its
+      // corners' displacements), and pairs outside P (distance ≥ D) cannot meet if no vertex moves
+      // more than D/2. So: every surface vertex is capped at ½γD; the vertices of pairs closer than
+      // δ, joined through shared vertices, move with one α per zone (a zone moving as a block does
+      // not change its internal distances), and α of a zone is lowered until every pair of P has a
+      // relative displacement ≤ γ d. A tight pair whose target separates it then opens by up to
+      // γ d per step while its zone travels, instead of creeping at ½γ d per step.
       parent.resize(nv);
       std::iota(parent.begin(), parent.end(), 0);
       auto find = [&](int a) {
@@ -445,12 +452,64 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
           if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
         }
       }
+      zone.resize(nv);
+      for (std::size_t i = 0; i < nv; ++i) zone[i] = find(static_cast<int>(i));
+      delta_x = y - x;
       zone_alpha.assign(nv, 1.0);
-      for (std::size_t i = 0; i < nv; ++i) {
-        const auto z = static_cast<std::size_t>(find(static_cast<int>(i)));
-        zone_alpha[z] = std::min(zone_alpha[z], alpha[i]);
+      for (std::size_t i = 0; i < nv; ++i) {  // the cap ½γD of every surface vertex
+        const double len = delta_x.row(static_cast<Eigen::Index>(i)).norm();
+        if (on_surface_[i] && len > 0)
+          zone_alpha[static_cast<std::size_t>(zone[i])] =
+              std::min(zone_alpha[static_cast<std::size_t>(zone[i])], 0.5 * o.gamma * D / len);
       }
-      for (std::size_t i = 0; i < nv; ++i) alpha[i] = zone_alpha[static_cast<std::size_t>(find(static_cast<int>(i)))];
+      auto za = [&](int i) { return zone_alpha[static_cast<std::size_t>(zone[static_cast<std::size_t>(i)])]; };
+      auto lower = [&](int i, double value) {
+        double& a = zone_alpha[static_cast<std::size_t>(zone[static_cast<std::size_t>(i)])];
+        if (value < a) a = value;
+      };
+      // Lower zones until every pair holds; each round only lowers α, and after max_rounds the
+      // per-vertex bound ½γd/|Δ_i| (which satisfies every pair by itself) is applied to the rest.
+      const int max_rounds = 32;
+      bool changed = true;
+      for (int round = 0; changed; ++round) {
+        changed = false;
+        const bool last = round == max_rounds;
+        for (std::size_t q = 0; q < np; ++q) {
+          const bool ee = q >= nvt;
+          int v[4];
+          pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+          const int na = ee ? 2 : 1;
+          const double limit = o.gamma * pair_lb[q];
+          double rel = 0, rel0 = 0;
+          for (int i = 0; i < na; ++i)
+            for (int k = na; k < 4; ++k) {
+              rel = std::max(rel, (za(v[i]) * delta_x.row(v[i]) - za(v[k]) * delta_x.row(v[k])).norm());
+              rel0 = std::max(rel0, (delta_x.row(v[i]) - delta_x.row(v[k])).norm());
+            }
+          if (last) {  // the per-vertex bound on every pair: satisfies all pairs whatever the order
+            for (int k = 0; k < 4; ++k) {
+              const double len = delta_x.row(v[k]).norm();
+              if (len > 0) lower(v[k], 0.5 * limit / len);
+            }
+            continue;
+          }
+          if (rel <= limit) continue;
+          const bool one_zone = zone[static_cast<std::size_t>(v[0])] == zone[static_cast<std::size_t>(v[1])] &&
+                                zone[static_cast<std::size_t>(v[0])] == zone[static_cast<std::size_t>(v[2])] &&
+                                zone[static_cast<std::size_t>(v[0])] == zone[static_cast<std::size_t>(v[3])];
+          if (one_zone) {
+            lower(v[0], (1 - 1e-12) * limit / rel0);  // rel = α rel0 within one zone
+          } else {
+            for (int k = 0; k < 4; ++k) {
+              const double len = delta_x.row(v[k]).norm();
+              if (len > 0) lower(v[k], 0.5 * limit / len);
+            }
+          }
+          changed = true;
+        }
+        if (last) break;
+      }
+      for (std::size_t i = 0; i < nv; ++i) alpha[i] = on_surface_[i] ? za(static_cast<int>(i)) : 1.0;
     }
     double max_move = 0, max_r = 0;
     for (std::size_t i = 0; i < nv; ++i) {

@@ -879,7 +879,7 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
 
 TwoWaySettings parse_two_way(const JsonReader& r) {
   r.allow_keys({"delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "constraint", "seed",
-                "start_frame"});
+                "impact_zones", "start_frame"});
   TwoWaySettings t;
   TwoWayOptions& o = t.options;
   if (const auto v = r.optional_child("delta")) o.delta = positive(*v);
@@ -892,6 +892,7 @@ TwoWaySettings parse_two_way(const JsonReader& r) {
   if (const auto v = r.optional_child("tolerance")) o.tolerance = v->as<double>();
   if (const auto v = r.optional_child("constraint"))
     o.constraint = v->one_of({"volume", "gap"}) == "volume" ? TwoWayConstraint::Volume : TwoWayConstraint::Gap;
+  if (const auto v = r.optional_child("impact_zones")) o.impact_zones = v->as<bool>();
   if (const auto v = r.optional_child("seed")) o.seed = static_cast<std::uint64_t>(int_at_least(*v, 0));
   if (const auto v = r.optional_child("start_frame")) t.start_frame = int_at_least(*v, 1);
   // Relations between explicit values (automatic ones are checked when the mesh is known).

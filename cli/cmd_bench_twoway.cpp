@@ -56,9 +56,9 @@ void run_bench_twoway(const BenchTwoWayOptions& o) {
     } else {
       pd_ms += frame_ms;
     }
-    if (!o.json) progress.update(f, fmt::format("{} projections, {} steps", projected, steps));
+    progress.update(f, fmt::format("{} projections, {} steps", projected, steps));  // stderr
   }
-  if (!o.json) progress.finish();
+  progress.finish();
   nlohmann::ordered_json j;
   j["scene"] = o.scene;
   j["frames"] = frames;

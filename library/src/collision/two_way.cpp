@@ -227,6 +227,21 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       v[0] = p[0], v[1] = faces_(p[1], 0), v[2] = faces_(p[1], 1), v[3] = faces_(p[1], 2);
     }
   };
+  // Pair q of P (vertex–triangle pairs first): its four vertices; true for an edge–edge pair.
+  auto pair_vertices = [&](std::size_t q, int* v) {
+    const std::size_t nvt = pairs.vertex_triangle.size();
+    const bool ee = q >= nvt;
+    pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+    return ee;
+  };
+  // Squared distance of pair q at positions `at`; its points into p.
+  auto pair_squared_distance = [&](std::size_t q, const Points& at, Vec3* p) {
+    int v[4];
+    const bool ee = pair_vertices(q, v);
+    for (int k = 0; k < 4; ++k) p[k] = at.row(v[k]).transpose();
+    return ee ? edge_edge_squared_distance(p[0], p[1], p[2], p[3])
+              : point_triangle_squared_distance(p[0], p[1], p[2], p[3]);
+  };
 
   for (int l = 0; l < o.max_steps; ++l) {
     bool searched = false;
@@ -242,18 +257,13 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
 
     // Distances of P at x⁽ˡ⁾.
     Timer tb;
-    const std::size_t nvt = pairs.vertex_triangle.size(), np = pairs.size();
+    const std::size_t np = pairs.size();
     pair_d.assign(np, kInf);
     pair_lb.assign(np, kInf);
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, np, 512), [&](const auto& range) {
       for (std::size_t q = range.begin(); q != range.end(); ++q) {
-        const bool ee = q >= nvt;
-        int v[4];
-        pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
-        const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
-                           x.row(v[3]).transpose()};
-        const double d2 = ee ? edge_edge_squared_distance(p[0], p[1], p[2], p[3])
-                             : point_triangle_squared_distance(p[0], p[1], p[2], p[3]);
+        Vec3 p[4];
+        const double d2 = pair_squared_distance(q, x, p);
         pair_d[q] = std::sqrt(d2);
         pair_lb[q] = distance_lower_bound(d2, p);
       }
@@ -263,9 +273,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     cons.clear();
     for (std::size_t q = 0; q < np; ++q) {
       if (!(pair_d[q] < o.delta)) continue;
-      const bool ee = q >= nvt;
       int v[4];
-      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+      const bool ee = pair_vertices(q, v);
       if (inverse_mass_[v[0]] == 0 && inverse_mass_[v[1]] == 0 && inverse_mass_[v[2]] == 0 && inverse_mass_[v[3]] == 0)
         continue;
       const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
@@ -410,9 +419,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     Timer tf;
     for (std::size_t i = 0; i < nv; ++i) safe[i] = on_surface_[i] ? D : kInf;
     for (std::size_t q = 0; q < np; ++q) {
-      const bool ee = q >= nvt;
       int v[4];
-      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+      (void)pair_vertices(q, v);
       for (int k = 0; k < 4; ++k)
         safe[static_cast<std::size_t>(v[k])] = std::min(safe[static_cast<std::size_t>(v[k])], pair_lb[q]);
     }
@@ -444,9 +452,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       };
       for (std::size_t q = 0; q < np; ++q) {
         if (!(pair_d[q] < o.delta)) continue;
-        const bool ee = q >= nvt;
         int v[4];
-        pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+        (void)pair_vertices(q, v);
         for (int k = 1; k < 4; ++k) {
           const int a = find(v[0]), b = find(v[k]);
           if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
@@ -475,9 +482,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
         changed = false;
         const bool last = round == max_rounds;
         for (std::size_t q = 0; q < np; ++q) {
-          const bool ee = q >= nvt;
           int v[4];
-          pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
+          const bool ee = pair_vertices(q, v);
           const int na = ee ? 2 : 1;
           const double limit = o.gamma * pair_lb[q];
           double rel = 0, rel0 = 0;
@@ -544,18 +550,9 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
 
   // Result figures: distances of P at the result (P still holds every pair closer than D).
   stats.min_distance = kInf;
-  {
-    const std::size_t nvt = pairs.vertex_triangle.size();
-    for (std::size_t q = 0; q < pairs.size(); ++q) {
-      const bool ee = q >= nvt;
-      int v[4];
-      pair_points(ee, ee ? pairs.edge_edge[q - nvt] : pairs.vertex_triangle[q], v);
-      const Vec3 p[4] = {x.row(v[0]).transpose(), x.row(v[1]).transpose(), x.row(v[2]).transpose(),
-                         x.row(v[3]).transpose()};
-      const double d2 = ee ? edge_edge_squared_distance(p[0], p[1], p[2], p[3])
-                           : point_triangle_squared_distance(p[0], p[1], p[2], p[3]);
-      stats.min_distance = std::min(stats.min_distance, std::sqrt(d2));
-    }
+  for (std::size_t q = 0; q < pairs.size(); ++q) {
+    Vec3 p[4];
+    stats.min_distance = std::min(stats.min_distance, std::sqrt(pair_squared_distance(q, x, p)));
   }
   stats.max_displacement = (x - y_target).rowwise().norm().maxCoeff();
   for (Eigen::Index e = 0; e < length_edges_.rows(); ++e) {

@@ -26,13 +26,18 @@
 //        at x⁽ˡ⁾ minus a rounding bound); α_i = min(½γ D_i / |y_i − x_i|, 1); x_i += α_i (y_i − x_i);
 //        r_i ← r_i (1 − α_i). No vertex moves more than half the distance of any of its pairs, so
 //        no pair meets on the segment x⁽ˡ⁾ → x⁽ˡ⁺¹⁾ (eq. 16); vertices on no contact triangle move
-//        with α = 1 (they are in no pair). With impact_zones (default), the vertices of the pairs
-//        closer than δ, joined through shared vertices, take the smallest α of their zone (still
-//        ≤ each one's own bound, so eq. 16 holds): an active pair then moves on the straight line
-//        toward y⁽ˡ⁺¹⁾, along which its linearized constraint rises monotonically to its value at
-//        y⁽ˡ⁺¹⁾ (≥ 0 after the sweep). With per-vertex α a separated target does not keep the pair
-//        from closing in: its vertices move at different rates, and the pair can be squeezed
-//        geometrically toward rounding and freeze (measured on stacked plates: docs/validation.md).
+//        with α = 1 (they are in no pair). With impact_zones (default; our extension) the bound is
+//        relative instead: a pair cannot meet on the step if the displacement of each of its
+//        vertices relative to each vertex of the other side is below its distance d (a point of a
+//        primitive moves by a convex combination of its corners' displacements), and a pair outside
+//        P (distance ≥ D⁽ˡ⁾) cannot meet if no vertex moves more than D⁽ˡ⁾/2. So every surface vertex
+//        is capped at ½γD⁽ˡ⁾; the vertices of pairs closer than δ, joined through shared vertices,
+//        form zones that move with one α (a block move keeps its internal distances); a zone's α is
+//        lowered until every pair of P moves relatively by ≤ γ d (after 32 rounds the per-vertex
+//        bound ½γd/|Δx_i| settles the rest). A tight pair whose target separates it then opens by up
+//        to γ d per step while its zone travels; with the paper's per-vertex α it creeps at ½γd per
+//        step, and a pair whose vertices move at different rates can be squeezed toward rounding
+//        and freeze (stacked plates with a tunnelled target: tests/collision/test_two_way.cpp).
 //     D⁽ˡ⁺¹⁾ = D⁽ˡ⁾ − 2 max_i |x_i⁽ˡ⁺¹⁾ − x_i⁽ˡ⁾|   (P stays a superset of the pairs closer than D⁽ˡ⁺¹⁾)
 //     stop when ‖r‖∞ < ε
 //   x^[k+1] = x⁽ˡ⁺¹⁾: safe even when not converged (then `converged` is false).
@@ -62,10 +67,8 @@ struct TwoWayOptions {
   int sweeps = 1;           ///< projected Gauss–Seidel sweeps per backward step ≥ 1 (paper Fig. 7: 1)
   double tolerance = 1e-4;  ///< ε ∈ (0, 1) on ‖r‖∞
   TwoWayConstraint constraint = TwoWayConstraint::Volume;
-  /// Forward step by impact zones (our extension, on by default): the vertices of the pairs closer
-  /// than δ, joined through shared vertices, move with the smallest α of their zone. false: the
-  /// paper's per-vertex α (eq. 17), which lets a pair's vertices move at different rates, so a pair
-  /// whose target is separated can still close in, down to rounding, and freeze.
+  /// Forward step by impact zones with the relative-motion bound (our extension, on by default; see
+  /// the header comment). false: the paper's per-vertex α (eq. 17).
   bool impact_zones = true;
   std::uint64_t seed = 1;  ///< of the randomized constraint colouring
 };

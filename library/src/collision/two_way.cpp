@@ -13,6 +13,7 @@
 #include <xpd/collision/two_way.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
+#include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/surface.hpp>
 
 namespace xpd {
@@ -30,38 +31,6 @@ struct Constraint {
   Vec3 base[4];
   double c0 = 0;
 };
-
-// Closest point of the triangle (a, b, c) to p as barycentric weights (Ericson 2004, §5.1.5: the
-// Voronoi regions of the vertices, then the edges, then the face).
-std::array<double, 3> closest_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
-  const Vec3 ab = b - a, ac = c - a, ap = p - a;
-  const double d1 = ab.dot(ap), d2 = ac.dot(ap);
-  if (d1 <= 0 && d2 <= 0) return {1, 0, 0};
-  const Vec3 bp = p - b;
-  const double d3 = ab.dot(bp), d4 = ac.dot(bp);
-  if (d3 >= 0 && d4 <= d3) return {0, 1, 0};
-  const double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
-    const double v = d1 / (d1 - d3);
-    return {1 - v, v, 0};
-  }
-  const Vec3 cp = p - c;
-  const double d5 = ab.dot(cp), d6 = ac.dot(cp);
-  if (d6 >= 0 && d5 <= d6) return {0, 0, 1};
-  const double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
-    const double w = d2 / (d2 - d6);
-    return {1 - w, 0, w};
-  }
-  const double va = d3 * d6 - d5 * d4;
-  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
-    const double w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-    return {0, 1 - w, w};
-  }
-  const double denom = 1 / (va + vb + vc);
-  const double v = vb * denom, w = vc * denom;
-  return {1 - v - w, v, w};
-}
 
 // Parameters (s, t) of the closest points p0 + s (p1 − p0), q0 + t (q1 − q0) of two segments
 // (Ericson 2004, §5.1.9, with its degenerate-segment branches).
@@ -325,7 +294,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
           pa = wa[0] * p[0] + wa[1] * p[1];
           pb = wb[0] * p[2] + wb[1] * p[3];
         } else {
-          const auto b = closest_on_triangle(p[0], p[1], p[2], p[3]);
+          const Vec3 b = closest_point_weights_on_triangle(p[0], p[1], p[2], p[3]);
           wb[0] = b[0], wb[1] = b[1], wb[2] = b[2];
           pa = p[0];
           pb = b[0] * p[1] + b[1] * p[2] + b[2] * p[3];
@@ -412,7 +381,6 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
           });
         }
       }
-    (void)ncontact;
     stats.ms_backward += tb.elapsed_ms();
 
     // Forward step.
@@ -425,13 +393,13 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
         safe[static_cast<std::size_t>(v[k])] = std::min(safe[static_cast<std::size_t>(v[k])], pair_lb[q]);
     }
     x_prev = x;
-    // α_i of eq. 17 per vertex.
     alpha.assign(nv, 1.0);
-    for (std::size_t i = 0; i < nv; ++i) {
-      const double len = (y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i))).norm();
-      if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
-    }
-    if (o.impact_zones) {
+    if (!o.impact_zones) {  // α_i of eq. 17 per vertex
+      for (std::size_t i = 0; i < nv; ++i) {
+        const double len = (y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i))).norm();
+        if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * safe[i] / len, 1.0);
+      }
+    } else {
       // Impact zones with a relative-motion bound (our extension of eq. 16). A pair of P cannot meet
       // on the step if the displacement of any of its vertices relative to any vertex of the other
       // side stays below its distance d (a point of a primitive moves by a convex combination of its

@@ -8,24 +8,79 @@
 
 namespace xpd {
 
-Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
+namespace {
+
+// The Voronoi-region walk of Ericson 2005, §5.1.5: the closest feature of triangle (a, b, c) to p
+// and its parameters: vertex a, b, c; edge ab, ac (s along it from a), bc (s from b); face (s, t
+// along ab, ac).
+enum class TriangleRegion { A, B, C, AB, AC, BC, Face };
+struct TriangleWalk {
+  TriangleRegion region;
+  double s = 0, t = 0;
+};
+
+TriangleWalk triangle_walk(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
   const Vec3 ab = b - a, ac = c - a, ap = p - a;
   const double d1 = ab.dot(ap), d2 = ac.dot(ap);
-  if (d1 <= 0 && d2 <= 0) return a;
+  if (d1 <= 0 && d2 <= 0) return {TriangleRegion::A};
   const Vec3 bp = p - b;
   const double d3 = ab.dot(bp), d4 = ac.dot(bp);
-  if (d3 >= 0 && d4 <= d3) return b;
+  if (d3 >= 0 && d4 <= d3) return {TriangleRegion::B};
   const double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0 && d1 >= 0 && d3 <= 0) return a + (d1 / (d1 - d3)) * ab;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) return {TriangleRegion::AB, d1 / (d1 - d3)};
   const Vec3 cp = p - c;
   const double d5 = ab.dot(cp), d6 = ac.dot(cp);
-  if (d6 >= 0 && d5 <= d6) return c;
+  if (d6 >= 0 && d5 <= d6) return {TriangleRegion::C};
   const double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0 && d2 >= 0 && d6 <= 0) return a + (d2 / (d2 - d6)) * ac;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) return {TriangleRegion::AC, d2 / (d2 - d6)};
   const double va = d3 * d6 - d5 * d4;
-  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) return b + ((d4 - d3) / ((d4 - d3) + (d5 - d6))) * (c - b);
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) return {TriangleRegion::BC, (d4 - d3) / ((d4 - d3) + (d5 - d6))};
   const double denom = 1.0 / (va + vb + vc);
-  return a + ab * (vb * denom) + ac * (vc * denom);
+  return {TriangleRegion::Face, vb * denom, vc * denom};
+}
+
+}  // namespace
+
+Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
+  const TriangleWalk k = triangle_walk(p, a, b, c);
+  switch (k.region) {
+    case TriangleRegion::A:
+      return a;
+    case TriangleRegion::B:
+      return b;
+    case TriangleRegion::C:
+      return c;
+    case TriangleRegion::AB:
+      return a + k.s * (b - a);
+    case TriangleRegion::AC:
+      return a + k.s * (c - a);
+    case TriangleRegion::BC:
+      return b + k.s * (c - b);
+    case TriangleRegion::Face:
+      break;
+  }
+  return a + (b - a) * k.s + (c - a) * k.t;
+}
+
+Vec3 closest_point_weights_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
+  const TriangleWalk k = triangle_walk(p, a, b, c);
+  switch (k.region) {
+    case TriangleRegion::A:
+      return Vec3(1, 0, 0);
+    case TriangleRegion::B:
+      return Vec3(0, 1, 0);
+    case TriangleRegion::C:
+      return Vec3(0, 0, 1);
+    case TriangleRegion::AB:
+      return Vec3(1 - k.s, k.s, 0);
+    case TriangleRegion::AC:
+      return Vec3(1 - k.s, 0, k.s);
+    case TriangleRegion::BC:
+      return Vec3(0, 1 - k.s, k.s);
+    case TriangleRegion::Face:
+      break;
+  }
+  return Vec3(1 - k.s - k.t, k.s, k.t);
 }
 
 namespace {

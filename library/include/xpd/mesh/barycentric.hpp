@@ -33,5 +33,7 @@ inline Vec4 barycentric(const Vec3& p, const Points& nodes, const Tets& tets, Ei
 /// Closest point to p on triangle (a, b, c): the Voronoi-region walk of Ericson 2005, §5.1.5
 /// (vertex regions, then edge regions, then the face). Defined in mesh/tet_locator.cpp.
 Vec3 closest_point_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c);
+/// The same closest point as barycentric weights (w_a, w_b, w_c), Σ w = 1, from the same walk.
+Vec3 closest_point_weights_on_triangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c);
 
 }  // namespace xpd

@@ -3,7 +3,7 @@
 #   cmake -DROOT=<dir with include/xpd/<area>/ and src/<area>/> -P check_include_order.cmake
 # Exits with an error listing every violating include ("<file>:<line>: <area> includes <area>").
 #
-#   core → mesh → {energy, collision} → solver → scene; io beside mesh (used by scene and the
+#   core → mesh → {energy, collision, topology} → solver → scene; io beside mesh (used by scene and the
 #   front ends); gpu, the optional backend, beside solver's inputs (solver may use it).
 cmake_minimum_required(VERSION 3.25)
 set(allowed_core core)
@@ -11,10 +11,11 @@ set(allowed_mesh core mesh)
 set(allowed_io core mesh io)
 set(allowed_energy core mesh energy)
 set(allowed_collision core mesh collision)
+set(allowed_topology core mesh topology)
 set(allowed_gpu core mesh energy collision gpu)
-set(allowed_solver core mesh energy collision gpu solver)
-set(allowed_scene core mesh io energy collision gpu solver scene)
-set(areas core mesh io energy collision gpu solver scene)
+set(allowed_solver core mesh energy collision topology gpu solver)
+set(allowed_scene core mesh io energy collision topology gpu solver scene)
+set(areas core mesh io energy collision topology gpu solver scene)
 
 if(NOT ROOT OR NOT IS_DIRECTORY "${ROOT}")
   message(FATAL_ERROR "check_include_order: ROOT='${ROOT}' is not a directory")

@@ -57,19 +57,23 @@ TetElements make_tet_elements(const TetMesh& mesh, const std::vector<int>& tet_i
     const double mu = stiffness[static_cast<size_t>(s)];
     if (!(mu > 0.0) || !std::isfinite(mu))
       throw SolverError(fmt::format("tet {}: stiffness must be positive and finite, got {}", t, mu));
-    std::array<int, 4> n{mesh.tets(t, 0), mesh.tets(t, 1), mesh.tets(t, 2), mesh.tets(t, 3)};
-    const Vec3 X0 = mesh.nodes.row(n[0]).transpose();
-    Mat3 Dm;
-    for (int a = 0; a < 3; ++a) Dm.col(a) = mesh.nodes.row(n[static_cast<size_t>(a) + 1]).transpose() - X0;
-    const double vol = Dm.determinant() / 6.0;
-    if (!(vol > 0.0) || !std::isfinite(vol))
-      throw MeshError(fmt::format("tet {}: rest volume {} is not positive (inverted or degenerate)", t, vol));
-    e.nodes[static_cast<size_t>(k)] = n;
-    e.Dm_inv[static_cast<size_t>(k)] = Dm.inverse();
-    e.volume[static_cast<size_t>(k)] = vol;
-    e.weight[static_cast<size_t>(k)] = 2.0 * mu * vol;
+    const TetRestShape r = tet_rest_shape(mesh, t);
+    e.nodes[static_cast<size_t>(k)] = {mesh.tets(t, 0), mesh.tets(t, 1), mesh.tets(t, 2), mesh.tets(t, 3)};
+    e.Dm_inv[static_cast<size_t>(k)] = r.Dm_inv;
+    e.volume[static_cast<size_t>(k)] = r.volume;
+    e.weight[static_cast<size_t>(k)] = 2.0 * mu * r.volume;
   }
   return e;
+}
+
+TetRestShape tet_rest_shape(const TetMesh& mesh, int t) {
+  const Vec3 X0 = mesh.nodes.row(mesh.tets(t, 0)).transpose();
+  Mat3 Dm;
+  for (int a = 0; a < 3; ++a) Dm.col(a) = mesh.nodes.row(mesh.tets(t, a + 1)).transpose() - X0;
+  const double vol = Dm.determinant() / 6.0;
+  if (!(vol > 0.0) || !std::isfinite(vol))
+    throw MeshError(fmt::format("tet {}: rest volume {} is not positive (inverted or degenerate)", t, vol));
+  return {Dm.inverse(), vol};
 }
 
 }  // namespace xpd

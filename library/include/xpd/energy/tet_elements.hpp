@@ -30,6 +30,15 @@ struct TetElements {
 TetElements make_tet_elements(const TetMesh& mesh, const std::vector<int>& tet_ids,
                               const std::vector<double>& stiffness);
 
+/// Rest shape of one mesh tet: Dm⁻¹ and Vol = det(Dm)/6, Dm = [X1−X0, X2−X0, X3−X0]. The one
+/// formula behind make_tet_elements (and the factor updates of topology changes, which must
+/// reproduce the assembler's weights exactly). Throws MeshError for a non-positive volume.
+struct TetRestShape {
+  Mat3 Dm_inv;
+  double volume = 0;
+};
+TetRestShape tet_rest_shape(const TetMesh& mesh, int t);
+
 /// Gradient rows g_a (a = 0..3) of F = Ds Dm⁻¹ with respect to node a (F = Σ_a x_a g_aᵀ), from
 /// B = Dm⁻¹: g_1..3 are the rows of B, g_0 = −(g_1 + g_2 + g_3). An element's PD matrix entries are
 /// w g_a · g_b.

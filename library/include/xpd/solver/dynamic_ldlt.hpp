@@ -1,0 +1,122 @@
+#pragma once
+// DynamicLdlt: a sparse LDLᵀ factor of an SPD matrix that follows changes of the matrix and of its
+// size without refactorization — the "progressive Cholesky" of Li, Liu, Kavan & Chen (2021, ACM TOG
+// 40(4)), whose kernels are Davis & Hager's (1999, 2001) sparse update/downdate:
+//
+//   P K Pᵀ = L D Lᵀ          (L unit lower triangular, D diagonal, P the elimination order)
+//   K_new  = K + Σ w⁺ w⁺ᵀ − Σ w⁻ w⁻ᵀ,  with new unknowns whose rows of K were zero.
+//
+// A PD matrix is a sum of low-rank element blocks, K = Σ_e W_e W_eᵀ (Li et al. 2021, eq. 3; for a
+// tet W_e = √w_e G_eᵀ, 4 nodes × 3), so a topology change (a tet re-indexed to duplicated nodes,
+// a spring added) is a short list of sparse columns to add and to remove: `FactorModification`.
+//
+// How one modification is applied (why this order: shapes/formulas in dynamic_ldlt.cpp):
+//   1. every new unknown j enters as an island with placeholder diagonal δ_j = K_new(j,j), placed
+//      in the elimination order immediately before the earliest-ordered old unknown it is coupled
+//      to (Li et al. 2021, §4.2, Fig. 4: the elimination tree only gains a leaf, little new fill);
+//   2. update with the added columns, 3. downdate the removed columns, 4. downdate the
+//      placeholders. After 2 the matrix is K_new + (removed part) + Δ, after 3 K_new + Δ, after 4
+//      K_new: every intermediate dominates K_new in the Loewner order, so it is SPD whenever K_new
+//      is — also in quasistatic scenes without a mass term, where the paper's order (downdate
+//      first) would pass through singular matrices.
+//   A pivot d_j ≤ pivot_tolerance · K_new(j,j) or a non-finite value at any point restores the
+//   factor to its state before the call (undo log of touched columns) and returns false, so the
+//   caller refactors; the factor is never left half-updated.
+//
+// Symbolic rule (Davis & Hager 2001): adding w with pattern 𝒲, k = min 𝒲 in the elimination order,
+// changes only the columns on the path from k to the root of the *new* elimination tree:
+// 𝓛_k ∪= 𝒲, then 𝓛_π(j) ∪= 𝓛_j ∖ {π(j)} up the path, π(j) = min(𝓛_j ∖ {j}). Patterns only grow
+// (downdates leave numerical zeros). Numeric rule: Gill, Golub, Murray & Saunders (1974) method C1
+// in LDLᵀ form, r columns per pass over each path column (Davis & Hager 2001, multiple-rank).
+//
+// The elimination order is kept as order-maintenance labels (64-bit, spaced 2³² apart at build,
+// relabelled when a gap closes), so an insertion never renumbers row indices: rows are stored by
+// unknown (DOF) id and compared by label. Columns live in one arena with slack; a column that
+// outgrows its slot moves to the end of the arena (CHOLMOD's dynamic simplicial layout).
+//
+// Written by the project (MPL-2.0). CHOLMOD (with METIS) provides only the initial ordering and
+// numeric factorization; none of its GPL Modify module is used.
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace xpd {
+
+/// One sparse column w of a low-rank modification: distinct DOF ids and their values.
+struct SparseColumn {
+  std::vector<int> rows;
+  std::vector<double> values;
+};
+
+/// K_new = K + Σ_{w ∈ added} w wᵀ − Σ_{w ∈ removed} w wᵀ, and `new_dofs` unknowns appended with ids
+/// rows() … rows() + new_dofs − 1 (their rows of K are zero; their columns may appear only in
+/// `added`). Every new unknown must have a positive diagonal in K_new.
+struct FactorModification {
+  int new_dofs = 0;
+  /// Optional, one per new DOF: the old DOF it is inserted immediately before in the elimination
+  /// order (e.g. the node a cut duplicated); −1 or empty: before the earliest-ordered old DOF that
+  /// shares an added column with it (Li et al. 2021, §4.2).
+  std::vector<int> place_before;
+  std::vector<SparseColumn> added;
+  std::vector<SparseColumn> removed;
+};
+
+/// Figures of a DynamicLdlt (for stats and benchmarks).
+struct DynamicLdltInfo {
+  long n = 0;               ///< current order (DOFs, including ones inserted since the build)
+  double nnz_L = 0;         ///< stored entries of L, diagonal included (numerical zeros counted)
+  double nnz_L_build = 0;   ///< nnz_L right after the last compute()
+  double analyze_ms = 0;    ///< last compute(): ordering + symbolic analysis
+  double factorize_ms = 0;  ///< last compute(): numeric factorization + conversion to LDLᵀ
+  long modifications = 0;   ///< successful modify() calls since the last compute()
+  long rollbacks = 0;       ///< modify() calls that failed and restored the factor
+  double last_modify_ms = 0;
+  long last_path_columns = 0;  ///< columns visited by the numeric passes of the last modify()
+};
+
+class DynamicLdlt {
+ public:
+  DynamicLdlt();
+  ~DynamicLdlt();
+  DynamicLdlt(DynamicLdlt&&) noexcept;
+  DynamicLdlt& operator=(DynamicLdlt&&) noexcept;
+  DynamicLdlt(const DynamicLdlt&) = delete;
+  DynamicLdlt& operator=(const DynamicLdlt&) = delete;
+
+  /// Orders (METIS, through CHOLMOD) and factors the SPD matrix A (only its lower triangle is
+  /// read). Throws SolverError when A is not square or not positive definite (naming the column).
+  void compute(const Eigen::SparseMatrix<double>& A);
+
+  /// Applies a modification (order of steps in the header comment). Returns true on success. On a
+  /// loss of definiteness (pivot ≤ pivot_tolerance · K_new(j,j), or non-finite) the factor is
+  /// restored exactly to its state before the call and false is returned: refactor K_new then.
+  /// Throws SolverError (factor unchanged) for malformed input: a row out of range, a repeated row
+  /// in one column, a new DOF in a removed column, a new DOF with no added entry.
+  bool modify(const FactorModification& m);
+
+  /// Solves K X = B in place for an n × k column-major block (k ≥ 1): forward substitution in
+  /// elimination order, diagonal, backward substitution. Not concurrent with itself (workspace).
+  void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const;
+
+  int rows() const;
+  const DynamicLdltInfo& info() const;
+
+  /// Relative pivot threshold of modify() (default 1e-12).
+  void set_pivot_tolerance(double tol);
+
+  /// The DOF ids in elimination order (a permutation of 0 … rows() − 1).
+  std::vector<int> elimination_order() const;
+  /// L D Lᵀ assembled explicitly in DOF numbering (equals K; for tests on small matrices).
+  Eigen::SparseMatrix<double> product() const;
+  /// K(j,j) as tracked through the modifications (K_build(j,j) + Σ ± w_j²).
+  double matrix_diagonal(int j) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd

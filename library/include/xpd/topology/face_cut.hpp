@@ -1,0 +1,64 @@
+#pragma once
+// Face-separating cuts of a tetrahedral mesh (the cut of Li, Liu, Kavan & Chen 2021, §5 "bar"
+// example; the mesh side of the thesis's incision tools, Wang 2025 ch. 5).
+//
+// A cut separates interior faces, each named by the two tets that share it. After each cut every
+// node of a newly separated face is split into one copy per connected component of its incident
+// tets, where two incident tets are connected when they share a face that is not cut. So a node
+// on the interior of a cut surface gets two copies (the cut opens there), while a node on the
+// crack front, whose incident tets are still connected around the cut's end, stays single (a
+// partial cut opens only where it is complete). The copy keeps the original's rest position;
+// tets of the component that holds the lowest tet id keep the original node, the others are
+// re-indexed to the copies. Tet ids never change and the node list only grows, so anything that
+// refers to an original node (attachments, selections) stays valid and stays on that side.
+#include <string>
+#include <utility>
+#include <vector>
+#include <xpd/mesh/tet_mesh.hpp>
+
+namespace xpd {
+
+/// Two tets sharing a face, t0 < t1.
+using TetPair = std::pair<int, int>;
+
+/// What one cut did to the mesh (the input of a factor update: the changed tets' old and new node
+/// indices, and the new nodes).
+struct CutEvent {
+  int nodes_before = 0;                      ///< #V before the cut; new nodes are nodes_before, …
+  std::vector<int> copy_of;                  ///< per new node: the node it duplicates
+  std::vector<int> changed_tets;             ///< tets whose node indices changed (ascending)
+  std::vector<Eigen::RowVector4i> old_tets;  ///< their node indices before the cut (same order)
+  int faces_cut = 0;                         ///< faces newly separated by this cut
+};
+
+/// A tet mesh that is cut progressively. Keeps the set of separated faces and node → tet incidence.
+class FaceCutter {
+ public:
+  /// Throws MeshError when the mesh has a face shared by more than two tets.
+  explicit FaceCutter(TetMesh mesh);
+
+  const TetMesh& mesh() const { return mesh_; }
+  int num_cut_faces() const { return static_cast<int>(cut_.size()); }
+  /// True when the face between t0 and t1 has been separated.
+  bool is_cut(int t0, int t1) const;
+
+  /// Separates the given faces and splits the nodes as described above. Faces already cut are
+  /// skipped. Throws MeshError (mesh unchanged) when a pair is not two distinct tets sharing a face.
+  CutEvent cut(const std::vector<TetPair>& faces);
+
+ private:
+  TetMesh mesh_;
+  std::vector<std::vector<int>> node_tets_;  // node → incident tets
+  std::vector<TetPair> cut_;                 // sorted
+};
+
+/// Interior faces of `mesh` (tets sharing three nodes) whose two tets have centroids strictly on
+/// opposite sides of the plane n·x = offset, ordered by the key `order · centroid(face)` (ties by
+/// tet ids), so that a cut can advance along `order`. n need not be unit length.
+std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal, double offset, const Vec3& order);
+
+/// Checks the invariants of a cut mesh: every tet has positive volume, no face is shared by more
+/// than two tets, every node is used. Returns an empty string or the first violation.
+std::string check_cut_mesh(const TetMesh& mesh);
+
+}  // namespace xpd

@@ -1,0 +1,655 @@
+#include <cholmod.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <xpd/config.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/dynamic_ldlt.hpp>
+
+namespace xpd {
+
+namespace {
+
+using Label = std::uint64_t;
+constexpr Label kLabelSpacing = Label{1} << 32;
+// Columns of one numeric pass. The pass is bound by reading the path columns of L once; more
+// columns per pass share that read (Davis & Hager 2001's multiple-rank update), at r flops per entry.
+constexpr int kMaxRank = 8;
+constexpr long kNoParent = -1;
+
+}  // namespace
+
+struct DynamicLdlt::Impl {
+  // ---- factor -------------------------------------------------------------------------------
+  // Column j (a DOF id) holds the strictly-lower entries of L's column for that unknown: rows (DOF
+  // ids, any order) and values in arena slots [start, start + count), capacity cap.
+  int n = 0;
+  std::vector<Label> label;     // elimination-order label per DOF
+  std::vector<int> order;       // DOFs sorted by label
+  std::vector<double> d;        // D
+  std::vector<int> parent;      // elimination-tree parent (DOF id) or −1
+  std::vector<long> start;      // arena offset
+  std::vector<int> count, cap;  // entries, capacity
+  std::vector<int> arow;        // arena: row DOF ids
+  std::vector<double> aval;     // arena: values
+  std::vector<double> kdiag;    // K(j,j), tracked
+  double pivot_tol = 1e-12;
+  DynamicLdltInfo info;
+
+  // ---- workspaces (kept between calls) --------------------------------------------------------
+  mutable std::vector<double> y;  // solve: n × k row-major
+  std::vector<double> W;          // numeric pass: n × kMaxRank row-major, zero outside a pass
+  std::vector<unsigned> mark;     // stamp per DOF
+  unsigned stamp = 0;
+  std::vector<int> carry, path;
+
+  // ---- undo log of one modify() ---------------------------------------------------------------
+  struct Saved {
+    int j;
+    double d;
+    int parent;
+    long start;
+    int count, cap;
+    std::vector<int> rows;
+    std::vector<double> vals;
+  };
+  std::vector<Saved> saved;
+  std::vector<unsigned> saved_in;  // event id per DOF when saved
+  unsigned event = 0;
+  int n_before = 0;
+
+  unsigned next_stamp() {
+    if (++stamp == 0) {
+      std::fill(mark.begin(), mark.end(), 0u);
+      stamp = 1;
+    }
+    return stamp;
+  }
+
+  void resize_dofs(int m) {
+    label.resize(static_cast<size_t>(m));
+    d.resize(static_cast<size_t>(m));
+    parent.resize(static_cast<size_t>(m), -1);
+    start.resize(static_cast<size_t>(m));
+    count.resize(static_cast<size_t>(m));
+    cap.resize(static_cast<size_t>(m));
+    kdiag.resize(static_cast<size_t>(m));
+    mark.resize(static_cast<size_t>(m), 0u);
+    saved_in.resize(static_cast<size_t>(m), 0u);
+    W.resize(static_cast<size_t>(m) * kMaxRank, 0.0);
+  }
+
+  void save(int j) {
+    if (j >= n_before || saved_in[static_cast<size_t>(j)] == event) return;
+    saved_in[static_cast<size_t>(j)] = event;
+    const auto s = static_cast<size_t>(start[static_cast<size_t>(j)]);
+    const auto c = static_cast<size_t>(count[static_cast<size_t>(j)]);
+    saved.push_back(
+        Saved{j, d[static_cast<size_t>(j)], parent[static_cast<size_t>(j)], start[static_cast<size_t>(j)],
+              count[static_cast<size_t>(j)], cap[static_cast<size_t>(j)],
+              std::vector<int>(arow.begin() + static_cast<long>(s), arow.begin() + static_cast<long>(s + c)),
+              std::vector<double>(aval.begin() + static_cast<long>(s), aval.begin() + static_cast<long>(s + c))});
+  }
+
+  // Makes room for `extra` more entries in column j: a column that outgrows its slot moves to the
+  // end of the arena with 20% + 5 slack (its old slot is left unused until the next compute()).
+  void reserve(int j, int extra) {
+    const auto uj = static_cast<size_t>(j);
+    if (count[uj] + extra <= cap[uj]) return;
+    const int need = count[uj] + extra;
+    const int ncap = need + need / 5 + 5;
+    const long ns = static_cast<long>(arow.size());
+    arow.resize(static_cast<size_t>(ns + ncap));
+    aval.resize(static_cast<size_t>(ns + ncap));
+    std::copy_n(arow.begin() + start[uj], count[uj], arow.begin() + ns);
+    std::copy_n(aval.begin() + start[uj], count[uj], aval.begin() + ns);
+    start[uj] = ns;
+    cap[uj] = ncap;
+  }
+
+  // 𝓛_j ∪= rows (rows never contain j); new entries are numerical zeros. Returns whether the
+  // pattern grew; the parent is kept as the smallest-label row.
+  bool merge(int j, const std::vector<int>& rows) {
+    const auto uj = static_cast<size_t>(j);
+    const unsigned st = next_stamp();
+    const long s0 = start[uj];
+    for (int e = 0; e < count[uj]; ++e) mark[static_cast<size_t>(arow[static_cast<size_t>(s0 + e)])] = st;
+    int add = 0;
+    for (int i : rows)
+      if (mark[static_cast<size_t>(i)] != st) ++add;
+    if (add == 0) return false;
+    save(j);
+    reserve(j, add);
+    long s = start[uj] + count[uj];
+    int p = parent[uj];
+    for (int i : rows) {
+      if (mark[static_cast<size_t>(i)] == st) continue;
+      mark[static_cast<size_t>(i)] = st;
+      arow[static_cast<size_t>(s)] = i;
+      aval[static_cast<size_t>(s)] = 0.0;
+      ++s;
+      if (p < 0 || label[static_cast<size_t>(i)] < label[static_cast<size_t>(p)]) p = i;
+    }
+    count[uj] += add;
+    parent[uj] = p;
+    return true;
+  }
+
+  int first_in_order(const std::vector<int>& rows) const {
+    int k = rows.front();
+    for (int i : rows)
+      if (label[static_cast<size_t>(i)] < label[static_cast<size_t>(k)]) k = i;
+    return k;
+  }
+
+  // Symbolic update for one column (Davis & Hager 2001): the pattern spreads up the path of the new
+  // elimination tree; a column whose pattern does not grow ends the walk (closure property).
+  void symbolic(const SparseColumn& w) {
+    int j = first_in_order(w.rows);
+    carry.clear();
+    for (int i : w.rows)
+      if (i != j) carry.push_back(i);
+    while (merge(j, carry)) {
+      const int p = parent[static_cast<size_t>(j)];
+      if (p < 0) break;
+      carry.clear();
+      const long s = start[static_cast<size_t>(j)];
+      for (int e = 0; e < count[static_cast<size_t>(j)]; ++e) {
+        const int i = arow[static_cast<size_t>(s + e)];
+        if (i != p) carry.push_back(i);
+      }
+      j = p;
+    }
+  }
+
+  // Numeric pass of r ≤ kMaxRank columns with sign sigma (+1 update, −1 downdate): method C1 in
+  // LDLᵀ form. For each path column j in elimination order and each column c in turn:
+  //   d̄ = d + α_c w_cj², β_c = α_c w_cj / d̄, α_c ← α_c d / d̄, d ← d̄,
+  //   and for every row i of 𝓛_j: w_ci ← w_ci − w_cj l_ij, l_ij ← l_ij + β_c w_ci.
+  // Returns false (workspace cleared) on a pivot below tolerance or a non-finite value.
+  bool numeric(const SparseColumn* cols, int r, double sigma) {
+    const unsigned st = next_stamp();
+    path.clear();
+    for (int c = 0; c < r; ++c) {
+      const SparseColumn& w = cols[c];
+      for (size_t e = 0; e < w.rows.size(); ++e)
+        W[static_cast<size_t>(w.rows[e]) * kMaxRank + static_cast<size_t>(c)] = w.values[e];
+      for (int j = first_in_order(w.rows); j >= 0 && mark[static_cast<size_t>(j)] != st;
+           j = parent[static_cast<size_t>(j)]) {
+        mark[static_cast<size_t>(j)] = st;
+        path.push_back(j);
+      }
+    }
+    std::sort(path.begin(), path.end(),
+              [&](int a, int b) { return label[static_cast<size_t>(a)] < label[static_cast<size_t>(b)]; });
+    info.last_path_columns += static_cast<long>(path.size());
+    double alpha[kMaxRank], beta[kMaxRank];
+    for (int c = 0; c < r; ++c) alpha[c] = sigma;
+    bool ok = true;
+    size_t done = 0;
+    for (; done < path.size(); ++done) {
+      const int j = path[done];
+      const auto uj = static_cast<size_t>(j);
+      double* wj = &W[uj * kMaxRank];
+      double dj = d[uj];
+      for (int c = 0; c < r; ++c) {
+        if (wj[c] == 0.0) {
+          beta[c] = 0.0;
+          continue;
+        }
+        const double dbar = dj + alpha[c] * wj[c] * wj[c];
+        if (!(dbar > pivot_tol * kdiag[uj]) || !std::isfinite(dbar)) {
+          ok = false;
+          break;
+        }
+        beta[c] = alpha[c] * wj[c] / dbar;
+        alpha[c] *= dj / dbar;
+        dj = dbar;
+      }
+      if (!ok) break;
+      save(j);
+      d[uj] = dj;
+      const long s = start[uj];
+      const int cnt = count[uj];
+      for (int e = 0; e < cnt; ++e) {
+        double* wi = &W[static_cast<size_t>(arow[static_cast<size_t>(s + e)]) * kMaxRank];
+        double l = aval[static_cast<size_t>(s + e)];
+        for (int c = 0; c < r; ++c) {
+          wi[c] -= wj[c] * l;
+          l += beta[c] * wi[c];
+        }
+        aval[static_cast<size_t>(s + e)] = l;
+      }
+      std::fill_n(wj, kMaxRank, 0.0);
+    }
+    if (!ok)
+      for (; done < path.size(); ++done) std::fill_n(&W[static_cast<size_t>(path[done]) * kMaxRank], kMaxRank, 0.0);
+    return ok;
+  }
+
+  bool apply(const std::vector<SparseColumn>& cols, double sigma) {
+    for (const SparseColumn& w : cols) symbolic(w);
+    for (size_t c0 = 0; c0 < cols.size(); c0 += kMaxRank) {
+      const int r = static_cast<int>(std::min<size_t>(kMaxRank, cols.size() - c0));
+      if (!numeric(cols.data() + c0, r, sigma)) return false;
+    }
+    return true;
+  }
+
+  // Inserts DOF j (already sized) immediately before DOF `before` in the elimination order (at the
+  // end when before < 0). Labels are relabelled evenly when the gap is used up.
+  void insert_before(int j, int before) {
+    auto pos = order.end();
+    if (before >= 0)
+      pos = std::lower_bound(order.begin(), order.end(), label[static_cast<size_t>(before)],
+                             [&](int a, Label l) { return label[static_cast<size_t>(a)] < l; });
+    const Label lo = pos == order.begin() ? 0 : label[static_cast<size_t>(*(pos - 1))];
+    const Label hi = pos == order.end() ? lo + 2 * kLabelSpacing : label[static_cast<size_t>(*pos)];
+    const auto at = pos - order.begin();
+    order.insert(pos, j);
+    if (hi - lo >= 2) {
+      label[static_cast<size_t>(j)] = lo + (hi - lo) / 2;
+      return;
+    }
+    for (size_t k = 0; k < order.size(); ++k) label[static_cast<size_t>(order[k])] = (k + 1) * kLabelSpacing;
+    (void)at;
+  }
+
+  void rollback(const std::vector<int>& order0, const std::vector<Label>& label0, long arena0,
+                const std::vector<std::pair<int, double>>& kdiag0) {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      const auto uj = static_cast<size_t>(it->j);
+      d[uj] = it->d;
+      parent[uj] = it->parent;
+      start[uj] = it->start;
+      count[uj] = it->count;
+      cap[uj] = it->cap;
+      std::copy(it->rows.begin(), it->rows.end(), arow.begin() + it->start);
+      std::copy(it->vals.begin(), it->vals.end(), aval.begin() + it->start);
+    }
+    for (const auto& [j, v] : kdiag0) kdiag[static_cast<size_t>(j)] = v;
+    arow.resize(static_cast<size_t>(arena0));
+    aval.resize(static_cast<size_t>(arena0));
+    if (n != n_before) {
+      n = n_before;
+      order = order0;
+      resize_dofs(n);
+      label = label0;
+    }
+    saved.clear();
+  }
+
+  double stored_entries() const {
+    double s = n;
+    for (int j = 0; j < n; ++j) s += count[static_cast<size_t>(j)];
+    return s;
+  }
+};
+
+DynamicLdlt::DynamicLdlt() : impl_(std::make_unique<Impl>()) {}
+DynamicLdlt::~DynamicLdlt() = default;
+DynamicLdlt::DynamicLdlt(DynamicLdlt&&) noexcept = default;
+DynamicLdlt& DynamicLdlt::operator=(DynamicLdlt&&) noexcept = default;
+
+int DynamicLdlt::rows() const { return impl_->n; }
+const DynamicLdltInfo& DynamicLdlt::info() const { return impl_->info; }
+void DynamicLdlt::set_pivot_tolerance(double tol) { impl_->pivot_tol = tol; }
+std::vector<int> DynamicLdlt::elimination_order() const { return impl_->order; }
+double DynamicLdlt::matrix_diagonal(int j) const { return impl_->kdiag.at(static_cast<size_t>(j)); }
+
+namespace {
+
+struct CholmodCommon {
+  cholmod_common c;
+  CholmodCommon() { cholmod_l_start(&c); }
+  ~CholmodCommon() { cholmod_l_finish(&c); }
+};
+
+}  // namespace
+
+void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
+  if (A.rows() != A.cols() || A.rows() == 0)
+    throw SolverError(fmt::format("DynamicLdlt: matrix must be square and non-empty, got {}x{}", A.rows(), A.cols()));
+  Impl& m = *impl_;
+  const long n = static_cast<long>(A.rows());
+  Timer t;
+  CholmodCommon cc;
+  cholmod_common& c = cc.c;
+  c.print = 0;
+  c.supernodal = XPD_CHOLMOD_LGPL_ONLY ? CHOLMOD_SIMPLICIAL : CHOLMOD_SUPERNODAL;
+  c.final_ll = 1;
+  c.nmethods = 1;
+  c.method[0].ordering = CHOLMOD_METIS;
+  c.postorder = 1;
+  // Lower triangle of A in CHOLMOD's packed, sorted form.
+  long nnz = 0;
+  for (int j = 0; j < A.outerSize(); ++j)
+    for (Eigen::SparseMatrix<double>::InnerIterator it(A, j); it; ++it)
+      if (it.row() >= j) ++nnz;
+  cholmod_sparse* S = cholmod_l_allocate_sparse(static_cast<size_t>(n), static_cast<size_t>(n),
+                                                static_cast<size_t>(nnz), 1, 1, -1, CHOLMOD_REAL, &c);
+  if (!S) throw SolverError("DynamicLdlt: out of memory");
+  auto* Sp = static_cast<SuiteSparse_long*>(S->p);
+  auto* Si = static_cast<SuiteSparse_long*>(S->i);
+  auto* Sx = static_cast<double*>(S->x);
+  std::vector<double> diag(static_cast<size_t>(n), 0.0);
+  long q = 0;
+  for (int j = 0; j < A.outerSize(); ++j) {
+    Sp[j] = q;
+    std::vector<std::pair<long, double>> col;
+    for (Eigen::SparseMatrix<double>::InnerIterator it(A, j); it; ++it)
+      if (it.row() >= j) col.emplace_back(static_cast<long>(it.row()), it.value());
+    std::sort(col.begin(), col.end());
+    for (const auto& [i, v] : col) {
+      Si[q] = i;
+      Sx[q] = v;
+      ++q;
+      if (i == j) diag[static_cast<size_t>(j)] += v;
+    }
+  }
+  Sp[n] = q;
+  cholmod_factor* L = cholmod_l_analyze(S, &c);
+  if (!L) {
+    cholmod_l_free_sparse(&S, &c);
+    throw SolverError("DynamicLdlt: cholmod_l_analyze failed (out of memory?)");
+  }
+  const double analyze_ms = t.elapsed_ms();
+  t.restart();
+  cholmod_l_factorize(S, L, &c);
+  cholmod_l_free_sparse(&S, &c);
+  if (c.status == CHOLMOD_NOT_POSDEF || L->minor < L->n || c.status < 0) {
+    const long k = static_cast<long>(L->minor);
+    const auto* perm = static_cast<const SuiteSparse_long*>(L->Perm);
+    const long col = (perm && k < n) ? static_cast<long>(perm[k]) : k;
+    cholmod_l_free_factor(&L, &c);
+    throw SolverError(fmt::format("DynamicLdlt: matrix is not positive definite (failed at column {} of {})", col, n));
+  }
+
+  // Convert LLᵀ to LDLᵀ in DOF numbering: D_k = L_kk², l_ik = L_ik / L_kk.
+  const auto* perm = static_cast<const SuiteSparse_long*>(L->Perm);
+  m.n = static_cast<int>(n);
+  m.n_before = m.n;
+  m.order.assign(static_cast<size_t>(n), 0);
+  m.arow.clear();
+  m.aval.clear();
+  m.label.assign(static_cast<size_t>(n), 0);
+  m.parent.assign(static_cast<size_t>(n), -1);
+  m.mark.assign(static_cast<size_t>(n), 0u);
+  m.saved_in.assign(static_cast<size_t>(n), 0u);
+  m.W.assign(static_cast<size_t>(n) * kMaxRank, 0.0);
+  m.resize_dofs(m.n);
+  m.kdiag = diag;
+  for (long k = 0; k < n; ++k) {
+    m.order[static_cast<size_t>(k)] = static_cast<int>(perm[k]);
+    m.label[static_cast<size_t>(perm[k])] = static_cast<Label>(k + 1) * kLabelSpacing;
+  }
+  auto add_column = [&](long k, const SuiteSparse_long* rows, const double* vals, long len) {
+    // rows[0] = k (the diagonal), then the strictly lower rows in increasing order.
+    const double lkk = vals[0];
+    const auto j = static_cast<size_t>(perm[k]);
+    m.d[j] = lkk * lkk;
+    const int cnt = static_cast<int>(len - 1);
+    const int cp = cnt + cnt / 5 + 5;
+    m.start[j] = static_cast<long>(m.arow.size());
+    m.count[j] = cnt;
+    m.cap[j] = cp;
+    m.arow.resize(m.arow.size() + static_cast<size_t>(cp));
+    m.aval.resize(m.aval.size() + static_cast<size_t>(cp));
+    for (long e = 1; e < len; ++e) {
+      m.arow[static_cast<size_t>(m.start[j] + e - 1)] = static_cast<int>(perm[rows[e]]);
+      m.aval[static_cast<size_t>(m.start[j] + e - 1)] = vals[e] / lkk;
+    }
+    m.parent[j] = len > 1 ? static_cast<int>(perm[rows[1]]) : -1;
+  };
+  if (L->is_super) {
+    const auto* super = static_cast<const SuiteSparse_long*>(L->super);
+    const auto* pi = static_cast<const SuiteSparse_long*>(L->pi);
+    const auto* px = static_cast<const SuiteSparse_long*>(L->px);
+    const auto* ls = static_cast<const SuiteSparse_long*>(L->s);
+    const auto* lx = static_cast<const double*>(L->x);
+    std::vector<double> tmp;
+    for (size_t s = 0; s < L->nsuper; ++s) {
+      const long k1 = super[s], k2 = super[s + 1];
+      const long nrows = pi[s + 1] - pi[s];
+      for (long k = k1; k < k2; ++k) {
+        const long jj = k - k1;
+        add_column(k, ls + pi[s] + jj, lx + px[s] + jj * nrows + jj, nrows - jj);
+      }
+    }
+  } else {
+    const auto* lp = static_cast<const SuiteSparse_long*>(L->p);
+    const auto* li = static_cast<const SuiteSparse_long*>(L->i);
+    const auto* lnz = static_cast<const SuiteSparse_long*>(L->nz);
+    const auto* lx = static_cast<const double*>(L->x);
+    for (long k = 0; k < n; ++k) add_column(k, li + lp[k], lx + lp[k], lnz[k]);
+  }
+  cholmod_l_free_factor(&L, &c);
+  m.info = DynamicLdltInfo{};
+  m.info.n = n;
+  m.info.nnz_L = m.stored_entries();
+  m.info.nnz_L_build = m.info.nnz_L;
+  m.info.analyze_ms = analyze_ms;
+  m.info.factorize_ms = t.elapsed_ms();
+}
+
+bool DynamicLdlt::modify(const FactorModification& mod) {
+  Impl& m = *impl_;
+  if (m.n == 0) throw SolverError("DynamicLdlt::modify called before compute");
+  if (mod.new_dofs < 0) throw SolverError("DynamicLdlt::modify: new_dofs must be >= 0");
+  Timer t;
+  const int n_old = m.n;
+  const int n_new = n_old + mod.new_dofs;
+  // Validate before touching anything.
+  m.mark.resize(static_cast<size_t>(n_new), 0u);
+  auto check = [&](const std::vector<SparseColumn>& cols, const char* what, bool allow_new) {
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const SparseColumn& w = cols[c];
+      if (w.rows.size() != w.values.size() || w.rows.empty())
+        throw SolverError(
+            fmt::format("DynamicLdlt::modify: {} column {} is empty or its rows and values differ "
+                        "in length",
+                        what, c));
+      const unsigned st = m.next_stamp();
+      for (size_t e = 0; e < w.rows.size(); ++e) {
+        const int i = w.rows[e];
+        if (i < 0 || i >= (allow_new ? n_new : n_old))
+          throw SolverError(fmt::format("DynamicLdlt::modify: {} column {} has row {} outside [0, {})", what, c, i,
+                                        allow_new ? n_new : n_old));
+        if (m.mark[static_cast<size_t>(i)] == st)
+          throw SolverError(fmt::format("DynamicLdlt::modify: {} column {} repeats row {}", what, c, i));
+        m.mark[static_cast<size_t>(i)] = st;
+        if (!std::isfinite(w.values[e]))
+          throw SolverError(fmt::format("DynamicLdlt::modify: {} column {} has a non-finite value", what, c));
+      }
+    }
+  };
+  check(mod.added, "added", true);
+  check(mod.removed, "removed", false);
+
+  // New diagonal and the insertion point of each new DOF.
+  std::vector<double> delta(static_cast<size_t>(mod.new_dofs), 0.0);
+  std::vector<int> before(static_cast<size_t>(mod.new_dofs), -1);
+  for (const SparseColumn& w : mod.added) {
+    int first_old = -1;
+    for (int i : w.rows)
+      if (i < n_old && (first_old < 0 || m.label[static_cast<size_t>(i)] < m.label[static_cast<size_t>(first_old)]))
+        first_old = i;
+    for (size_t e = 0; e < w.rows.size(); ++e) {
+      const int i = w.rows[e];
+      if (i < n_old) continue;
+      const auto k = static_cast<size_t>(i - n_old);
+      delta[k] += w.values[e] * w.values[e];
+      if (first_old >= 0 &&
+          (before[k] < 0 || m.label[static_cast<size_t>(first_old)] < m.label[static_cast<size_t>(before[k])]))
+        before[k] = first_old;
+    }
+  }
+  if (!mod.place_before.empty()) {
+    if (static_cast<int>(mod.place_before.size()) != mod.new_dofs)
+      throw SolverError("DynamicLdlt::modify: place_before needs one entry per new DOF");
+    for (int k = 0; k < mod.new_dofs; ++k) {
+      const int b = mod.place_before[static_cast<size_t>(k)];
+      if (b >= n_old) throw SolverError(fmt::format("DynamicLdlt::modify: place_before {} is not an old DOF", b));
+      if (b >= 0) before[static_cast<size_t>(k)] = b;
+    }
+  }
+  for (int k = 0; k < mod.new_dofs; ++k)
+    if (!(delta[static_cast<size_t>(k)] > 0.0))
+      throw SolverError(
+          fmt::format("DynamicLdlt::modify: new DOF {} has no positive diagonal in the added columns", n_old + k));
+
+  // Undo state.
+  ++m.event;
+  if (m.event == 0) {
+    std::fill(m.saved_in.begin(), m.saved_in.end(), 0u);
+    m.event = 1;
+  }
+  m.saved.clear();
+  m.n_before = n_old;
+  const long arena0 = static_cast<long>(m.arow.size());
+  std::vector<int> order0;
+  std::vector<Label> label0;
+  if (mod.new_dofs > 0) {
+    order0 = m.order;
+    label0 = m.label;
+  }
+  std::vector<std::pair<int, double>> kdiag0;
+  m.info.last_path_columns = 0;
+
+  // 1. Islands: the new DOFs with their placeholder diagonals δ_j = K_new(j,j).
+  m.n = n_new;
+  m.resize_dofs(n_new);
+  for (int k = 0; k < mod.new_dofs; ++k) {
+    const auto j = static_cast<size_t>(n_old + k);
+    m.d[j] = delta[static_cast<size_t>(k)];
+    m.kdiag[j] = delta[static_cast<size_t>(k)];
+    m.parent[j] = -1;
+    m.start[j] = static_cast<long>(m.arow.size());
+    m.count[j] = 0;
+    m.cap[j] = 0;
+    m.insert_before(n_old + k, before[static_cast<size_t>(k)]);
+  }
+  // K_new's diagonal (the pivot test's scale).
+  auto track = [&](const std::vector<SparseColumn>& cols, double sign) {
+    for (const SparseColumn& w : cols)
+      for (size_t e = 0; e < w.rows.size(); ++e)
+        if (w.rows[e] < n_old) {
+          kdiag0.emplace_back(w.rows[e], m.kdiag[static_cast<size_t>(w.rows[e])]);
+          m.kdiag[static_cast<size_t>(w.rows[e])] += sign * w.values[e] * w.values[e];
+        }
+  };
+  track(mod.added, 1.0);
+  track(mod.removed, -1.0);
+  // kdiag0 restores in reverse: keep the first value recorded per DOF by restoring in reverse order.
+  std::reverse(kdiag0.begin(), kdiag0.end());
+
+  // 2–4. Update with the added columns, downdate the removed ones, then the placeholders.
+  std::vector<SparseColumn> placeholders(static_cast<size_t>(mod.new_dofs));
+  for (int k = 0; k < mod.new_dofs; ++k)
+    placeholders[static_cast<size_t>(k)] = SparseColumn{{n_old + k}, {std::sqrt(delta[static_cast<size_t>(k)])}};
+  const bool ok = m.apply(mod.added, 1.0) && m.apply(mod.removed, -1.0) && m.apply(placeholders, -1.0);
+  if (!ok) {
+    m.rollback(order0, label0, arena0, kdiag0);
+    ++m.info.rollbacks;
+    m.info.last_modify_ms = t.elapsed_ms();
+    return false;
+  }
+  m.saved.clear();
+  m.n_before = m.n;
+  ++m.info.modifications;
+  m.info.n = m.n;
+  m.info.nnz_L = m.stored_entries();
+  m.info.last_modify_ms = t.elapsed_ms();
+  return true;
+}
+
+namespace {
+
+template <int K>
+void substitute(const DynamicLdlt::Impl& m, double* y, int k_dyn) {
+  const int k = K > 0 ? K : k_dyn;
+  const auto uk = static_cast<size_t>(k);
+  // Forward: L z = b, columns in elimination order.
+  for (int j : m.order) {
+    const auto uj = static_cast<size_t>(j);
+    const double* yj = y + uj * uk;
+    const long s = m.start[uj];
+    const int* rows = m.arow.data() + s;
+    const double* vals = m.aval.data() + s;
+    for (int e = 0; e < m.count[uj]; ++e) {
+      double* yi = y + static_cast<size_t>(rows[e]) * uk;
+      const double l = vals[e];
+      for (int c = 0; c < k; ++c) yi[c] -= l * yj[c];
+    }
+  }
+  for (int j = 0; j < m.n; ++j) {
+    const double inv = 1.0 / m.d[static_cast<size_t>(j)];
+    for (int c = 0; c < k; ++c) y[static_cast<size_t>(j) * uk + static_cast<size_t>(c)] *= inv;
+  }
+  // Backward: Lᵀ x = z, reverse order.
+  for (auto it = m.order.rbegin(); it != m.order.rend(); ++it) {
+    const auto uj = static_cast<size_t>(*it);
+    double* yj = y + uj * uk;
+    const long s = m.start[uj];
+    const int* rows = m.arow.data() + s;
+    const double* vals = m.aval.data() + s;
+    double acc[K > 0 ? K : 16] = {};
+    if (K > 0) {
+      for (int e = 0; e < m.count[uj]; ++e) {
+        const double* yi = y + static_cast<size_t>(rows[e]) * uk;
+        for (int c = 0; c < k; ++c) acc[c] += vals[e] * yi[c];
+      }
+      for (int c = 0; c < k; ++c) yj[c] -= acc[c];
+    } else {
+      for (int e = 0; e < m.count[uj]; ++e) {
+        const double* yi = y + static_cast<size_t>(rows[e]) * uk;
+        for (int c = 0; c < k; ++c) yj[c] -= vals[e] * yi[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void DynamicLdlt::solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const {
+  const Impl& m = *impl_;
+  if (m.n == 0) throw SolverError("DynamicLdlt::solve called before compute");
+  if (B.rows() != m.n) throw SolverError(fmt::format("DynamicLdlt::solve: rhs has {} rows, matrix {}", B.rows(), m.n));
+  const int k = static_cast<int>(B.cols());
+  if (k == 0) return;
+  auto& y = m.y;
+  y.resize(static_cast<size_t>(m.n) * static_cast<size_t>(k));
+  for (int c = 0; c < k; ++c)
+    for (int i = 0; i < m.n; ++i) y[static_cast<size_t>(i) * static_cast<size_t>(k) + static_cast<size_t>(c)] = B(i, c);
+  if (k == 1)
+    substitute<1>(m, y.data(), k);
+  else if (k == 3)
+    substitute<3>(m, y.data(), k);
+  else
+    substitute<0>(m, y.data(), k);
+  for (int c = 0; c < k; ++c)
+    for (int i = 0; i < m.n; ++i) B(i, c) = y[static_cast<size_t>(i) * static_cast<size_t>(k) + static_cast<size_t>(c)];
+}
+
+Eigen::SparseMatrix<double> DynamicLdlt::product() const {
+  const Impl& m = *impl_;
+  using T = Eigen::Triplet<double>;
+  std::vector<T> lt, dt;
+  for (int j = 0; j < m.n; ++j) {
+    const auto uj = static_cast<size_t>(j);
+    lt.emplace_back(j, j, 1.0);
+    dt.emplace_back(j, j, m.d[uj]);
+    for (int e = 0; e < m.count[uj]; ++e)
+      lt.emplace_back(m.arow[static_cast<size_t>(m.start[uj] + e)], j, m.aval[static_cast<size_t>(m.start[uj] + e)]);
+  }
+  Eigen::SparseMatrix<double> L(m.n, m.n), D(m.n, m.n);
+  L.setFromTriplets(lt.begin(), lt.end());
+  D.setFromTriplets(dt.begin(), dt.end());
+  Eigen::SparseMatrix<double> LD = L * D;
+  Eigen::SparseMatrix<double> P = LD * Eigen::SparseMatrix<double>(L.transpose());
+  return P;
+}
+
+}  // namespace xpd

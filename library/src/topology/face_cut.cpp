@@ -1,0 +1,216 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <xpd/core/error.hpp>
+#include <xpd/topology/face_cut.hpp>
+
+namespace xpd {
+
+namespace {
+
+struct FaceRec {
+  std::array<int, 3> key;  // sorted node ids
+  int tet;
+  bool operator<(const FaceRec& o) const { return key != o.key ? key < o.key : tet < o.tet; }
+};
+
+// All tet faces sorted by their node triple: equal neighbours are shared faces.
+std::vector<FaceRec> sorted_faces(const Tets& tets) {
+  std::vector<FaceRec> f;
+  f.reserve(4 * static_cast<size_t>(tets.rows()));
+  for (int t = 0; t < tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a) {
+      std::array<int, 3> k{};
+      int q = 0;
+      for (int b = 0; b < 4; ++b)
+        if (b != a) k[static_cast<size_t>(q++)] = tets(t, b);
+      std::sort(k.begin(), k.end());
+      f.push_back({k, t});
+    }
+  std::sort(f.begin(), f.end());
+  return f;
+}
+
+int shared_nodes(const Tets& tets, int a, int b) {
+  int s = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (tets(a, i) == tets(b, j)) ++s;
+  return s;
+}
+
+int find(std::vector<int>& p, int i) {
+  while (p[static_cast<size_t>(i)] != i) {
+    p[static_cast<size_t>(i)] = p[static_cast<size_t>(p[static_cast<size_t>(i)])];
+    i = p[static_cast<size_t>(i)];
+  }
+  return i;
+}
+
+}  // namespace
+
+FaceCutter::FaceCutter(TetMesh mesh) : mesh_(std::move(mesh)) {
+  const auto faces = sorted_faces(mesh_.tets);
+  for (size_t i = 0; i + 2 < faces.size(); ++i)
+    if (faces[i].key == faces[i + 2].key)
+      throw MeshError(fmt::format("cut: face ({}, {}, {}) is shared by more than two tets (e.g. tets {}, {}, {})",
+                                  faces[i].key[0], faces[i].key[1], faces[i].key[2], faces[i].tet, faces[i + 1].tet,
+                                  faces[i + 2].tet));
+  node_tets_.assign(static_cast<size_t>(mesh_.nodes.rows()), {});
+  for (int t = 0; t < mesh_.tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a) node_tets_[static_cast<size_t>(mesh_.tets(t, a))].push_back(t);
+}
+
+bool FaceCutter::is_cut(int t0, int t1) const {
+  const TetPair p{std::min(t0, t1), std::max(t0, t1)};
+  return std::binary_search(cut_.begin(), cut_.end(), p);
+}
+
+CutEvent FaceCutter::cut(const std::vector<TetPair>& faces) {
+  const int nt = static_cast<int>(mesh_.tets.rows());
+  // Validate everything before changing anything.
+  std::vector<TetPair> fresh;
+  for (const auto& [a, b] : faces) {
+    if (a < 0 || b < 0 || a >= nt || b >= nt || a == b)
+      throw MeshError(fmt::format("cut: face ({}, {}) does not name two distinct tets of {}", a, b, nt));
+    if (is_cut(a, b)) continue;
+    if (shared_nodes(mesh_.tets, a, b) != 3)
+      throw MeshError(fmt::format("cut: tets {} and {} do not share a face", a, b));
+    fresh.emplace_back(std::min(a, b), std::max(a, b));
+  }
+  std::sort(fresh.begin(), fresh.end());
+  fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+
+  CutEvent ev;
+  ev.nodes_before = static_cast<int>(mesh_.nodes.rows());
+  ev.faces_cut = static_cast<int>(fresh.size());
+  if (fresh.empty()) return ev;
+  std::vector<TetPair> merged;
+  merged.reserve(cut_.size() + fresh.size());
+  std::merge(cut_.begin(), cut_.end(), fresh.begin(), fresh.end(), std::back_inserter(merged));
+  cut_.swap(merged);
+
+  // Nodes of the newly separated faces.
+  std::vector<int> nodes;
+  for (const auto& [a, b] : fresh)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        if (mesh_.tets(a, i) == mesh_.tets(b, j)) nodes.push_back(mesh_.tets(a, i));
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+
+  std::vector<std::pair<int, Eigen::RowVector4i>> old;  // first old row per changed tet
+  std::vector<int> parent;
+  for (int v : nodes) {
+    const std::vector<int> T = node_tets_[static_cast<size_t>(v)];
+    const int m = static_cast<int>(T.size());
+    parent.resize(static_cast<size_t>(m));
+    std::iota(parent.begin(), parent.end(), 0);
+    for (int i = 0; i < m; ++i)
+      for (int j = i + 1; j < m; ++j) {
+        const int a = T[static_cast<size_t>(i)], b = T[static_cast<size_t>(j)];
+        if (shared_nodes(mesh_.tets, a, b) == 3 && !is_cut(a, b))
+          parent[static_cast<size_t>(find(parent, i))] = find(parent, j);
+      }
+    // Components; the one with the lowest tet id keeps v.
+    std::vector<int> root_of(static_cast<size_t>(m));
+    for (int i = 0; i < m; ++i) root_of[static_cast<size_t>(i)] = find(parent, i);
+    int keep = -1, keep_tet = nt;
+    for (int i = 0; i < m; ++i)
+      if (T[static_cast<size_t>(i)] < keep_tet) {
+        keep_tet = T[static_cast<size_t>(i)];
+        keep = root_of[static_cast<size_t>(i)];
+      }
+    std::vector<int> roots;
+    for (int i = 0; i < m; ++i)
+      if (root_of[static_cast<size_t>(i)] != keep) roots.push_back(root_of[static_cast<size_t>(i)]);
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    if (roots.empty()) continue;
+    std::vector<int> kept;
+    for (int i = 0; i < m; ++i)
+      if (root_of[static_cast<size_t>(i)] == keep) kept.push_back(T[static_cast<size_t>(i)]);
+    // Order the copies by their component's lowest tet (T is not sorted after earlier splits).
+    std::vector<std::pair<int, int>> comps;  // (lowest tet, root)
+    for (int r : roots) {
+      int lo = nt;
+      for (int i = 0; i < m; ++i)
+        if (root_of[static_cast<size_t>(i)] == r) lo = std::min(lo, T[static_cast<size_t>(i)]);
+      comps.emplace_back(lo, r);
+    }
+    std::sort(comps.begin(), comps.end());
+    for (const auto& [lo, r] : comps) {
+      (void)lo;
+      const int copy = static_cast<int>(mesh_.nodes.rows());
+      mesh_.nodes.conservativeResize(copy + 1, Eigen::NoChange);
+      mesh_.nodes.row(copy) = mesh_.nodes.row(v);
+      ev.copy_of.push_back(v);
+      node_tets_.emplace_back();
+      for (int i = 0; i < m; ++i) {
+        if (root_of[static_cast<size_t>(i)] != r) continue;
+        const int t = T[static_cast<size_t>(i)];
+        if (std::none_of(old.begin(), old.end(), [&](const auto& o) { return o.first == t; }))
+          old.emplace_back(t, mesh_.tets.row(t));
+        for (int a = 0; a < 4; ++a)
+          if (mesh_.tets(t, a) == v) mesh_.tets(t, a) = copy;
+        node_tets_.back().push_back(t);
+      }
+    }
+    node_tets_[static_cast<size_t>(v)] = kept;
+  }
+  std::sort(old.begin(), old.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [t, row] : old) {
+    ev.changed_tets.push_back(t);
+    ev.old_tets.push_back(row);
+  }
+  return ev;
+}
+
+std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal, double offset, const Vec3& order) {
+  const auto faces = sorted_faces(mesh.tets);
+  auto side = [&](int t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += mesh.nodes.row(mesh.tets(t, a)).transpose();
+    return normal.dot(c / 4.0) - offset;
+  };
+  std::vector<std::pair<double, TetPair>> keyed;
+  for (size_t i = 0; i + 1 < faces.size(); ++i) {
+    if (faces[i].key != faces[i + 1].key) continue;
+    const int a = faces[i].tet, b = faces[i + 1].tet;
+    const double sa = side(a), sb = side(b);
+    if (!((sa < 0 && sb > 0) || (sa > 0 && sb < 0))) continue;
+    Vec3 c = Vec3::Zero();
+    for (int k : faces[i].key) c += mesh.nodes.row(k).transpose();
+    keyed.emplace_back(order.dot(c / 3.0), TetPair{std::min(a, b), std::max(a, b)});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<TetPair> out;
+  out.reserve(keyed.size());
+  for (const auto& k : keyed) out.push_back(k.second);
+  return out;
+}
+
+std::string check_cut_mesh(const TetMesh& mesh) {
+  const auto& x = mesh.nodes;
+  std::vector<char> used(static_cast<size_t>(x.rows()), 0);
+  for (int t = 0; t < mesh.tets.rows(); ++t) {
+    for (int a = 0; a < 4; ++a) {
+      const int i = mesh.tets(t, a);
+      if (i < 0 || i >= x.rows()) return fmt::format("tet {} has node {} out of range", t, i);
+      used[static_cast<size_t>(i)] = 1;
+    }
+    const double v =
+        signed_volume(x.row(mesh.tets(t, 0)), x.row(mesh.tets(t, 1)), x.row(mesh.tets(t, 2)), x.row(mesh.tets(t, 3)));
+    if (!(v > 0)) return fmt::format("tet {} has volume {}", t, v);
+  }
+  for (size_t i = 0; i < used.size(); ++i)
+    if (!used[i]) return fmt::format("node {} is used by no tet", i);
+  const auto faces = sorted_faces(mesh.tets);
+  for (size_t i = 0; i + 2 < faces.size(); ++i)
+    if (faces[i].key == faces[i + 2].key) return fmt::format("a face of tet {} is shared by three tets", faces[i].tet);
+  return {};
+}
+
+}  // namespace xpd

@@ -208,7 +208,7 @@ TEST(DynamicLdlt, MalformedModificationsAreRefusedWithTheFactorUnchanged) {
   refuses(m, "no positive diagonal");
   m.new_dofs = 1;
   m.added = {SparseColumn{{n, 0}, {1.0, -1.0}}};
-  m.removed = {SparseColumn{{n}, {1.0}}};
+  m.removed = {SparseColumn{{n + 1}, {1.0}}};
   refuses(m, "outside");
   EXPECT_THROW(DynamicLdlt().modify(FactorModification{}), SolverError);
   Sparse indefinite = model.matrix();

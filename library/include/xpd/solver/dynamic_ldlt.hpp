@@ -51,8 +51,9 @@ struct SparseColumn {
 };
 
 /// K_new = K + Σ_{w ∈ added} w wᵀ − Σ_{w ∈ removed} w wᵀ, and `new_dofs` unknowns appended with ids
-/// rows() … rows() + new_dofs − 1 (their rows of K are zero; their columns may appear only in
-/// `added`). Every new unknown must have a positive diagonal in K_new.
+/// rows() … rows() + new_dofs − 1 (their rows of K are zero). A new unknown must appear in some
+/// added column; its placeholder diagonal is Σ_added w_j² (> 0). `removed` may be any columns to
+/// downdate (not only blocks of K): the result is SPD whenever K_new is.
 struct FactorModification {
   int new_dofs = 0;
   /// Optional, one per new DOF: the old DOF it is inserted immediately before in the elimination
@@ -93,7 +94,7 @@ class DynamicLdlt {
   /// loss of definiteness (pivot ≤ pivot_tolerance · K_new(j,j), or non-finite) the factor is
   /// restored exactly to its state before the call and false is returned: refactor K_new then.
   /// Throws SolverError (factor unchanged) for malformed input: a row out of range, a repeated row
-  /// in one column, a new DOF in a removed column, a new DOF with no added entry.
+  /// in one column, a non-finite value, a new DOF with no added entry.
   bool modify(const FactorModification& m);
 
   /// Solves K X = B in place for an n × k column-major block (k ≥ 1): forward substitution in

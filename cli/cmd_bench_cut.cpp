@@ -183,6 +183,9 @@ void run_bench_cut(const BenchCutOptions& o) {
   j["local_ms"] = median(local);
   j["solve_ms_supernodal"] = median(solve_super);
   j["solve_ms_updatable"] = median(solve_dyn);
+  j["solve_tasks_updatable"] = dyn.info().solve_tasks;
+  j["solve_top_fraction_updatable"] = dyn.info().solve_top_fraction;
+  j["solve_top_fraction_supernodal"] = m_end.factor().info().solve_top_fraction;
   j["iteration_ms_supernodal"] = median(local) + median(solve_super);
   j["iteration_ms_updatable"] = median(local) + median(solve_dyn);
   j["total_ms"] = t.elapsed_ms();

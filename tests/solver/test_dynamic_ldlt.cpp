@@ -4,8 +4,10 @@
 // definiteness; malformed input refused with the factor unchanged.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <xpd/core/error.hpp>
+#include <xpd/core/threads.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
 #include <xpd/solver/model.hpp>
@@ -65,6 +67,18 @@ TEST(DynamicLdlt, BuildEqualsMatrixAndSolvesLikeCholmod) {
   test::report("build: vs CHOLMOD", fresh, 1e-12);
   EXPECT_LT(res, 1e-12);
   EXPECT_LT(fresh, 1e-12);
+  // The tree-parallel substitution gives the same bits on one and on two threads.
+  EXPECT_GT(f.info().solve_tasks, 1);
+  Eigen::MatrixXd b = Eigen::MatrixXd::Random(f.rows(), 3), x1 = b, x2 = b;
+  {
+    ThreadLimit one(1);
+    f.solve_in_place(x1);
+  }
+  {
+    ThreadLimit two(2);
+    f.solve_in_place(x2);
+  }
+  EXPECT_EQ(std::memcmp(x1.data(), x2.data(), sizeof(double) * static_cast<size_t>(x1.size())), 0);
   // The order is a permutation.
   auto order = f.elimination_order();
   std::sort(order.begin(), order.end());
@@ -210,6 +224,11 @@ TEST(DynamicLdlt, MalformedModificationsAreRefusedWithTheFactorUnchanged) {
   m.added = {SparseColumn{{n, 0}, {1.0, -1.0}}};
   m.removed = {SparseColumn{{n + 1}, {1.0}}};
   refuses(m, "outside");
+  m = FactorModification{};
+  m.change = {Eigen::Triplet<double>(0, n, 1.0)};
+  refuses(m, "outside");
+  m.change = {Eigen::Triplet<double>(0, 1, std::nan(""))};
+  refuses(m, "not finite");
   EXPECT_THROW(DynamicLdlt().modify(FactorModification{}), SolverError);
   Sparse indefinite = model.matrix();
   indefinite.coeffRef(3, 3) = -1.0;

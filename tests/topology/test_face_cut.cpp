@@ -3,10 +3,18 @@
 // repeated cuts are no-ops and bad input leaves the mesh unchanged.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/state.hpp>
 #include <xpd/topology/face_cut.hpp>
+
+#include "../solver/pd_fixtures.hpp"
 
 namespace xpd {
 namespace {
@@ -91,6 +99,77 @@ TEST(FaceCut, BadInputIsRefusedWithTheMeshUnchanged) {
   bad.tets.conservativeResize(bad.tets.rows() + 1, Eigen::NoChange);
   bad.tets.row(bad.tets.rows() - 1) = bad.tets.row(0);  // a duplicate tet: its faces are shared thrice
   EXPECT_THROW(FaceCutter{bad}, MeshError);
+}
+
+}  // namespace
+}  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// An incision (a partial cut from the top face, 0.5 long in y and 0.5 deep) in a 9³ block pulled
+// apart in x by its attached end faces: solved to equilibrium with PD on the cut mesh, the wound
+// opens at every split node, widest at the middle of the top edge and narrowing towards the ends,
+// and the plane's nodes beyond the ends were never split.
+TEST(FaceCut, IncisionUnderLateralTensionOpensAtEveryInteriorNodeAndNotPastItsEnds) {
+  const TetMesh box = make_box(9, 9, 9, Vec3::Zero(), Vec3::Ones());
+  std::vector<TetPair> incision;
+  for (const auto& f : faces_across_plane(box, Vec3::UnitX(), 0.5, Vec3::UnitZ())) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        if (box.tets(f.first, a) == box.tets(f.second, b)) c += box.nodes.row(box.tets(f.first, a)).transpose() / 3.0;
+    if (c.z() > 0.5 && c.y() > 0.25 && c.y() < 0.75) incision.push_back(f);
+  }
+  FaceCutter cutter(box);
+  const CutEvent ev = cutter.cut(incision);
+  // Split: the plane's nodes strictly inside the incision (y in (0.25, 0.75), z in (0.5, 1]).
+  ASSERT_EQ(ev.copy_of.size(), 3u * 4u);
+  for (int v : ev.copy_of) {
+    EXPECT_GT(box.nodes(v, 1), 0.25 + 1e-9);
+    EXPECT_LT(box.nodes(v, 1), 0.75 - 1e-9);
+    EXPECT_GT(box.nodes(v, 2), 0.5 + 1e-9);
+  }
+  ModelDesc d;
+  d.mesh = cutter.mesh();
+  d.mu = {1e4};
+  const double pull = 0.05;
+  for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i) {
+    const double x = d.mesh.nodes(i, 0);
+    if (x < 1e-9 || x > 1 - 1e-9)
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e7,
+                               d.mesh.nodes.row(i).transpose() + Vec3((x < 0.5 ? -1 : 1) * pull, 0, 0)});
+  }
+  const Model model = build_model(d);
+  State s = make_state(model);
+  const FrameStats st = step(model, s, test::anderson_options(2000, 1e-9));
+  ASSERT_TRUE(st.converged) << st.iterations << " iterations, residual " << st.residual;
+  auto gap = [&](size_t k) {
+    const int v = ev.copy_of[k], c = ev.nodes_before + static_cast<int>(k);
+    return (s.x.row(c) - s.x.row(v)).norm();
+  };
+  auto copy_at = [&](double y, double z) {
+    for (size_t k = 0; k < ev.copy_of.size(); ++k)
+      if (std::abs(box.nodes(ev.copy_of[k], 1) - y) < 1e-9 && std::abs(box.nodes(ev.copy_of[k], 2) - z) < 1e-9)
+        return k;
+    ADD_FAILURE() << "no copy at y = " << y << ", z = " << z;
+    return size_t{0};
+  };
+  double min_gap = 1e300;
+  for (size_t k = 0; k < ev.copy_of.size(); ++k) min_gap = std::min(min_gap, gap(k));
+  const double mid_top = gap(copy_at(0.5, 1.0)), end_top = gap(copy_at(0.375, 1.0)),
+               mid_deep = gap(copy_at(0.5, 0.625));
+  if (test::verbose())
+    std::printf("  gaps: min %.3e, top middle %.3e, top near end %.3e, middle deep %.3e (pull %.2f each side)\n",
+                min_gap, mid_top, end_top, mid_deep, pull);
+  EXPECT_GT(min_gap, 1e-3 * pull);  // every split node opened
+  EXPECT_GT(mid_top, end_top);      // widest in the middle of the incision ...
+  EXPECT_GT(mid_top, mid_deep);     // ... and at the skin, narrowing towards the wound's floor
+  EXPECT_LT(mid_top, 2 * pull);     // never wider than the whole imposed stretch
+  // The plane beyond the incision stays closed: its nodes are single (shared by both sides).
+  for (Eigen::Index i = 0; i < box.nodes.rows(); ++i)
+    if (std::abs(box.nodes(i, 0) - 0.5) < 1e-9 && (box.nodes(i, 1) < 0.25 + 1e-9 || box.nodes(i, 1) > 0.75 - 1e-9))
+      EXPECT_EQ(std::count(ev.copy_of.begin(), ev.copy_of.end(), static_cast<int>(i)), 0);
 }
 
 }  // namespace

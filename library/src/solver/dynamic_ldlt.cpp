@@ -1,8 +1,11 @@
 #include <cholmod.h>
 #include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
@@ -16,9 +19,9 @@ using Label = std::uint64_t;
 constexpr Label kLabelSpacing = Label{1} << 32;
 // Columns of one numeric pass. More columns per pass share one read of their union path (Davis &
 // Hager 2001's multiple-rank update) but pay r flops per entry of it, also for the columns whose own
-// path is shorter. Measured on the box:16 plane cut (xpd bench cut, 2026-11-26): rank 2 per pass was
-// fastest (k = 16 faces: 17.8 ms, against 24.3 ms with 4 and 21.8 ms with 8).
-constexpr int kMaxRank = 2;
+// path is shorter. Measured on the box:32 plane cut (xpd bench cut, k = 16 faces, 2026-11-26):
+// 158 ms per update with 4 columns per pass, 170 ms with 8, 196 ms with 2.
+constexpr int kMaxRank = 4;
 constexpr long kNoParent = -1;
 
 }  // namespace
@@ -39,6 +42,17 @@ struct DynamicLdlt::Impl {
   std::vector<double> kdiag;    // K(j,j), tracked
   double pivot_tol = 1e-12;
   DynamicLdltInfo info;
+
+  // ---- tree-parallel substitution schedule (rebuilt lazily after a change of the tree) ----------
+  // Disjoint subtrees of the elimination tree are substituted concurrently; the "top" (every
+  // column above them) serially. A task's forward updates into top rows go to its own buffer,
+  // summed in task order, so results are bit-identical on any number of threads.
+  mutable bool schedule_dirty = true;
+  mutable std::vector<std::vector<int>> task_cols;  // per task: its columns in elimination order
+  mutable std::vector<int> top_cols;                // the top, in elimination order
+  mutable std::vector<int> top_index;               // per DOF: position in top_cols, or −1
+  mutable std::vector<double> task_buffers;         // tasks × top × k
+  void build_schedule();
 
   // ---- workspaces (kept between calls) --------------------------------------------------------
   mutable std::vector<double> y;  // solve: n × k row-major
@@ -187,7 +201,7 @@ struct DynamicLdlt::Impl {
     std::sort(path.begin(), path.end(),
               [&](int a, int b) { return label[static_cast<size_t>(a)] < label[static_cast<size_t>(b)]; });
     info.last_path_columns += static_cast<long>(path.size());
-    double alpha[kMaxRank], beta[kMaxRank];
+    double alpha[kMaxRank], beta[kMaxRank] = {};
     for (int c = 0; c < r; ++c) alpha[c] = sigma;
     bool ok = true;
     size_t done = 0;
@@ -218,7 +232,9 @@ struct DynamicLdlt::Impl {
       for (int e = 0; e < cnt; ++e) {
         double* wi = &W[static_cast<size_t>(arow[static_cast<size_t>(s + e)]) * kMaxRank];
         double l = aval[static_cast<size_t>(s + e)];
-        for (int c = 0; c < r; ++c) {
+        // All kMaxRank slots (a pass of r < kMaxRank has wj = β = 0 in the rest): a fixed trip
+        // count the compiler unrolls.
+        for (int c = 0; c < kMaxRank; ++c) {
           wi[c] -= wj[c] * l;
           l += beta[c] * wi[c];
         }
@@ -440,6 +456,7 @@ void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
     for (long k = 0; k < n; ++k) add_column(k, li + lp[k], lx + lp[k], lnz[k]);
   }
   cholmod_l_free_factor(&L, &c);
+  m.schedule_dirty = true;
   m.info = DynamicLdltInfo{};
   m.info.n = n;
   m.info.nnz_L = m.stored_entries();
@@ -481,6 +498,30 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   };
   check(mod.added, "added", true);
   check(mod.removed, "removed", true);
+  // The entrywise change, validated and summed per unordered pair.
+  std::vector<Eigen::Triplet<double>> change;
+  change.reserve(mod.change.size());
+  for (const auto& e : mod.change) {
+    if (e.row() < 0 || e.col() < 0 || e.row() >= n_new || e.col() >= n_new)
+      throw SolverError(
+          fmt::format("DynamicLdlt::modify: change entry ({}, {}) is outside [0, {})", e.row(), e.col(), n_new));
+    if (!std::isfinite(e.value()))
+      throw SolverError(fmt::format("DynamicLdlt::modify: change entry ({}, {}) is not finite", e.row(), e.col()));
+    change.emplace_back(std::min(e.row(), e.col()), std::max(e.row(), e.col()), e.value());
+  }
+  std::sort(change.begin(), change.end(),
+            [](const auto& a, const auto& b) { return a.row() != b.row() ? a.row() < b.row() : a.col() < b.col(); });
+  {
+    size_t w = 0;
+    for (size_t r = 0; r < change.size(); ++r) {
+      if (w > 0 && change[w - 1].row() == change[r].row() && change[w - 1].col() == change[r].col())
+        change[w - 1] =
+            Eigen::Triplet<double>(change[r].row(), change[r].col(), change[w - 1].value() + change[r].value());
+      else
+        change[w++] = change[r];
+    }
+    change.resize(w);
+  }
 
   // New diagonal and the insertion point of each new DOF.
   std::vector<double> delta(static_cast<size_t>(mod.new_dofs), 0.0);
@@ -500,6 +541,17 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
         before[k] = first_old;
     }
   }
+  for (const auto& e : change) {
+    const int i = e.row(), j = e.col();  // i ≤ j
+    if (i == j) {
+      if (i >= n_old) delta[static_cast<size_t>(i - n_old)] += std::abs(e.value());
+      continue;
+    }
+    if (j >= n_old && i < n_old) {
+      const auto k = static_cast<size_t>(j - n_old);
+      if (before[k] < 0 || m.label[static_cast<size_t>(i)] < m.label[static_cast<size_t>(before[k])]) before[k] = i;
+    }
+  }
   if (!mod.place_before.empty()) {
     if (static_cast<int>(mod.place_before.size()) != mod.new_dofs)
       throw SolverError("DynamicLdlt::modify: place_before needs one entry per new DOF");
@@ -511,8 +563,8 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   }
   for (int k = 0; k < mod.new_dofs; ++k)
     if (!(delta[static_cast<size_t>(k)] > 0.0))
-      throw SolverError(
-          fmt::format("DynamicLdlt::modify: new DOF {} has no positive diagonal in the added columns", n_old + k));
+      throw SolverError(fmt::format(
+          "DynamicLdlt::modify: new DOF {} has no positive diagonal in the added columns or the change", n_old + k));
 
   // Undo state.
   ++m.event;
@@ -553,8 +605,59 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
         m.kdiag[static_cast<size_t>(w.rows[e])] += sign * w.values[e] * w.values[e];
       }
   };
-  track(mod.added, 1.0);
-  track(mod.removed, -1.0);
+  // The entrywise change as one rank-2 term per owner (the endpoint first in the order, known now
+  // that the new DOFs have their labels).
+  std::vector<SparseColumn> added = mod.added, removed = mod.removed;
+  if (!change.empty()) {
+    std::vector<std::tuple<int, int, double>> owned;  // (owner, row, m_owner(row))
+    owned.reserve(2 * change.size());
+    for (const auto& e : change) {
+      const int i = e.row(), j = e.col();
+      if (i == j) {
+        owned.emplace_back(i, i, 0.5 * e.value());
+        continue;
+      }
+      const bool i_first = m.label[static_cast<size_t>(i)] < m.label[static_cast<size_t>(j)];
+      owned.emplace_back(i_first ? i : j, i_first ? j : i, e.value());
+    }
+    std::sort(owned.begin(), owned.end());
+    for (size_t a = 0; a < owned.size();) {
+      const int o = std::get<0>(owned[a]);
+      SparseColumn mcol;
+      double sq = 0;
+      bool has_o = false;
+      for (; a < owned.size() && std::get<0>(owned[a]) == o; ++a) {
+        const int r = std::get<1>(owned[a]);
+        const double v = std::get<2>(owned[a]);
+        if (!mcol.rows.empty() && mcol.rows.back() == r) {
+          mcol.values.back() += v;
+        } else {
+          mcol.rows.push_back(r);
+          mcol.values.push_back(v);
+        }
+      }
+      for (size_t e = 0; e < mcol.rows.size(); ++e) {
+        sq += mcol.values[e] * mcol.values[e];
+        has_o = has_o || mcol.rows[e] == o;
+      }
+      if (sq == 0.0) continue;
+      if (!has_o) {
+        mcol.rows.push_back(o);
+        mcol.values.push_back(0.0);
+      }
+      const double sc = std::sqrt(std::sqrt(sq));  // a² = ‖m‖ balances the two parts
+      SparseColumn p{mcol.rows, {}}, q{mcol.rows, {}};
+      for (size_t e = 0; e < mcol.rows.size(); ++e) {
+        const double ev = mcol.rows[e] == o ? sc : 0.0, mv = mcol.values[e] / sc;
+        p.values.push_back((ev + mv) * std::sqrt(0.5));
+        q.values.push_back((ev - mv) * std::sqrt(0.5));
+      }
+      added.push_back(std::move(p));
+      removed.push_back(std::move(q));
+    }
+  }
+  track(added, 1.0);
+  track(removed, -1.0);
   // kdiag0 restores in reverse: keep the first value recorded per DOF by restoring in reverse order.
   std::reverse(kdiag0.begin(), kdiag0.end());
 
@@ -562,7 +665,7 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   std::vector<SparseColumn> placeholders(static_cast<size_t>(mod.new_dofs));
   for (int k = 0; k < mod.new_dofs; ++k)
     placeholders[static_cast<size_t>(k)] = SparseColumn{{n_old + k}, {std::sqrt(delta[static_cast<size_t>(k)])}};
-  const bool ok = m.apply(mod.added, 1.0) && m.apply(mod.removed, -1.0) && m.apply(placeholders, -1.0);
+  const bool ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);
   if (!ok) {
     m.rollback(order0, label0, arena0, kdiag0);
     ++m.info.rollbacks;
@@ -571,6 +674,7 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   }
   m.saved.clear();
   m.n_before = m.n;
+  m.schedule_dirty = true;
   ++m.info.modifications;
   m.info.n = m.n;
   m.info.nnz_L = m.stored_entries();
@@ -578,50 +682,145 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   return true;
 }
 
+void DynamicLdlt::Impl::build_schedule() {
+  // Subtree weights (entries + 1): children precede parents in the elimination order.
+  std::vector<double> weight(static_cast<size_t>(n), 0.0);
+  std::vector<int> child_count(static_cast<size_t>(n) + 1, 0);
+  for (int j : order) {
+    weight[static_cast<size_t>(j)] += count[static_cast<size_t>(j)] + 1.0;
+    const int p = parent[static_cast<size_t>(j)];
+    if (p >= 0) {
+      weight[static_cast<size_t>(p)] += weight[static_cast<size_t>(j)];
+      ++child_count[static_cast<size_t>(p) + 1];
+    }
+  }
+  std::vector<int> child_start(child_count);
+  for (size_t i = 1; i < child_start.size(); ++i) child_start[i] += child_start[i - 1];
+  std::vector<int> children(static_cast<size_t>(child_start.back()));
+  std::vector<int> fill(child_start.begin(), child_start.end() - 1);
+  double total = 0;
+  std::vector<std::pair<double, int>> heap;  // candidate subtrees, heaviest first
+  for (int j : order) {
+    const int p = parent[static_cast<size_t>(j)];
+    if (p >= 0)
+      children[static_cast<size_t>(fill[static_cast<size_t>(p)]++)] = j;
+    else {
+      heap.emplace_back(weight[static_cast<size_t>(j)], j);
+      total += weight[static_cast<size_t>(j)];
+    }
+  }
+  // Split the heaviest subtree into its children (its root joins the top) until every subtree holds
+  // at most 1/32 of the factor; the decomposition depends on the factor only.
+  std::vector<char> is_top(static_cast<size_t>(n), 0);
+  std::make_heap(heap.begin(), heap.end());
+  while (!heap.empty() && heap.front().first > total / 32) {
+    std::pop_heap(heap.begin(), heap.end());
+    const int r = heap.back().second;
+    heap.pop_back();
+    is_top[static_cast<size_t>(r)] = 1;
+    for (int c = child_start[static_cast<size_t>(r)]; c < child_start[static_cast<size_t>(r) + 1]; ++c) {
+      const int ch = children[static_cast<size_t>(c)];
+      heap.emplace_back(weight[static_cast<size_t>(ch)], ch);
+      std::push_heap(heap.begin(), heap.end());
+    }
+  }
+  // Task roots in elimination order (deterministic numbering), then each DOF's task from its parent.
+  std::sort(heap.begin(), heap.end(), [&](const auto& a, const auto& b) {
+    return label[static_cast<size_t>(a.second)] < label[static_cast<size_t>(b.second)];
+  });
+  std::vector<int> task_of(static_cast<size_t>(n), -1);
+  for (size_t t = 0; t < heap.size(); ++t) task_of[static_cast<size_t>(heap[t].second)] = static_cast<int>(t);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const auto j = static_cast<size_t>(*it);
+    if (is_top[j] || task_of[j] >= 0) continue;
+    task_of[j] = task_of[static_cast<size_t>(parent[j])];
+  }
+  task_cols.assign(heap.size(), {});
+  top_cols.clear();
+  top_index.assign(static_cast<size_t>(n), -1);
+  for (int j : order) {
+    if (is_top[static_cast<size_t>(j)]) {
+      top_index[static_cast<size_t>(j)] = static_cast<int>(top_cols.size());
+      top_cols.push_back(j);
+    } else {
+      task_cols[static_cast<size_t>(task_of[static_cast<size_t>(j)])].push_back(j);
+    }
+  }
+  double top_weight = 0;
+  for (int j : top_cols) top_weight += count[static_cast<size_t>(j)] + 1.0;
+  info.solve_tasks = static_cast<long>(task_cols.size());
+  info.solve_top_fraction = total > 0 ? top_weight / total : 0.0;
+  schedule_dirty = false;
+}
+
 namespace {
 
+// Forward substitution of the columns `cols` (elimination order): y_i −= l_ij y_j. With `top`
+// non-null, updates into top rows (top[i] ≥ 0) go to buf instead.
 template <int K>
-void substitute(const DynamicLdlt::Impl& m, double* y, int k_dyn) {
+void forward(const DynamicLdlt::Impl& m, const std::vector<int>& cols, double* y, int k_dyn, const int* top,
+             double* buf) {
   const int k = K > 0 ? K : k_dyn;
   const auto uk = static_cast<size_t>(k);
-  // Forward: L z = b, columns in elimination order.
-  for (int j : m.order) {
+  for (int j : cols) {
     const auto uj = static_cast<size_t>(j);
     const double* yj = y + uj * uk;
     const long s = m.start[uj];
     const int* rows = m.arow.data() + s;
     const double* vals = m.aval.data() + s;
     for (int e = 0; e < m.count[uj]; ++e) {
-      double* yi = y + static_cast<size_t>(rows[e]) * uk;
+      const int i = rows[e];
+      double* yi = top && top[i] >= 0 ? buf + static_cast<size_t>(top[i]) * uk : y + static_cast<size_t>(i) * uk;
       const double l = vals[e];
       for (int c = 0; c < k; ++c) yi[c] -= l * yj[c];
     }
   }
-  for (int j = 0; j < m.n; ++j) {
-    const double inv = 1.0 / m.d[static_cast<size_t>(j)];
-    for (int c = 0; c < k; ++c) y[static_cast<size_t>(j) * uk + static_cast<size_t>(c)] *= inv;
-  }
-  // Backward: Lᵀ x = z, reverse order.
-  for (auto it = m.order.rbegin(); it != m.order.rend(); ++it) {
+}
+
+// Backward substitution of `cols` in reverse: y_j −= Σ_i l_ij y_i.
+template <int K>
+void backward(const DynamicLdlt::Impl& m, const std::vector<int>& cols, double* y, int k_dyn) {
+  const int k = K > 0 ? K : k_dyn;
+  const auto uk = static_cast<size_t>(k);
+  for (auto it = cols.rbegin(); it != cols.rend(); ++it) {
     const auto uj = static_cast<size_t>(*it);
     double* yj = y + uj * uk;
     const long s = m.start[uj];
     const int* rows = m.arow.data() + s;
     const double* vals = m.aval.data() + s;
-    double acc[K > 0 ? K : 16] = {};
-    if (K > 0) {
-      for (int e = 0; e < m.count[uj]; ++e) {
-        const double* yi = y + static_cast<size_t>(rows[e]) * uk;
-        for (int c = 0; c < k; ++c) acc[c] += vals[e] * yi[c];
-      }
-      for (int c = 0; c < k; ++c) yj[c] -= acc[c];
-    } else {
-      for (int e = 0; e < m.count[uj]; ++e) {
-        const double* yi = y + static_cast<size_t>(rows[e]) * uk;
-        for (int c = 0; c < k; ++c) yj[c] -= vals[e] * yi[c];
-      }
+    for (int e = 0; e < m.count[uj]; ++e) {
+      const double* yi = y + static_cast<size_t>(rows[e]) * uk;
+      for (int c = 0; c < k; ++c) yj[c] -= vals[e] * yi[c];
     }
   }
+}
+
+template <int K>
+void substitute(const DynamicLdlt::Impl& m, double* y, int k_dyn) {
+  const int k = K > 0 ? K : k_dyn;
+  const auto uk = static_cast<size_t>(k);
+  const size_t tasks = m.task_cols.size();
+  const size_t top = m.top_cols.size();
+  auto& buf = m.task_buffers;
+  buf.assign(tasks * top * uk, 0.0);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, tasks, 1), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t t = r.begin(); t < r.end(); ++t)
+      forward<K>(m, m.task_cols[t], y, k, m.top_index.data(), buf.data() + t * top * uk);
+  });
+  for (size_t i = 0; i < top; ++i) {  // the tasks' updates of the top, summed in task order
+    double* yi = y + static_cast<size_t>(m.top_cols[i]) * uk;
+    for (size_t t = 0; t < tasks; ++t)
+      for (size_t c = 0; c < uk; ++c) yi[c] += buf[(t * top + i) * uk + c];
+  }
+  forward<K>(m, m.top_cols, y, k, nullptr, nullptr);
+  for (int j = 0; j < m.n; ++j) {
+    const double inv = 1.0 / m.d[static_cast<size_t>(j)];
+    for (int c = 0; c < k; ++c) y[static_cast<size_t>(j) * uk + static_cast<size_t>(c)] *= inv;
+  }
+  backward<K>(m, m.top_cols, y, k);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, tasks, 1), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t t = r.begin(); t < r.end(); ++t) backward<K>(m, m.task_cols[t], y, k);
+  });
 }
 
 }  // namespace
@@ -632,6 +831,7 @@ void DynamicLdlt::solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const {
   if (B.rows() != m.n) throw SolverError(fmt::format("DynamicLdlt::solve: rhs has {} rows, matrix {}", B.rows(), m.n));
   const int k = static_cast<int>(B.cols());
   if (k == 0) return;
+  if (m.schedule_dirty) impl_->build_schedule();
   auto& y = m.y;
   y.resize(static_cast<size_t>(m.n) * static_cast<size_t>(k));
   for (int c = 0; c < k; ++c)

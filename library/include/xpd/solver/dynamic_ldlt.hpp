@@ -8,7 +8,8 @@
 //
 // A PD matrix is a sum of low-rank element blocks, K = Σ_e W_e W_eᵀ (Li et al. 2021, eq. 3; for a
 // tet W_e = √w_e G_eᵀ, 4 nodes × 3), so a topology change (a tet re-indexed to duplicated nodes,
-// a spring added) is a short list of sparse columns to add and to remove: `FactorModification`.
+// a spring added) is a short list of sparse columns to add and to remove, or an entrywise
+// symmetric change that the factor splits into rank-2 terms itself: `FactorModification`.
 //
 // How one modification is applied (why this order: shapes/formulas in dynamic_ldlt.cpp):
 //   1. every new unknown j enters as an island with placeholder diagonal δ_j = K_new(j,j), placed
@@ -62,6 +63,13 @@ struct FactorModification {
   std::vector<int> place_before;
   std::vector<SparseColumn> added;
   std::vector<SparseColumn> removed;
+  /// A further symmetric change ΔK given entrywise, each off-diagonal pair once (either triangle;
+  /// repeated entries are summed). The factor writes it as Σ_o (e_o m_oᵀ + m_o e_oᵀ), each entry
+  /// owned by its endpoint that comes first in the elimination order, and applies each owner's
+  /// term as one update and one downdate (p pᵀ − q qᵀ, p, q = (a e_o ± m_o/a)/√2, a² = ‖m_o‖). An
+  /// owner's column then holds only unknowns after it in the order, so no fill arises beyond ΔK's
+  /// own pattern, with one rank-2 term per owner instead of one per entry.
+  std::vector<Eigen::Triplet<double>> change;
 };
 
 /// Figures of a DynamicLdlt (for stats and benchmarks).
@@ -74,7 +82,9 @@ struct DynamicLdltInfo {
   long modifications = 0;   ///< successful modify() calls since the last compute()
   long rollbacks = 0;       ///< modify() calls that failed and restored the factor
   double last_modify_ms = 0;
-  long last_path_columns = 0;  ///< columns visited by the numeric passes of the last modify()
+  long last_path_columns = 0;     ///< columns visited by the numeric passes of the last modify()
+  long solve_tasks = 0;           ///< independent subtrees of the tree-parallel solve (last schedule)
+  double solve_top_fraction = 0;  ///< share of L's entries in the serial top of that schedule
 };
 
 class DynamicLdlt {

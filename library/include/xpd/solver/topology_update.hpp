@@ -16,10 +16,12 @@ void append_tet_columns(const Mat3& Dm_inv, double weight, const std::array<int,
                         std::vector<SparseColumn>& out);
 
 /// The modification of the n × n PD matrix Σ_t w_t G_tᵀ G_t (quasistatic: no mass term) made by a
-/// face-separating cut: every changed tet's block is removed with its old node ids and added with
-/// its new ones (same rest shape, same weight, so the same values), and the cut's new nodes are new
-/// DOFs, each placed in the elimination order immediately before the node it duplicates (less
-/// fill than the paper's rule, measured in topology_update.cpp). `mesh` is the mesh after the cut;
+/// face-separating cut: ΔK = Σ over changed tets (block with new node ids − block with old ids;
+/// same rest shape and weight, so the same values) as FactorModification::change, only the entries
+/// with an endpoint among the split nodes and their copies (all others cancel exactly); the cut's
+/// new nodes are new DOFs, each placed in the elimination order immediately before the node it
+/// duplicates (less fill than the paper's rule, measured in topology_update.cpp). `mesh` is the
+/// mesh after the cut;
 /// `weight_stiffness[t]` is the sum of the stiffnesses of the tet terms on tet t (w_t = 2 · stiffness · Vol_t, as
 /// make_tet_elements computes it).
 FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,

@@ -69,6 +69,7 @@ TEST(DynamicLdlt, BuildEqualsMatrixAndSolvesLikeCholmod) {
   EXPECT_LT(fresh, 1e-12);
   // The tree-parallel substitution gives the same bits on one and on two threads.
   EXPECT_GT(f.info().solve_tasks, 1);
+  EXPECT_GT(f.info().solve_panel_fraction, 0.1);  // the dense-panel path is the one checked above
   Eigen::MatrixXd b = Eigen::MatrixXd::Random(f.rows(), 3), x1 = b, x2 = b;
   {
     ThreadLimit one(1);
@@ -268,6 +269,17 @@ TEST(DynamicLdlt, FaceCutSequenceEqualsRefactorizationAfterEveryEvent) {
     worst_fresh = std::max(worst_fresh, fresh);
   }
   EXPECT_GE(events, 200);
+  // The solves above ran on the columns (panels are rebuilt at the 8th solve after a change); the
+  // panels of the updated factor solve the same.
+  EXPECT_FALSE(f.info().solve_panels_built);
+  Eigen::MatrixXd warm = Eigen::MatrixXd::Ones(f.rows(), 3);
+  for (int r = 0; r < 6; ++r) f.solve_in_place(warm);
+  const auto [res_p, fresh_p] = solve_errors(f, K, 999u);
+  EXPECT_TRUE(f.info().solve_panels_built);
+  EXPECT_GT(f.info().solve_panel_fraction, 0.5);
+  test::report("cut: panel solve vs CHOLMOD after all events", fresh_p, 1e-9);
+  EXPECT_LT(res_p, 1e-10);
+  EXPECT_LT(fresh_p, 1e-9);
   EXPECT_GT(cutter.mesh().nodes.rows(), box.nodes.rows() + 100);  // the plane's nodes were split
   const double prod = rel_diff(f.product(), K);
   test::report("cut: worst residual", worst_res, 1e-10);

@@ -11,10 +11,20 @@
 #include <xpd/core/timer.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
 
+// Fortran BLAS (the library CHOLMOD calls; 32-bit integers as in Debian's OpenBLAS).
+extern "C" {
+void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
+void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag, const int* m, const int* n,
+            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
+}
+
 namespace xpd {
 
 namespace {
 
+constexpr int kPanelSolves = 8;
 using Label = std::uint64_t;
 constexpr Label kLabelSpacing = Label{1} << 32;
 // Columns of one numeric pass. More columns per pass share one read of their union path (Davis &
@@ -48,11 +58,54 @@ struct DynamicLdlt::Impl {
   // column above them) serially. A task's forward updates into top rows go to its own buffer,
   // summed in task order, so results are bit-identical on any number of threads.
   mutable bool schedule_dirty = true;
+  // Panels are a copy of most of L: rebuilding them costs about 5–14 solves without them (measured
+  // on the box:32/48 plane cuts, xpd bench cut), so after a change the first kPanelSolves − 1 solves
+  // run on the columns and the kPanelSolves-th rebuilds the panels (a deterministic ski-rental
+  // rule: the result depends only on the sequence of calls, never on timings).
+  bool panels_built = false;
+  int solves_since_change = 0;
   mutable std::vector<std::vector<int>> task_cols;  // per task: its columns in elimination order
   mutable std::vector<int> top_cols;                // the top, in elimination order
-  mutable std::vector<int> top_index;               // per DOF: position in top_cols, or −1
-  mutable std::vector<double> task_buffers;         // tasks × top × k
-  void build_schedule();
+  mutable std::vector<int> top_index;               // per position: index in top_cols, or −1
+  // The solve works on y permuted into elimination order (position = index in `order`): a panel's
+  // own rows are then one contiguous block and the rows below it are close together in memory.
+  std::vector<int> posn;                     // per DOF: its position
+  mutable std::vector<double> task_buffers;  // tasks × top × k
+  // Dense panels for the solve (Davis & Hager 2009's dynamic supernodes, read-only copies): a chain
+  // of ≥ kPanelMin consecutive columns, each the parent of the one before with the same pattern
+  // below it, stored column-major as (m + |R|) × m (the chain's rows, then the common rows R). A
+  // unit of a group is a column (id ≥ 0) or a panel (−1 − panel index).
+  struct Panel {
+    long rows = 0;  // offset into panel_rows: the m chain columns, then R
+    long vals = 0;  // offset into panel_vals
+    int m = 0;
+    int nr = 0;
+  };
+  std::vector<std::vector<int>> task_units;
+  std::vector<int> top_units;
+  std::vector<Panel> panels;
+  std::vector<int> panel_rows;
+  // Panel values: uninitialized storage (every entry a kernel reads is written by the rebuild; the
+  // upper triangles are never read), reused across rebuilds, so a rebuild neither zero-fills nor
+  // reallocates what it already had.
+  std::unique_ptr<double[]> panel_buf;
+  size_t panel_cap = 0, panel_size = 0;
+  const double* panel_vals() const { return panel_buf.get(); }
+  double* grow_panels(size_t extra) {
+    if (panel_size + extra > panel_cap) {
+      const size_t cap = std::max(panel_size + extra, panel_cap + panel_cap / 2);
+      std::unique_ptr<double[]> b(new double[cap]);
+      if (panel_size > 0) std::copy_n(panel_buf.get(), panel_size, b.get());
+      panel_buf = std::move(b);
+      panel_cap = cap;
+    }
+    double* out = panel_buf.get() + panel_size;
+    panel_size += extra;
+    return out;
+  }
+  double panel_fraction = 0;  // share of L's entries held in panels
+  void build_schedule(bool with_panels);
+  void build_units(const std::vector<int>& cols, std::vector<int>& units, std::vector<int>& pos);
 
   // ---- workspaces (kept between calls) --------------------------------------------------------
   mutable std::vector<double> y;  // solve: n × k row-major
@@ -457,6 +510,7 @@ void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
   }
   cholmod_l_free_factor(&L, &c);
   m.schedule_dirty = true;
+  m.solves_since_change = kPanelSolves;  // a fresh factor gets its panels at the first solve
   m.info = DynamicLdltInfo{};
   m.info.n = n;
   m.info.nnz_L = m.stored_entries();
@@ -675,6 +729,7 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   m.saved.clear();
   m.n_before = m.n;
   m.schedule_dirty = true;
+  m.solves_since_change = 0;
   ++m.info.modifications;
   m.info.n = m.n;
   m.info.nnz_L = m.stored_entries();
@@ -682,7 +737,8 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   return true;
 }
 
-void DynamicLdlt::Impl::build_schedule() {
+void DynamicLdlt::Impl::build_schedule(bool with_panels) {
+  Timer timer;
   // Subtree weights (entries + 1): children precede parents in the elimination order.
   std::vector<double> weight(static_cast<size_t>(n), 0.0);
   std::vector<int> child_count(static_cast<size_t>(n) + 1, 0);
@@ -738,38 +794,226 @@ void DynamicLdlt::Impl::build_schedule() {
   task_cols.assign(heap.size(), {});
   top_cols.clear();
   top_index.assign(static_cast<size_t>(n), -1);
+  posn.assign(static_cast<size_t>(n), 0);
+  for (size_t q = 0; q < order.size(); ++q) posn[static_cast<size_t>(order[q])] = static_cast<int>(q);
   for (int j : order) {
     if (is_top[static_cast<size_t>(j)]) {
-      top_index[static_cast<size_t>(j)] = static_cast<int>(top_cols.size());
+      top_index[static_cast<size_t>(posn[static_cast<size_t>(j)])] = static_cast<int>(top_cols.size());
       top_cols.push_back(j);
     } else {
       task_cols[static_cast<size_t>(task_of[static_cast<size_t>(j)])].push_back(j);
     }
   }
+  // Panels, found inside each group (a panel never straddles a task and the top).
+  panels.clear();
+  panel_rows.clear();
+  panel_size = 0;
+  std::vector<int> pos(static_cast<size_t>(n), -1);
+  if (with_panels) {
+    task_units.assign(task_cols.size(), {});
+    for (size_t t = 0; t < task_cols.size(); ++t) build_units(task_cols[t], task_units[t], pos);
+    top_units.clear();
+    build_units(top_cols, top_units, pos);
+  } else {
+    task_units = task_cols;
+    top_units = top_cols;
+  }
+  panels_built = with_panels;
+  double in_panels = 0;
+  for (const Panel& p : panels)
+    in_panels += static_cast<double>(p.m) * (p.m + 1) / 2.0 + static_cast<double>(p.m) * p.nr;
+  panel_fraction = total > 0 ? in_panels / total : 0.0;
   double top_weight = 0;
   for (int j : top_cols) top_weight += count[static_cast<size_t>(j)] + 1.0;
   info.solve_tasks = static_cast<long>(task_cols.size());
   info.solve_top_fraction = total > 0 ? top_weight / total : 0.0;
+  info.solve_panel_fraction = panel_fraction;
+  info.solve_panel_values = static_cast<double>(panel_size);
+  info.solve_panels = static_cast<long>(panels.size());
+  info.solve_panel_max_columns = 0;
+  for (const Panel& p : panels) info.solve_panel_max_columns = std::max<long>(info.solve_panel_max_columns, p.m);
+  info.last_schedule_ms = timer.elapsed_ms();
+  info.solve_panels_built = with_panels;
   schedule_dirty = false;
 }
 
 namespace {
+constexpr int kPanelMin = 8;
+constexpr int kPanelBlas = 16;  // panels of at least this many columns go through BLAS
+}  // namespace
+
+void DynamicLdlt::Impl::build_units(const std::vector<int>& cols, std::vector<int>& units, std::vector<int>& pos) {
+  const size_t nc = cols.size();
+  size_t a = 0;
+  while (a < nc) {
+    // Extend the chain cols[a..b) while the next column is the parent with the nested pattern.
+    size_t b = a + 1;
+    while (b < nc) {
+      const auto cur = static_cast<size_t>(cols[b - 1]);
+      const int nx = cols[b];
+      if (parent[cur] != nx || count[cur] != count[static_cast<size_t>(nx)] + 1) break;
+      const unsigned st = next_stamp();
+      const long sn = start[static_cast<size_t>(nx)];
+      for (int e = 0; e < count[static_cast<size_t>(nx)]; ++e)
+        mark[static_cast<size_t>(arow[static_cast<size_t>(sn + e)])] = st;
+      bool nested = true;
+      const long sc = start[cur];
+      for (int e = 0; e < count[cur] && nested; ++e) {
+        const int i = arow[static_cast<size_t>(sc + e)];
+        nested = i == nx || mark[static_cast<size_t>(i)] == st;
+      }
+      if (!nested) break;
+      ++b;
+    }
+    if (b - a < static_cast<size_t>(kPanelMin)) {
+      for (size_t c = a; c < b; ++c) units.push_back(cols[c]);
+      a = b;
+      continue;
+    }
+    Panel p;
+    p.m = static_cast<int>(b - a);
+    const auto last = static_cast<size_t>(cols[b - 1]);
+    p.nr = count[last];
+    p.rows = static_cast<long>(panel_rows.size());
+    p.vals = static_cast<long>(panel_size);
+    const int rows = p.m + p.nr;
+    for (size_t c = a; c < b; ++c) panel_rows.push_back(cols[c]);
+    for (int e = 0; e < count[last]; ++e) panel_rows.push_back(arow[static_cast<size_t>(start[last] + e)]);
+    // R in elimination order (columns store rows in any order): the panel then reads and updates
+    // y front to back, as a supernodal factor does.
+    std::sort(panel_rows.begin() + p.rows + p.m, panel_rows.end(),
+              [&](int x, int y) { return posn[static_cast<size_t>(x)] < posn[static_cast<size_t>(y)]; });
+    for (int r = 0; r < rows; ++r) pos[static_cast<size_t>(panel_rows[static_cast<size_t>(p.rows + r)])] = r;
+    // (rows are DOF ids while the values are placed; turned into positions below)
+    double* pv = grow_panels(static_cast<size_t>(rows) * static_cast<size_t>(p.m));
+    for (int c = 0; c < p.m; ++c) {
+      const auto j = static_cast<size_t>(cols[a + static_cast<size_t>(c)]);
+      double* col = pv + static_cast<long>(c) * rows;
+      col[c] = 1.0;
+      for (int e = 0; e < count[j]; ++e)
+        col[pos[static_cast<size_t>(arow[static_cast<size_t>(start[j] + e)])]] =
+            aval[static_cast<size_t>(start[j] + e)];
+    }
+    for (int r = 0; r < rows; ++r) {
+      int& row = panel_rows[static_cast<size_t>(p.rows + r)];
+      pos[static_cast<size_t>(row)] = -1;
+      row = posn[static_cast<size_t>(row)];
+    }
+    units.push_back(-1 - static_cast<int>(panels.size()));
+    panels.push_back(p);
+    a = b;
+  }
+}
+
+namespace {
+
+// A panel's forward step: x = y[P] solved with its unit lower triangle, then y[R] −= L_R x (into
+// the top buffer for top rows when `top` is given).
+// Small panels (a BLAS-style call costs more than its arithmetic): plain loops straight on y, column
+// by column (values streamed top to bottom), all k right-hand sides per entry.
+template <int K>
+void forward_panel_small(const DynamicLdlt::Impl& m, const DynamicLdlt::Impl::Panel& p, double* y, int k_dyn,
+                         const int* top, double* buf) {
+  const int k = K > 0 ? K : k_dyn;
+  const auto uk = static_cast<size_t>(k);
+  const int rows = p.m + p.nr;
+  const int* r = m.panel_rows.data() + p.rows;
+  for (int a = 0; a < p.m; ++a) {
+    const double* col = m.panel_vals() + p.vals + static_cast<long>(a) * rows;
+    const double* ya = y + static_cast<size_t>(r[a]) * uk;
+    for (int b = a + 1; b < rows; ++b) {
+      const int i = r[b];
+      double* yi =
+          b >= p.m && top && top[i] >= 0 ? buf + static_cast<size_t>(top[i]) * uk : y + static_cast<size_t>(i) * uk;
+      for (int c = 0; c < k; ++c) yi[c] -= col[b] * ya[c];
+    }
+  }
+}
+
+template <int K>
+void backward_panel_small(const DynamicLdlt::Impl& m, const DynamicLdlt::Impl::Panel& p, double* y, int k_dyn) {
+  const int k = K > 0 ? K : k_dyn;
+  const auto uk = static_cast<size_t>(k);
+  const int rows = p.m + p.nr;
+  const int* r = m.panel_rows.data() + p.rows;
+  for (int a = p.m - 1; a >= 0; --a) {
+    const double* col = m.panel_vals() + p.vals + static_cast<long>(a) * rows;
+    double acc[K > 0 ? K : 64] = {};
+    for (int b = a + 1; b < rows; ++b) {
+      const double* yi = y + static_cast<size_t>(r[b]) * uk;
+      for (int c = 0; c < k; ++c) acc[c] += col[b] * yi[c];
+    }
+    double* ya = y + static_cast<size_t>(r[a]) * uk;
+    for (int c = 0; c < k; ++c) ya[c] -= acc[c];
+  }
+}
+
+// Large panels: BLAS on a column-major copy E of the panel's rows of y (rows × k), as CHOLMOD's
+// supernodal solve does (Eigen's GEMM would repack the whole panel on every call).
+void forward_panel(const DynamicLdlt::Impl& m, const DynamicLdlt::Impl::Panel& p, double* y, int k, const int* top,
+                   double* buf, std::vector<double>& scratch) {
+  const int rows = p.m + p.nr;
+  const int* r = m.panel_rows.data() + p.rows;
+  const auto uk = static_cast<size_t>(k);
+  const double* Lx = m.panel_vals() + p.vals;
+  scratch.resize(static_cast<size_t>(rows) * uk);
+  double* E = scratch.data();
+  for (int a = 0; a < p.m; ++a)
+    for (int c = 0; c < k; ++c) E[a + c * rows] = y[static_cast<size_t>(r[a]) * uk + static_cast<size_t>(c)];
+  const double one = 1.0, zero = 0.0;
+  dtrsm_("L", "L", "N", "U", &p.m, &k, &one, Lx, &rows, E, &rows);
+  for (int a = 0; a < p.m; ++a)
+    for (int c = 0; c < k; ++c) y[static_cast<size_t>(r[a]) * uk + static_cast<size_t>(c)] = E[a + c * rows];
+  if (p.nr == 0) return;
+  dgemm_("N", "N", &p.nr, &k, &p.m, &one, Lx + p.m, &rows, E, &rows, &zero, E + p.m, &rows);
+  for (int b = 0; b < p.nr; ++b) {
+    const int i = r[p.m + b];
+    double* yi = top && top[i] >= 0 ? buf + static_cast<size_t>(top[i]) * uk : y + static_cast<size_t>(i) * uk;
+    for (int c = 0; c < k; ++c) yi[c] -= E[p.m + b + c * rows];
+  }
+}
+
+void backward_panel(const DynamicLdlt::Impl& m, const DynamicLdlt::Impl::Panel& p, double* y, int k,
+                    std::vector<double>& scratch) {
+  const int rows = p.m + p.nr;
+  const int* r = m.panel_rows.data() + p.rows;
+  const auto uk = static_cast<size_t>(k);
+  const double* Lx = m.panel_vals() + p.vals;
+  scratch.resize(static_cast<size_t>(rows) * uk);
+  double* E = scratch.data();
+  for (int a = 0; a < rows; ++a)
+    for (int c = 0; c < k; ++c) E[a + c * rows] = y[static_cast<size_t>(r[a]) * uk + static_cast<size_t>(c)];
+  const double one = 1.0, minus = -1.0;
+  if (p.nr > 0) dgemm_("T", "N", &p.m, &k, &p.nr, &minus, Lx + p.m, &rows, E + p.m, &rows, &one, E, &rows);
+  dtrsm_("L", "L", "T", "U", &p.m, &k, &one, Lx, &rows, E, &rows);
+  for (int a = 0; a < p.m; ++a)
+    for (int c = 0; c < k; ++c) y[static_cast<size_t>(r[a]) * uk + static_cast<size_t>(c)] = E[a + c * rows];
+}
 
 // Forward substitution of the columns `cols` (elimination order): y_i −= l_ij y_j. With `top`
 // non-null, updates into top rows (top[i] ≥ 0) go to buf instead.
 template <int K>
-void forward(const DynamicLdlt::Impl& m, const std::vector<int>& cols, double* y, int k_dyn, const int* top,
+void forward(const DynamicLdlt::Impl& m, const std::vector<int>& units, double* y, int k_dyn, const int* top,
              double* buf) {
   const int k = K > 0 ? K : k_dyn;
   const auto uk = static_cast<size_t>(k);
-  for (int j : cols) {
+  std::vector<double> scratch;
+  for (int j : units) {
+    if (j < 0) {
+      const auto& p = m.panels[static_cast<size_t>(-1 - j)];
+      if (p.m < kPanelBlas && (K > 0 || k <= 64))
+        forward_panel_small<K>(m, p, y, k, top, buf);
+      else
+        forward_panel(m, p, y, k, top, buf, scratch);
+      continue;
+    }
     const auto uj = static_cast<size_t>(j);
-    const double* yj = y + uj * uk;
+    const double* yj = y + static_cast<size_t>(m.posn[uj]) * uk;
     const long s = m.start[uj];
     const int* rows = m.arow.data() + s;
     const double* vals = m.aval.data() + s;
     for (int e = 0; e < m.count[uj]; ++e) {
-      const int i = rows[e];
+      const int i = m.posn[static_cast<size_t>(rows[e])];
       double* yi = top && top[i] >= 0 ? buf + static_cast<size_t>(top[i]) * uk : y + static_cast<size_t>(i) * uk;
       const double l = vals[e];
       for (int c = 0; c < k; ++c) yi[c] -= l * yj[c];
@@ -779,17 +1023,26 @@ void forward(const DynamicLdlt::Impl& m, const std::vector<int>& cols, double* y
 
 // Backward substitution of `cols` in reverse: y_j −= Σ_i l_ij y_i.
 template <int K>
-void backward(const DynamicLdlt::Impl& m, const std::vector<int>& cols, double* y, int k_dyn) {
+void backward(const DynamicLdlt::Impl& m, const std::vector<int>& units, double* y, int k_dyn) {
   const int k = K > 0 ? K : k_dyn;
   const auto uk = static_cast<size_t>(k);
-  for (auto it = cols.rbegin(); it != cols.rend(); ++it) {
+  std::vector<double> scratch;
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    if (*it < 0) {
+      const auto& p = m.panels[static_cast<size_t>(-1 - *it)];
+      if (p.m < kPanelBlas && (K > 0 || k <= 64))
+        backward_panel_small<K>(m, p, y, k);
+      else
+        backward_panel(m, p, y, k, scratch);
+      continue;
+    }
     const auto uj = static_cast<size_t>(*it);
-    double* yj = y + uj * uk;
+    double* yj = y + static_cast<size_t>(m.posn[uj]) * uk;
     const long s = m.start[uj];
     const int* rows = m.arow.data() + s;
     const double* vals = m.aval.data() + s;
     for (int e = 0; e < m.count[uj]; ++e) {
-      const double* yi = y + static_cast<size_t>(rows[e]) * uk;
+      const double* yi = y + static_cast<size_t>(m.posn[static_cast<size_t>(rows[e])]) * uk;
       for (int c = 0; c < k; ++c) yj[c] -= vals[e] * yi[c];
     }
   }
@@ -805,21 +1058,21 @@ void substitute(const DynamicLdlt::Impl& m, double* y, int k_dyn) {
   buf.assign(tasks * top * uk, 0.0);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, tasks, 1), [&](const tbb::blocked_range<size_t>& r) {
     for (size_t t = r.begin(); t < r.end(); ++t)
-      forward<K>(m, m.task_cols[t], y, k, m.top_index.data(), buf.data() + t * top * uk);
+      forward<K>(m, m.task_units[t], y, k, m.top_index.data(), buf.data() + t * top * uk);
   });
   for (size_t i = 0; i < top; ++i) {  // the tasks' updates of the top, summed in task order
-    double* yi = y + static_cast<size_t>(m.top_cols[i]) * uk;
+    double* yi = y + static_cast<size_t>(m.posn[static_cast<size_t>(m.top_cols[i])]) * uk;
     for (size_t t = 0; t < tasks; ++t)
       for (size_t c = 0; c < uk; ++c) yi[c] += buf[(t * top + i) * uk + c];
   }
-  forward<K>(m, m.top_cols, y, k, nullptr, nullptr);
-  for (int j = 0; j < m.n; ++j) {
-    const double inv = 1.0 / m.d[static_cast<size_t>(j)];
-    for (int c = 0; c < k; ++c) y[static_cast<size_t>(j) * uk + static_cast<size_t>(c)] *= inv;
+  forward<K>(m, m.top_units, y, k, nullptr, nullptr);
+  for (int q = 0; q < m.n; ++q) {
+    const double inv = 1.0 / m.d[static_cast<size_t>(m.order[static_cast<size_t>(q)])];
+    for (int c = 0; c < k; ++c) y[static_cast<size_t>(q) * uk + static_cast<size_t>(c)] *= inv;
   }
-  backward<K>(m, m.top_cols, y, k);
+  backward<K>(m, m.top_units, y, k);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, tasks, 1), [&](const tbb::blocked_range<size_t>& r) {
-    for (size_t t = r.begin(); t < r.end(); ++t) backward<K>(m, m.task_cols[t], y, k);
+    for (size_t t = r.begin(); t < r.end(); ++t) backward<K>(m, m.task_units[t], y, k);
   });
 }
 
@@ -831,11 +1084,15 @@ void DynamicLdlt::solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const {
   if (B.rows() != m.n) throw SolverError(fmt::format("DynamicLdlt::solve: rhs has {} rows, matrix {}", B.rows(), m.n));
   const int k = static_cast<int>(B.cols());
   if (k == 0) return;
-  if (m.schedule_dirty) impl_->build_schedule();
+  if (m.solves_since_change < kPanelSolves) ++impl_->solves_since_change;
+  const bool want_panels = m.solves_since_change >= kPanelSolves;
+  if (m.schedule_dirty || (want_panels && !m.panels_built)) impl_->build_schedule(want_panels);
   auto& y = m.y;
   y.resize(static_cast<size_t>(m.n) * static_cast<size_t>(k));
   for (int c = 0; c < k; ++c)
-    for (int i = 0; i < m.n; ++i) y[static_cast<size_t>(i) * static_cast<size_t>(k) + static_cast<size_t>(c)] = B(i, c);
+    for (int i = 0; i < m.n; ++i)
+      y[static_cast<size_t>(m.posn[static_cast<size_t>(i)]) * static_cast<size_t>(k) + static_cast<size_t>(c)] =
+          B(i, c);
   if (k == 1)
     substitute<1>(m, y.data(), k);
   else if (k == 3)
@@ -843,7 +1100,9 @@ void DynamicLdlt::solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const {
   else
     substitute<0>(m, y.data(), k);
   for (int c = 0; c < k; ++c)
-    for (int i = 0; i < m.n; ++i) B(i, c) = y[static_cast<size_t>(i) * static_cast<size_t>(k) + static_cast<size_t>(c)];
+    for (int i = 0; i < m.n; ++i)
+      B(i, c) =
+          y[static_cast<size_t>(m.posn[static_cast<size_t>(i)]) * static_cast<size_t>(k) + static_cast<size_t>(c)];
 }
 
 Eigen::SparseMatrix<double> DynamicLdlt::product() const {

@@ -82,9 +82,17 @@ struct DynamicLdltInfo {
   long modifications = 0;   ///< successful modify() calls since the last compute()
   long rollbacks = 0;       ///< modify() calls that failed and restored the factor
   double last_modify_ms = 0;
-  long last_path_columns = 0;     ///< columns visited by the numeric passes of the last modify()
-  long solve_tasks = 0;           ///< independent subtrees of the tree-parallel solve (last schedule)
-  double solve_top_fraction = 0;  ///< share of L's entries in the serial top of that schedule
+  long last_path_columns = 0;       ///< columns visited by the numeric passes of the last modify()
+  long solve_tasks = 0;             ///< independent subtrees of the tree-parallel solve (last schedule)
+  double solve_top_fraction = 0;    ///< share of L's entries in the serial top of that schedule
+  double solve_panel_fraction = 0;  ///< share of L's entries solved as dense panels
+  double solve_panel_values = 0;    ///< values stored in the panels (their upper triangles included)
+  long solve_panels = 0;            ///< number of panels; the largest has solve_panel_max_columns
+  long solve_panel_max_columns = 0;
+  bool solve_panels_built = false;  ///< whether the last schedule has the panels
+  /// Time of the last rebuild of the solve's schedule and panels (done by the first solve after a
+  /// compute() or a modify(); part of what a topology change costs besides last_modify_ms).
+  double last_schedule_ms = 0;
 };
 
 class DynamicLdlt {
@@ -108,7 +116,12 @@ class DynamicLdlt {
   bool modify(const FactorModification& m);
 
   /// Solves K X = B in place for an n × k column-major block (k ≥ 1): forward substitution in
-  /// elimination order, diagonal, backward substitution. Not concurrent with itself (workspace).
+  /// elimination order, diagonal, backward substitution. Chains of ≥ 8 columns with nested
+  /// patterns (supernodes) are solved as dense panels (BLAS from 16 columns), disjoint subtrees of
+  /// the elimination tree concurrently; the result is bit-identical on any number of threads. The
+  /// panels are read-only copies of L: after a modify() the first 7 solves run on the columns and
+  /// the 8th rebuilds the panels (rebuilding costs about as much as 5–14 column solves), so results
+  /// depend only on the sequence of calls. Not concurrent with itself (workspace).
   void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const;
 
   int rows() const;

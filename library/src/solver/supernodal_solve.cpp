@@ -8,14 +8,7 @@
 #include <type_traits>
 #include <xpd/core/error.hpp>
 
-// Fortran BLAS (the library CHOLMOD calls; 32-bit integers as in Debian's OpenBLAS and reference BLAS).
-extern "C" {
-void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
-            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
-            const int* ldc);
-void dtrsm_(const char* side, const char* uplo, const char* ta, const char* diag, const int* m, const int* n,
-            const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
-}
+#include "blas.hpp"
 
 namespace xpd::detail {
 

@@ -78,9 +78,8 @@ struct DynamicLdlt::Impl {
   std::vector<int> top_units;
   std::vector<Panel> panels;
   std::vector<int> panel_rows;
-  // Panel values: uninitialized storage (every entry a kernel reads is written by the rebuild; the
-  // upper triangles are never read), reused across rebuilds, so a rebuild neither zero-fills nor
-  // reallocates what it already had.
+  // Panel values: storage reused across rebuilds (a rebuild writes every entry of its panels, so it
+  // neither zero-fills the whole buffer nor reallocates what it already had).
   std::unique_ptr<double[]> panel_buf;
   size_t panel_cap = 0, panel_size = 0;
   const double* panel_vals() const { return panel_buf.get(); }
@@ -882,6 +881,7 @@ void DynamicLdlt::Impl::build_units(const std::vector<int>& cols, std::vector<in
     for (int c = 0; c < p.m; ++c) {
       const auto j = static_cast<size_t>(cols[a + static_cast<size_t>(c)]);
       double* col = pv + static_cast<long>(c) * rows;
+      std::fill_n(col, c, 0.0);  // the strict upper triangle: never read, but defined for any BLAS
       col[c] = 1.0;
       for (int e = 0; e < count[j]; ++e)
         col[pos[static_cast<size_t>(arow[static_cast<size_t>(start[j] + e)])]] =

@@ -12,9 +12,10 @@
 // symmetric change that the factor splits into rank-2 terms itself: `FactorModification`.
 //
 // How one modification is applied (why this order: shapes/formulas in dynamic_ldlt.cpp):
-//   1. every new unknown j enters as an island with placeholder diagonal δ_j = K_new(j,j), placed
-//      in the elimination order immediately before the earliest-ordered old unknown it is coupled
-//      to (Li et al. 2021, §4.2, Fig. 4: the elimination tree only gains a leaf, little new fill);
+//   1. every new unknown j enters as an island with a placeholder diagonal δ_j > 0 (Σ of its added
+//      entries squared), placed in the elimination order immediately before the earliest-ordered
+//      old unknown it is coupled to (Li et al. 2021, §4.2, Fig. 4: the elimination tree only gains
+//      a leaf, little new fill) or before an old unknown the caller names;
 //   2. update with the added columns, 3. downdate the removed columns, 4. downdate the
 //      placeholders. After 2 the matrix is K_new + (removed part) + Δ, after 3 K_new + Δ, after 4
 //      K_new: every intermediate dominates K_new in the Loewner order, so it is SPD whenever K_new
@@ -53,8 +54,9 @@ struct SparseColumn {
 
 /// K_new = K + Σ_{w ∈ added} w wᵀ − Σ_{w ∈ removed} w wᵀ, and `new_dofs` unknowns appended with ids
 /// rows() … rows() + new_dofs − 1 (their rows of K are zero). A new unknown must appear in some
-/// added column; its placeholder diagonal is Σ_added w_j² (> 0). `removed` may be any columns to
-/// downdate (not only blocks of K): the result is SPD whenever K_new is.
+/// added column or on the diagonal of `change`; its placeholder diagonal is the sum of those
+/// squares and |diagonal| (> 0). `removed` may be any columns to downdate (not only blocks of K):
+/// the result is SPD whenever K_new is.
 struct FactorModification {
   int new_dofs = 0;
   /// Optional, one per new DOF: the old DOF it is inserted immediately before in the elimination

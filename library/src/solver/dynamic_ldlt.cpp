@@ -51,8 +51,8 @@ struct DynamicLdlt::Impl {
   // column above them) serially. A task's forward updates into top rows go to its own buffer,
   // summed in task order, so results are bit-identical on any number of threads.
   mutable bool schedule_dirty = true;
-  // Panels are a copy of most of L: rebuilding them costs about 5–14 solves without them (measured
-  // on the box:32/48 plane cuts, xpd bench cut), so after a change the first kPanelSolves − 1 solves
+  // Panels are a copy of most of L: a rebuild cost what 6 (box:32) to 14 (box:48) panel solves save
+  // over column solves on the plane cuts of xpd bench cut, so after a change the first kPanelSolves − 1 solves
   // run on the columns and the kPanelSolves-th rebuilds the panels (a deterministic ski-rental
   // rule: the result depends only on the sequence of calls, never on timings).
   bool panels_built = false;
@@ -322,14 +322,12 @@ struct DynamicLdlt::Impl {
                              [&](int a, Label l) { return label[static_cast<size_t>(a)] < l; });
     const Label lo = pos == order.begin() ? 0 : label[static_cast<size_t>(*(pos - 1))];
     const Label hi = pos == order.end() ? lo + 2 * kLabelSpacing : label[static_cast<size_t>(*pos)];
-    const auto at = pos - order.begin();
     order.insert(pos, j);
     if (hi - lo >= 2) {
       label[static_cast<size_t>(j)] = lo + (hi - lo) / 2;
       return;
     }
     for (size_t k = 0; k < order.size(); ++k) label[static_cast<size_t>(order[k])] = (k + 1) * kLabelSpacing;
-    (void)at;
   }
 
   void rollback(const std::vector<int>& order0, const std::vector<Label>& label0, long arena0,
@@ -484,7 +482,6 @@ void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
     const auto* px = static_cast<const SuiteSparse_long*>(L->px);
     const auto* ls = static_cast<const SuiteSparse_long*>(L->s);
     const auto* lx = static_cast<const double*>(L->x);
-    std::vector<double> tmp;
     for (size_t s = 0; s < L->nsuper; ++s) {
       const long k1 = super[s], k2 = super[s + 1];
       const long nrows = pi[s + 1] - pi[s];

@@ -6,21 +6,6 @@
 
 namespace xpd {
 
-void append_tet_columns(const Mat3& Dm_inv, double weight, const std::array<int, 4>& nodes,
-                        std::vector<SparseColumn>& out) {
-  Vec3 g[4];
-  shape_gradients(Dm_inv, g);
-  const double s = std::sqrt(weight);
-  for (int c = 0; c < 3; ++c) {
-    SparseColumn w;
-    for (int a = 0; a < 4; ++a) {
-      w.rows.push_back(nodes[static_cast<size_t>(a)]);
-      w.values.push_back(s * g[a](c));
-    }
-    out.push_back(std::move(w));
-  }
-}
-
 FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
                                     const std::vector<double>& weight_stiffness) {
   if (static_cast<Eigen::Index>(weight_stiffness.size()) != mesh.tets.rows())

@@ -4,6 +4,7 @@
 #include <array>
 #include <numeric>
 #include <xpd/core/error.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/topology/face_cut.hpp>
 
 namespace xpd {
@@ -52,12 +53,7 @@ int find(std::vector<int>& p, int i) {
 }  // namespace
 
 FaceCutter::FaceCutter(TetMesh mesh) : mesh_(std::move(mesh)) {
-  const auto faces = sorted_faces(mesh_.tets);
-  for (size_t i = 0; i + 2 < faces.size(); ++i)
-    if (faces[i].key == faces[i + 2].key)
-      throw MeshError(fmt::format("cut: face ({}, {}, {}) is shared by more than two tets (e.g. tets {}, {}, {})",
-                                  faces[i].key[0], faces[i].key[1], faces[i].key[2], faces[i].tet, faces[i + 1].tet,
-                                  faces[i + 2].tet));
+  (void)boundary_faces(mesh_.tets);  // throws MeshError for a face in more than two tets
   node_tets_.assign(static_cast<size_t>(mesh_.nodes.rows()), {});
   for (int t = 0; t < mesh_.tets.rows(); ++t)
     for (int a = 0; a < 4; ++a) node_tets_[static_cast<size_t>(mesh_.tets(t, a))].push_back(t);
@@ -207,9 +203,11 @@ std::string check_cut_mesh(const TetMesh& mesh) {
   }
   for (size_t i = 0; i < used.size(); ++i)
     if (!used[i]) return fmt::format("node {} is used by no tet", i);
-  const auto faces = sorted_faces(mesh.tets);
-  for (size_t i = 0; i + 2 < faces.size(); ++i)
-    if (faces[i].key == faces[i + 2].key) return fmt::format("a face of tet {} is shared by three tets", faces[i].tet);
+  try {
+    (void)boundary_faces(mesh.tets);  // a face in more than two tets, or two tets disagreeing on it
+  } catch (const MeshError& e) {
+    return e.what();
+  }
   return {};
 }
 

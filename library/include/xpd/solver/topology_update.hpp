@@ -9,12 +9,6 @@
 
 namespace xpd {
 
-/// Appends the 3 columns of tet block w G_eᵀ G_e (G_e the 3 × 4 gradient of F = Ds Dm⁻¹ with respect
-/// to the 4 nodes, energy/tet_elements.hpp): column c has entry √w · g_a[c] on node `nodes[a]`.
-/// Their outer products sum to the entries w g_a · g_b that the assembler adds (to round-off).
-void append_tet_columns(const Mat3& Dm_inv, double weight, const std::array<int, 4>& nodes,
-                        std::vector<SparseColumn>& out);
-
 /// The modification of the n × n PD matrix Σ_t w_t G_tᵀ G_t (quasistatic: no mass term) made by a
 /// face-separating cut: ΔK = Σ over changed tets (block with new node ids − block with old ids;
 /// same rest shape and weight, so the same values) as FactorModification::change, only the entries

@@ -34,7 +34,8 @@ struct CutEvent {
 /// A tet mesh that is cut progressively. Keeps the set of separated faces and node → tet incidence.
 class FaceCutter {
  public:
-  /// Throws MeshError when the mesh has a face shared by more than two tets.
+  /// Throws MeshError (from boundary_faces) when the mesh has a face shared by more than two tets
+  /// or two tets listing a face with the same orientation.
   explicit FaceCutter(TetMesh mesh);
 
   const TetMesh& mesh() const { return mesh_; }
@@ -57,8 +58,9 @@ class FaceCutter {
 /// tet ids), so that a cut can advance along `order`. n need not be unit length.
 std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal, double offset, const Vec3& order);
 
-/// Checks the invariants of a cut mesh: every tet has positive volume, no face is shared by more
-/// than two tets, every node is used. Returns an empty string or the first violation.
+/// Checks the invariants of a cut mesh: every tet has positive volume, every node is used, no face
+/// is shared by more than two tets and the two tets of a face agree on its orientation (the
+/// boundary_faces checks). Returns an empty string or the first violation.
 std::string check_cut_mesh(const TetMesh& mesh);
 
 }  // namespace xpd

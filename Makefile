@@ -44,7 +44,7 @@ fuzz: setup
 
 # Rewrites every C++ file with the repository's .clang-format (the clang_format test checks it).
 format:
-	@find library cli tests bench fuzz examples python -path tests/data -prune -o \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' \) -print 2>/dev/null | xargs clang-format -i --style=file
+	@find library cli tests bench fuzz examples python -path tests/data -prune -o \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -print 2>/dev/null | xargs clang-format -i --style=file
 
 bench: build
 	@for b in $(BUILD)/bench/xpd_bench_*; do $$b; done

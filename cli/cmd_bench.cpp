@@ -33,6 +33,7 @@ void add_bench_command(CLI::App& app) {
   add_bench_ipc_command(*bench);
   add_bench_twoway_command(*bench);
   add_bench_cut_command(*bench);
+  add_bench_gpu_command(*bench);
   CLI::App* core = bench->add_subcommand(
       "core", "One plain PD iteration vs. the 3-RHS solve alone on box:N or a tet mesh; thread scaling");
   CLI::Option* box = core->add_option("--box", o->box, "Nodes per side of the box mesh (box:48 = 110,592 nodes)")

@@ -15,6 +15,8 @@ void add_bench_collisions_command(CLI::App& bench);
 void add_bench_ipc_command(CLI::App& bench);
 /// `bench cut`, registered on the `bench` subcommand.
 void add_bench_cut_command(CLI::App& bench);
+/// `bench gpu`, registered on the `bench` subcommand.
+void add_bench_gpu_command(CLI::App& bench);
 /// `bench twoway`, registered on the `bench` subcommand.
 void add_bench_twoway_command(CLI::App& bench);
 void add_view_command(CLI::App& app);

@@ -27,6 +27,7 @@ struct SparseCholesky::Impl {
   virtual void factorize(const Eigen::SparseMatrix<double>& A) = 0;
   virtual void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) = 0;
   virtual CholeskyBackend backend() const = 0;
+  virtual SupernodalFactorView supernodal_factor() const { return {}; }
   virtual void set_parallel_solve(bool on) { parallel_solve = on; }
   CholeskyInfo info;
   bool parallel_solve = g_default_parallel_solve;
@@ -151,6 +152,21 @@ class CholmodImpl final : public SparseCholesky::Impl {
     std::memcpy(B.data(), X_->x, sizeof(double) * b.nzmax);
   }
 
+  SupernodalFactorView supernodal_factor() const override {
+    SupernodalFactorView v;
+    if (!L_ || !L_->is_super || !L_->is_ll || L_->xtype != CHOLMOD_REAL || !L_->x) return v;
+    static_assert(sizeof(SuiteSparse_long) == sizeof(long), "SuiteSparse_long is long on LP64");
+    v.n = static_cast<long>(L_->n);
+    v.nsuper = static_cast<long>(L_->nsuper);
+    v.super = static_cast<const long*>(L_->super);
+    v.pi = static_cast<const long*>(L_->pi);
+    v.px = static_cast<const long*>(L_->px);
+    v.s = static_cast<const long*>(L_->s);
+    v.x = static_cast<const double*>(L_->x);
+    v.perm = static_cast<const long*>(L_->Perm);
+    return v;
+  }
+
  private:
   // Bytes a triangular solve reads from the factor (values and row indices, once per sweep).
   double factor_bytes() const {
@@ -263,6 +279,7 @@ Eigen::MatrixXd SparseCholesky::solve(const Eigen::MatrixXd& B) const {
 }
 CholeskyBackend SparseCholesky::backend() const { return impl_->backend(); }
 const CholeskyInfo& SparseCholesky::info() const { return impl_->info; }
+SupernodalFactorView SparseCholesky::supernodal_factor() const { return impl_->supernodal_factor(); }
 long SparseCholesky::rows() const { return impl_->info.n; }
 void SparseCholesky::set_parallel_solve(bool on) { impl_->set_parallel_solve(on); }
 bool SparseCholesky::parallel_solve() const { return impl_->parallel_solve; }

@@ -60,4 +60,11 @@ class CollisionError : public Error {
   using Error::Error;
 };
 
+/// The CUDA backend cannot run: not compiled in, no driver or device, not enough device memory, a
+/// kernel image that does not match the device, or a failed CUDA call (what() quotes CUDA's message).
+class GpuError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace xpd

@@ -8,6 +8,7 @@
 #include <Eigen/SparseCore>
 #include <memory>
 #include <string>
+#include <xpd/gpu/factor_view.hpp>
 
 namespace xpd {
 
@@ -71,6 +72,9 @@ class SparseCholesky {
 
   CholeskyBackend backend() const;
   const CholeskyInfo& info() const;
+  /// The factor in CHOLMOD's supernodal layout (see SupernodalFactorView; empty for other backends
+  /// and for a simplicial factor).
+  SupernodalFactorView supernodal_factor() const;
   long rows() const;
 
   struct Impl;  // backend implementation (private)

@@ -1,0 +1,160 @@
+#pragma once
+// CUDA backend (XPD_WITH_CUDA=ON): the PD global solve, the corotated local step and the dense
+// Cholesky of the collision Schur complement on one GPU. No CUDA type appears here; without the
+// backend every constructor throws GpuError ("built without CUDA"), and so does a build with it on
+// a machine without a driver or device (tests skip on gpu::cuda_devices().empty()).
+//
+// Everything runs on one stream of device 0 in FP64. Device memory is allocated when an object is
+// built (after checking cudaMemGetInfo: the error names the bytes needed and free) and never inside
+// a solve or an iteration; every reduction sums in a fixed order, so two runs are bitwise equal.
+#include <Eigen/Core>
+#include <functional>
+#include <memory>
+#include <xpd/core/types.hpp>
+#include <xpd/energy/springs.hpp>
+#include <xpd/energy/term.hpp>
+#include <xpd/energy/tet_elements.hpp>
+#include <xpd/gpu/supernodal_plan.hpp>
+
+namespace xpd::gpu {
+
+/// A device array of doubles (RAII). Copies cross the bus synchronously on the backend's stream.
+class DeviceVector {
+ public:
+  DeviceVector() = default;
+  explicit DeviceVector(size_t n);
+  ~DeviceVector();
+  DeviceVector(DeviceVector&&) noexcept;
+  DeviceVector& operator=(DeviceVector&&) noexcept;
+  DeviceVector(const DeviceVector&) = delete;
+  DeviceVector& operator=(const DeviceVector&) = delete;
+  size_t size() const { return n_; }
+  double* data() { return p_; }
+  const double* data() const { return p_; }
+  void upload(const double* host, size_t n);
+  void download(double* host, size_t n) const;
+
+ private:
+  double* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+/// Median milliseconds of `repeats` runs of `work` (each enqueueing device work on the backend's
+/// stream), timed with CUDA events after `warmup` untimed runs.
+double time_device_ms(const std::function<void()>& work, int repeats = 20, int warmup = 3);
+
+/// Waits for the backend's stream; throws GpuError with CUDA's message when a kernel failed.
+void synchronize();
+
+/// Free device memory in bytes (cudaMemGetInfo), for checking that a step allocates nothing.
+double device_free_bytes();
+
+/// Supernodal, level-scheduled forward and backward substitution with the partitioned inverse
+/// (supernodal_plan.hpp): the plan's values and maps are uploaded once; each right-hand-side count
+/// k gets one CUDA graph (captured on its first solve), replayed on every later solve.
+class DeviceSolve {
+ public:
+  explicit DeviceSolve(const SupernodalPlan& plan);
+  ~DeviceSolve();
+  DeviceSolve(const DeviceSolve&) = delete;
+  DeviceSolve& operator=(const DeviceSolve&) = delete;
+  long rows() const;
+  /// X := A⁻¹ X for the device array X (n × k, column-major), asynchronous on the stream.
+  /// Right-hand sides go in groups of up to 8 through the same launches (k > 8: several groups).
+  void solve_device(double* X, int k);
+  /// Host convenience: uploads B, solves, downloads.
+  void solve(Eigen::Ref<Eigen::MatrixXd> B);
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Baseline of the issue: cuSPARSE's SpSM (CSR of L and of Lᵀ built from the same supernodal
+/// factor, explicit zeros of the supernodes included; analysis once, solve many), or with `spsv`
+/// one SpSV per column on the same matrices.
+class CusparseSolve {
+ public:
+  CusparseSolve(const SupernodalFactorView& L, int k, bool spsv = false);
+  ~CusparseSolve();
+  CusparseSolve(const CusparseSolve&) = delete;
+  CusparseSolve& operator=(const CusparseSolve&) = delete;
+  /// X := A⁻¹ X, X on the device (n × k column-major, the k given at construction).
+  void solve_device(double* X);
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What DevicePd runs: plain quasistatic PD with the corotated tet term, node attachments and loads.
+/// Filled from a Model by make_device_pd_desc() (solver/device_pd.hpp), which refuses the terms the
+/// device does not run.
+struct DevicePdDesc {
+  const TetElements* elements = nullptr;      ///< the corotated term's elements (must outlive DevicePd)
+  std::vector<AttachmentSpring> attachments;  ///< node attachments only (one node, weight 1)
+  Points attachment_targets;                  ///< #attachments × 3
+  Eigen::VectorXd masses;                     ///< lumped masses (#V)
+  Vec3 gravity = Vec3::Zero();
+  Points nodal_forces;          ///< #V × 3 or empty
+  Points rest;                  ///< initial positions (#V × 3)
+  SupernodalFactorView factor;  ///< the PD matrix's factor (supernodal)
+};
+
+/// Plain PD on the device, positions resident:
+///   local step: one thread per tet, F = Ds Dm⁻¹, R = polar(F) by the scaled Newton iteration of
+///     energy/polar_kernel.hpp, per-tet force block H = −w (F − R) Dm⁻ᵀ (the CPU's operations in the
+///     CPU's order, no FMA contraction: the forces equal the CPU's bit for bit);
+///   forces: one thread per node gathers its tets' blocks in element order, then adds the
+///     attachment springs −k (x_i − t), m_i g and the nodal forces;
+///   iteration: x ← x + K⁻¹ f(x) (DeviceSolve, 3 right-hand sides).
+/// check() throws SolverError when an element was inverted or degenerate (the device has no SVD
+/// fallback yet).
+class DevicePd {
+ public:
+  explicit DevicePd(const DevicePdDesc& desc);
+  ~DevicePd();
+  DevicePd(const DevicePd&) = delete;
+  DevicePd& operator=(const DevicePd&) = delete;
+  void set_positions(const Points& x);
+  Points positions() const;
+  /// Local step and forces at the device positions (asynchronous).
+  void evaluate_forces();
+  /// The forces of the last evaluate_forces (#V × 3).
+  Points forces() const;
+  /// One PD iteration: evaluate_forces, solve, x += step (asynchronous).
+  void iterate();
+  /// Throws SolverError when a local step since the last check met an inverted or degenerate element.
+  void check();
+  DeviceSolve& solver();
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Dense FP64 Cholesky on the device (cuSOLVER potrf/potrs): the refactorization of the collision
+/// system H = Σ + Wᵀ C W of Wang et al. 2021 (Algorithm 1, m ≈ 3,900).
+class DeviceDenseCholesky {
+ public:
+  explicit DeviceDenseCholesky(int m, int max_rhs = 3);
+  ~DeviceDenseCholesky();
+  DeviceDenseCholesky(const DeviceDenseCholesky&) = delete;
+  DeviceDenseCholesky& operator=(const DeviceDenseCholesky&) = delete;
+  /// Copies the m × m SPD matrix (column-major, lower triangle read) to the device.
+  void upload(const Eigen::MatrixXd& H);
+  /// Factors the matrix in place (asynchronous, no pivot check: factorize() checks).
+  void factorize_async();
+  /// Restores the last uploaded matrix over a factor (device copy, asynchronous).
+  void restore_async();
+  /// Factors and checks: SolverError naming the failing column when H is not positive definite.
+  void factorize();
+  /// Solves with the last factor: B (m × r, r ≤ max_rhs) := H⁻¹ B on the host.
+  void solve(Eigen::Ref<Eigen::MatrixXd> B);
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd::gpu

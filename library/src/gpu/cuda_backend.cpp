@@ -1,0 +1,775 @@
+// Host side of the CUDA backend: memory, streams, graphs and the library calls (cuSPARSE,
+// cuSOLVER). Kernels live in kernels.cu. Without XPD_WITH_CUDA every entry point throws GpuError.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <xpd/config.hpp>
+#include <xpd/core/error.hpp>
+#include <xpd/gpu/cuda_backend.hpp>
+#include <xpd/gpu/device.hpp>
+
+#if XPD_WITH_CUDA
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <cusparse.h>
+
+#include "kernels.cuh"
+#endif
+
+namespace xpd::gpu {
+
+#if !XPD_WITH_CUDA
+
+namespace {
+[[noreturn]] void no_cuda() {
+  throw GpuError("the CUDA backend is not compiled in (configure with -DXPD_WITH_CUDA=ON)");
+}
+}  // namespace
+
+DeviceVector::DeviceVector(size_t) { no_cuda(); }
+DeviceVector::~DeviceVector() = default;
+DeviceVector::DeviceVector(DeviceVector&&) noexcept = default;
+DeviceVector& DeviceVector::operator=(DeviceVector&&) noexcept = default;
+void DeviceVector::upload(const double*, size_t) { no_cuda(); }
+void DeviceVector::download(double*, size_t) const { no_cuda(); }
+double time_device_ms(const std::function<void()>&, int, int) { no_cuda(); }
+void synchronize() { no_cuda(); }
+double device_free_bytes() { no_cuda(); }
+struct DeviceSolve::Impl {};
+DeviceSolve::DeviceSolve(const SupernodalPlan&) { no_cuda(); }
+DeviceSolve::~DeviceSolve() = default;
+long DeviceSolve::rows() const { no_cuda(); }
+void DeviceSolve::solve_device(double*, int) { no_cuda(); }
+void DeviceSolve::solve(Eigen::Ref<Eigen::MatrixXd>) { no_cuda(); }
+struct CusparseSolve::Impl {};
+CusparseSolve::CusparseSolve(const SupernodalFactorView&, int, bool) { no_cuda(); }
+CusparseSolve::~CusparseSolve() = default;
+void CusparseSolve::solve_device(double*) { no_cuda(); }
+struct DevicePd::Impl {};
+DevicePd::DevicePd(const DevicePdDesc&) { no_cuda(); }
+DevicePd::~DevicePd() = default;
+void DevicePd::set_positions(const Points&) { no_cuda(); }
+Points DevicePd::positions() const { no_cuda(); }
+void DevicePd::evaluate_forces() { no_cuda(); }
+Points DevicePd::forces() const { no_cuda(); }
+void DevicePd::iterate() { no_cuda(); }
+void DevicePd::check() { no_cuda(); }
+DeviceSolve& DevicePd::solver() { no_cuda(); }
+struct DeviceDenseCholesky::Impl {};
+DeviceDenseCholesky::DeviceDenseCholesky(int, int) { no_cuda(); }
+DeviceDenseCholesky::~DeviceDenseCholesky() = default;
+void DeviceDenseCholesky::upload(const Eigen::MatrixXd&) { no_cuda(); }
+void DeviceDenseCholesky::factorize_async() { no_cuda(); }
+void DeviceDenseCholesky::restore_async() { no_cuda(); }
+void DeviceDenseCholesky::factorize() { no_cuda(); }
+void DeviceDenseCholesky::solve(Eigen::Ref<Eigen::MatrixXd>) { no_cuda(); }
+
+#else
+
+namespace {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    throw GpuError(
+        fmt::format("{}: {} — xpd's kernels were compiled for CUDA architecture(s) {} but the device is "
+                    "sm_{}{}; rebuild with -DCMAKE_CUDA_ARCHITECTURES={}{}",
+                    what, cudaGetErrorString(e), XPD_CUDA_ARCHITECTURES, major, minor, major, minor));
+  }
+  throw GpuError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+void cuda_check(cusparseStatus_t e, const char* what) {
+  if (e != CUSPARSE_STATUS_SUCCESS) throw GpuError(fmt::format("{}: {}", what, cusparseGetErrorString(e)));
+}
+
+void cuda_check(cusolverStatus_t e, const char* what) {
+  if (e != CUSOLVER_STATUS_SUCCESS) throw GpuError(fmt::format("{}: cuSOLVER status {}", what, static_cast<int>(e)));
+}
+
+// The backend's one stream on device 0, created on first use. Without a device: GpuError.
+cudaStream_t stream() {
+  static cudaStream_t s = [] {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      throw GpuError(fmt::format("no CUDA device: {}", e != cudaSuccess ? cudaGetErrorString(e) : "none found"));
+    }
+    cuda_check(cudaSetDevice(0), "cudaSetDevice");
+    cudaStream_t st = nullptr;
+    cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
+    return st;
+  }();
+  return s;
+}
+
+// Refuses an allocation that cannot fit, naming the bytes needed and free.
+void require_memory(double bytes, const char* what) {
+  stream();
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  if (bytes > static_cast<double>(free_b))
+    throw GpuError(fmt::format("{}: needs {:.1f} MiB of device memory, {:.1f} MiB free of {:.1f} MiB", what,
+                               bytes / 1048576.0, free_b / 1048576.0, total_b / 1048576.0));
+}
+
+template <class T>
+T* device_alloc(size_t n, const char* what) {
+  stream();
+  void* p = nullptr;
+  if (n == 0) n = 1;
+  cuda_check(cudaMalloc(&p, n * sizeof(T)), what);
+  return static_cast<T*>(p);
+}
+
+template <class T>
+T* device_copy(const std::vector<T>& v, const char* what) {
+  T* p = device_alloc<T>(v.size(), what);
+  if (!v.empty()) cuda_check(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), what);
+  return p;
+}
+
+// Device allocations of one object, released together.
+struct Allocations {
+  std::vector<void*> ptrs;
+  template <class T>
+  T* copy(const std::vector<T>& v, const char* what) {
+    T* p = device_copy(v, what);
+    ptrs.push_back(p);
+    return p;
+  }
+  template <class T>
+  T* alloc(size_t n, const char* what) {
+    T* p = device_alloc<T>(n, what);
+    ptrs.push_back(p);
+    return p;
+  }
+  ~Allocations() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+};
+
+template <class To, class From>
+std::vector<To> narrow(const std::vector<From>& v) {
+  return std::vector<To>(v.begin(), v.end());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+DeviceVector::DeviceVector(size_t n) : p_(device_alloc<double>(n, "DeviceVector")), n_(n) {}
+DeviceVector::~DeviceVector() {
+  if (p_) cudaFree(p_);
+}
+DeviceVector::DeviceVector(DeviceVector&& o) noexcept : p_(o.p_), n_(o.n_) {
+  o.p_ = nullptr;
+  o.n_ = 0;
+}
+DeviceVector& DeviceVector::operator=(DeviceVector&& o) noexcept {
+  std::swap(p_, o.p_);
+  std::swap(n_, o.n_);
+  return *this;
+}
+void DeviceVector::upload(const double* host, size_t n) {
+  if (n > n_) throw GpuError(fmt::format("DeviceVector::upload: {} values into {}", n, n_));
+  cuda_check(cudaMemcpyAsync(p_, host, n * sizeof(double), cudaMemcpyHostToDevice, stream()), "upload");
+  cuda_check(cudaStreamSynchronize(stream()), "upload");
+}
+void DeviceVector::download(double* host, size_t n) const {
+  if (n > n_) throw GpuError(fmt::format("DeviceVector::download: {} values from {}", n, n_));
+  cuda_check(cudaMemcpyAsync(host, p_, n * sizeof(double), cudaMemcpyDeviceToHost, stream()), "download");
+  cuda_check(cudaStreamSynchronize(stream()), "download");
+}
+
+void synchronize() {
+  cuda_check(cudaStreamSynchronize(stream()), "kernel");
+  cuda_check(cudaGetLastError(), "kernel launch");
+}
+
+double device_free_bytes() {
+  stream();
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return static_cast<double>(free_b);
+}
+
+double time_device_ms(const std::function<void()>& work, int repeats, int warmup) {
+  cudaStream_t st = stream();
+  for (int i = 0; i < warmup; ++i) work();
+  synchronize();
+  cudaEvent_t a, b;
+  cuda_check(cudaEventCreate(&a), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&b), "cudaEventCreate");
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    cuda_check(cudaEventRecord(a, st), "cudaEventRecord");
+    work();
+    cuda_check(cudaEventRecord(b, st), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float t = 0;
+    cuda_check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime");
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cuda_check(cudaGetLastError(), "kernel launch");
+  std::sort(ms.begin(), ms.end());
+  const size_t m = ms.size() / 2;
+  return ms.size() % 2 ? ms[m] : 0.5 * (ms[m - 1] + ms[m]);
+}
+
+// ---------------------------------------------------------------------------------------------
+struct DeviceSolve::Impl {
+  Allocations mem;
+  detail::SolveData d{};
+  std::vector<detail::LevelLaunch> levels;
+  // Work arrays are sized for 8 groups of 8 right-hand sides (64 columns) up front; more columns
+  // grow them once (outside any captured graph).
+  int capacity_groups = 0;
+  double *Y = nullptr, *C = nullptr, *P = nullptr;
+  std::map<std::pair<double*, int>, cudaGraphExec_t> graphs;
+  DeviceVector transfer;  // solve()'s device copy of the host right-hand sides
+  long n = 0;
+
+  ~Impl() {
+    for (auto& [key, g] : graphs) cudaGraphExecDestroy(g);
+    if (Y) cudaFree(Y);
+    if (C) cudaFree(C);
+    if (P) cudaFree(P);
+  }
+
+  void reserve(int groups) {
+    if (groups <= capacity_groups) return;
+    for (auto& [key, g] : graphs) cudaGraphExecDestroy(g);
+    graphs.clear();
+    if (Y) cudaFree(Y);
+    if (C) cudaFree(C);
+    if (P) cudaFree(P);
+    Y = C = P = nullptr;
+    const double per_group = 8.0 * (d.n + d.contrib_rows + d.partial_slots);
+    require_memory(per_group * groups * sizeof(double), "GPU solve work arrays");
+    Y = device_alloc<double>(static_cast<size_t>(8 * d.n * groups), "GPU solve Y");
+    C = device_alloc<double>(static_cast<size_t>(8 * std::max(1LL, d.contrib_rows) * groups), "GPU solve C");
+    P = device_alloc<double>(static_cast<size_t>(8 * d.partial_slots * groups), "GPU solve P");
+    capacity_groups = groups;
+  }
+};
+
+DeviceSolve::DeviceSolve(const SupernodalPlan& p) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  require_memory(p.device_bytes() * 1.05 + 64.0 * (p.n + p.contrib_rows + p.partial_slots) * sizeof(double),
+                 "GPU solve: uploading the factor");
+  if (p.rows.size() > 0 && *std::max_element(p.rows.begin(), p.rows.end()) > (1L << 31) - 1)
+    throw GpuError("GPU solve: row indices beyond 32 bits");
+  auto& d = m.d;
+  d.values = m.mem.copy(p.values, "GPU solve values");
+  d.rows = m.mem.copy(narrow<int>(p.rows), "GPU solve rows");
+  d.relmap = m.mem.copy(p.relmap, "GPU solve relmap");
+  d.first_col = m.mem.copy(narrow<long long>(p.first_col), "GPU solve first_col");
+  d.ncols = m.mem.copy(p.ncols, "GPU solve ncols");
+  d.nrows = m.mem.copy(p.nrows, "GPU solve nrows");
+  d.value_offset = m.mem.copy(narrow<long long>(p.value_offset), "GPU solve value_offset");
+  d.row_offset = m.mem.copy(narrow<long long>(p.row_offset), "GPU solve row_offset");
+  d.contrib_offset = m.mem.copy(narrow<long long>(p.contrib_offset), "GPU solve contrib_offset");
+  d.partial_offset = m.mem.copy(narrow<long long>(p.partial_offset), "GPU solve partial_offset");
+  d.child_offsets = m.mem.copy(p.child_offsets, "GPU solve child_offsets");
+  d.children = m.mem.copy(p.children, "GPU solve children");
+  d.level_supernodes = m.mem.copy(p.level_supernodes, "GPU solve levels");
+  d.perm = m.mem.copy(narrow<int>(p.perm), "GPU solve perm");
+  d.n = p.n;
+  d.contrib_rows = p.contrib_rows;
+  d.partial_slots = p.partial_slots;
+  m.n = p.n;
+  auto tiles = [&](const std::vector<PlanTile>& t) {
+    std::vector<int2> v(t.size());
+    for (size_t i = 0; i < t.size(); ++i) v[i] = make_int2(t[i].super, t[i].first);
+    return m.mem.copy(v, "GPU solve tiles");
+  };
+  const int2* diag = tiles(p.diag_tiles);
+  const int2* below = tiles(p.below_tiles);
+  const int2* cols = tiles(p.col_tiles);
+  for (int l = 0; l < p.levels; ++l) {
+    detail::LevelLaunch L{};
+    L.supernode_begin = p.level_offsets[l];
+    L.supernodes = p.level_offsets[l + 1] - p.level_offsets[l];
+    L.diag_tiles = diag + p.diag_tile_offsets[l];
+    L.n_diag_tiles = p.diag_tile_offsets[l + 1] - p.diag_tile_offsets[l];
+    L.below_tiles = below + p.below_tile_offsets[l];
+    L.n_below_tiles = p.below_tile_offsets[l + 1] - p.below_tile_offsets[l];
+    L.col_tiles = cols + p.col_tile_offsets[l];
+    L.n_col_tiles = p.col_tile_offsets[l + 1] - p.col_tile_offsets[l];
+    L.max_chunks_fwd = p.level_max_chunks_fwd[l];
+    L.max_chunks_bwd = p.level_max_chunks_bwd[l];
+    m.levels.push_back(L);
+  }
+  m.reserve(1);
+}
+
+DeviceSolve::~DeviceSolve() = default;
+long DeviceSolve::rows() const { return impl_->n; }
+
+void DeviceSolve::solve_device(double* X, int k) {
+  if (k <= 0) return;
+  Impl& m = *impl_;
+  const int K = k <= 4 ? k : 8;
+  const int groups = (k + K - 1) / K;
+  m.reserve(groups);
+  auto it = m.graphs.find({X, k});
+  cudaStream_t st = stream();
+  if (it == m.graphs.end()) {
+    detail::SolveData d = m.d;
+    d.Y = m.Y;
+    d.C = m.C;
+    d.P = m.P;
+    cudaGraph_t graph = nullptr;
+    cuda_check(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    detail::launch_permute_in(d, X, k, K, groups, st);
+    for (const auto& L : m.levels) detail::launch_forward_level(d, L, K, groups, st);
+    for (auto l = m.levels.rbegin(); l != m.levels.rend(); ++l) detail::launch_backward_level(d, *l, K, groups, st);
+    detail::launch_permute_out(d, X, k, K, groups, st);
+    cuda_check(cudaStreamEndCapture(st, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    cudaGraphDestroy(graph);
+    it = m.graphs.emplace(std::make_pair(X, k), exec).first;
+  }
+  cuda_check(cudaGraphLaunch(it->second, st), "cudaGraphLaunch");
+}
+
+void DeviceSolve::solve(Eigen::Ref<Eigen::MatrixXd> B) {
+  Impl& m = *impl_;
+  if (B.rows() != m.n) throw GpuError(fmt::format("GPU solve: rhs has {} rows, matrix {}", B.rows(), m.n));
+  Eigen::MatrixXd tmp = B;
+  if (m.transfer.size() < static_cast<size_t>(tmp.size())) {
+    // A new buffer: the graphs captured for the old one must not be replayed on a reused address.
+    for (auto it = m.graphs.begin(); it != m.graphs.end();) {
+      if (it->first.first == m.transfer.data()) {
+        cudaGraphExecDestroy(it->second);
+        it = m.graphs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    m.transfer = DeviceVector(static_cast<size_t>(tmp.size()));
+  }
+  m.transfer.upload(tmp.data(), tmp.size());
+  solve_device(m.transfer.data(), static_cast<int>(tmp.cols()));
+  synchronize();
+  m.transfer.download(tmp.data(), tmp.size());
+  B = tmp;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct CusparseSolve::Impl {
+  Allocations mem;
+  cusparseHandle_t h = nullptr;
+  cusparseSpMatDescr_t lower = nullptr, upper = nullptr;
+  cusparseDnMatDescr_t in = nullptr, out = nullptr;
+  cusparseSpSMDescr_t fwd = nullptr, bwd = nullptr;
+  bool spsv = false;  // one SpSV per column instead of SpSM
+  cusparseSpSVDescr_t vfwd = nullptr, vbwd = nullptr;
+  cusparseDnVecDescr_t vin = nullptr, vout = nullptr;
+  double* buf_f = nullptr;
+  double* buf_b = nullptr;
+  double* W = nullptr;  // permuted right-hand sides
+  double* V = nullptr;
+  detail::SolveData perm{};
+  int k = 0;
+  long n = 0;
+  ~Impl() {
+    if (vfwd) cusparseSpSV_destroyDescr(vfwd);
+    if (vbwd) cusparseSpSV_destroyDescr(vbwd);
+    if (vin) cusparseDestroyDnVec(vin);
+    if (vout) cusparseDestroyDnVec(vout);
+    if (fwd) cusparseSpSM_destroyDescr(fwd);
+    if (bwd) cusparseSpSM_destroyDescr(bwd);
+    if (in) cusparseDestroyDnMat(in);
+    if (out) cusparseDestroyDnMat(out);
+    if (lower) cusparseDestroySpMat(lower);
+    if (upper) cusparseDestroySpMat(upper);
+    if (h) cusparseDestroy(h);
+  }
+};
+
+CusparseSolve::CusparseSolve(const SupernodalFactorView& L, int k, bool spsv) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.spsv = spsv;
+  if (L.nsuper <= 0) throw SolverError("cuSPARSE baseline: the factor is not supernodal");
+  const long n = L.n;
+  m.n = n;
+  m.k = k;
+  // CSC of L (column j: its supernode's rows from j down) = CSR of Lᵀ; CSR of L by transposition.
+  std::vector<int> colptr(n + 1, 0);
+  for (long s = 0; s < L.nsuper; ++s) {
+    const long nc = L.super[s + 1] - L.super[s], nr = L.pi[s + 1] - L.pi[s];
+    for (long j = 0; j < nc; ++j) colptr[L.super[s] + j + 1] = static_cast<int>(nr - j);
+  }
+  for (long j = 0; j < n; ++j) colptr[j + 1] += colptr[j];
+  const long nnz = colptr[n];
+  if (nnz > (1L << 31) - 1) throw GpuError("cuSPARSE baseline: more than 2^31 stored entries");
+  require_memory(2.0 * nnz * 12.0 + 4.0 * n * k * 8.0, "cuSPARSE baseline");
+  std::vector<int> rowind(nnz);
+  std::vector<double> val(nnz);
+  for (long s = 0; s < L.nsuper; ++s) {
+    const long nc = L.super[s + 1] - L.super[s], nr = L.pi[s + 1] - L.pi[s];
+    for (long j = 0; j < nc; ++j) {
+      long q = colptr[L.super[s] + j];
+      for (long i = j; i < nr; ++i, ++q) {
+        rowind[q] = static_cast<int>(L.s[L.pi[s] + i]);
+        val[q] = L.x[L.px[s] + i + j * nr];
+      }
+    }
+  }
+  std::vector<int> rowptr(n + 1, 0), colind(nnz);
+  std::vector<double> lval(nnz);
+  for (long q = 0; q < nnz; ++q) ++rowptr[rowind[q] + 1];
+  for (long i = 0; i < n; ++i) rowptr[i + 1] += rowptr[i];
+  {
+    std::vector<int> fill(rowptr.begin(), rowptr.end() - 1);
+    for (long j = 0; j < n; ++j)
+      for (int q = colptr[j]; q < colptr[j + 1]; ++q) {
+        const int p = fill[rowind[q]]++;
+        colind[p] = static_cast<int>(j);
+        lval[p] = val[q];
+      }
+  }
+  cuda_check(cusparseCreate(&m.h), "cusparseCreate");
+  cuda_check(cusparseSetStream(m.h, stream()), "cusparseSetStream");
+  int* d_rowptr = m.mem.copy(rowptr, "cuSPARSE L");
+  int* d_colind = m.mem.copy(colind, "cuSPARSE L");
+  double* d_lval = m.mem.copy(lval, "cuSPARSE L");
+  int* d_colptr = m.mem.copy(colptr, "cuSPARSE Lt");
+  int* d_rowind = m.mem.copy(rowind, "cuSPARSE Lt");
+  double* d_val = m.mem.copy(val, "cuSPARSE Lt");
+  cuda_check(cusparseCreateCsr(&m.lower, n, n, nnz, d_rowptr, d_colind, d_lval, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                               CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
+             "cusparseCreateCsr L");
+  cuda_check(cusparseCreateCsr(&m.upper, n, n, nnz, d_colptr, d_rowind, d_val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                               CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
+             "cusparseCreateCsr Lt");
+  cusparseFillMode_t lo = CUSPARSE_FILL_MODE_LOWER, up = CUSPARSE_FILL_MODE_UPPER;
+  cusparseDiagType_t nu = CUSPARSE_DIAG_TYPE_NON_UNIT;
+  cuda_check(cusparseSpMatSetAttribute(m.lower, CUSPARSE_SPMAT_FILL_MODE, &lo, sizeof(lo)), "fill mode");
+  cuda_check(cusparseSpMatSetAttribute(m.lower, CUSPARSE_SPMAT_DIAG_TYPE, &nu, sizeof(nu)), "diag type");
+  cuda_check(cusparseSpMatSetAttribute(m.upper, CUSPARSE_SPMAT_FILL_MODE, &up, sizeof(up)), "fill mode");
+  cuda_check(cusparseSpMatSetAttribute(m.upper, CUSPARSE_SPMAT_DIAG_TYPE, &nu, sizeof(nu)), "diag type");
+  m.W = m.mem.alloc<double>(static_cast<size_t>(n * k), "cuSPARSE rhs");
+  m.V = m.mem.alloc<double>(static_cast<size_t>(n * k), "cuSPARSE rhs");
+  const double one = 1.0;
+  const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  size_t bytes_f = 0, bytes_b = 0;
+  if (spsv) {
+    cuda_check(cusparseCreateDnVec(&m.vin, n, m.W, CUDA_R_64F), "cusparseCreateDnVec");
+    cuda_check(cusparseCreateDnVec(&m.vout, n, m.V, CUDA_R_64F), "cusparseCreateDnVec");
+    cuda_check(cusparseSpSV_createDescr(&m.vfwd), "cusparseSpSV_createDescr");
+    cuda_check(cusparseSpSV_createDescr(&m.vbwd), "cusparseSpSV_createDescr");
+    cuda_check(cusparseSpSV_bufferSize(m.h, op, &one, m.lower, m.vin, m.vout, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT,
+                                       m.vfwd, &bytes_f),
+               "cusparseSpSV_bufferSize");
+    cuda_check(cusparseSpSV_bufferSize(m.h, op, &one, m.upper, m.vout, m.vin, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT,
+                                       m.vbwd, &bytes_b),
+               "cusparseSpSV_bufferSize");
+    m.buf_f = m.mem.alloc<double>(bytes_f / sizeof(double) + 1, "cuSPARSE buffer");
+    m.buf_b = m.mem.alloc<double>(bytes_b / sizeof(double) + 1, "cuSPARSE buffer");
+    cuda_check(cusparseSpSV_analysis(m.h, op, &one, m.lower, m.vin, m.vout, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT,
+                                     m.vfwd, m.buf_f),
+               "cusparseSpSV_analysis");
+    cuda_check(cusparseSpSV_analysis(m.h, op, &one, m.upper, m.vout, m.vin, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT,
+                                     m.vbwd, m.buf_b),
+               "cusparseSpSV_analysis");
+  } else {
+    cuda_check(cusparseCreateDnMat(&m.in, n, k, n, m.W, CUDA_R_64F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+    cuda_check(cusparseCreateDnMat(&m.out, n, k, n, m.V, CUDA_R_64F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+    cuda_check(cusparseSpSM_createDescr(&m.fwd), "cusparseSpSM_createDescr");
+    cuda_check(cusparseSpSM_createDescr(&m.bwd), "cusparseSpSM_createDescr");
+    cuda_check(cusparseSpSM_bufferSize(m.h, op, op, &one, m.lower, m.in, m.out, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT,
+                                       m.fwd, &bytes_f),
+               "cusparseSpSM_bufferSize");
+    cuda_check(cusparseSpSM_bufferSize(m.h, op, op, &one, m.upper, m.out, m.in, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT,
+                                       m.bwd, &bytes_b),
+               "cusparseSpSM_bufferSize");
+    m.buf_f = m.mem.alloc<double>(bytes_f / sizeof(double) + 1, "cuSPARSE buffer");
+    m.buf_b = m.mem.alloc<double>(bytes_b / sizeof(double) + 1, "cuSPARSE buffer");
+    cuda_check(cusparseSpSM_analysis(m.h, op, op, &one, m.lower, m.in, m.out, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT,
+                                     m.fwd, m.buf_f),
+               "cusparseSpSM_analysis");
+    cuda_check(cusparseSpSM_analysis(m.h, op, op, &one, m.upper, m.out, m.in, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT,
+                                     m.bwd, m.buf_b),
+               "cusparseSpSM_analysis");
+  }
+  std::vector<int> perm(L.perm, L.perm + n);
+  m.perm.perm = m.mem.copy(perm, "cuSPARSE perm");
+  m.perm.n = n;
+  m.perm.Y = m.W;
+  synchronize();
+}
+
+CusparseSolve::~CusparseSolve() = default;
+
+void CusparseSolve::solve_device(double* X) {
+  Impl& m = *impl_;
+  cudaStream_t st = stream();
+  // W (L order, column-major, one group of k "rows" of width 1 would not fit the grouped layout):
+  // permute with K = 1 per column so that W is column-major n × k.
+  detail::SolveData d = m.perm;
+  for (int r = 0; r < m.k; ++r) {
+    d.Y = m.W + r * m.n;
+    detail::launch_permute_in(d, X + r * m.n, 1, 1, 1, st);
+  }
+  const double one = 1.0;
+  const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  if (m.spsv) {
+    for (int r = 0; r < m.k; ++r) {
+      cuda_check(cusparseDnVecSetValues(m.vin, m.W + r * m.n), "cusparseDnVecSetValues");
+      cuda_check(cusparseDnVecSetValues(m.vout, m.V + r * m.n), "cusparseDnVecSetValues");
+      cuda_check(
+          cusparseSpSV_solve(m.h, op, &one, m.lower, m.vin, m.vout, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT, m.vfwd),
+          "cusparseSpSV_solve");
+      cuda_check(
+          cusparseSpSV_solve(m.h, op, &one, m.upper, m.vout, m.vin, CUDA_R_64F, CUSPARSE_SPSV_ALG_DEFAULT, m.vbwd),
+          "cusparseSpSV_solve");
+    }
+  } else {
+    cuda_check(
+        cusparseSpSM_solve(m.h, op, op, &one, m.lower, m.in, m.out, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT, m.fwd),
+        "cusparseSpSM_solve");
+    cuda_check(
+        cusparseSpSM_solve(m.h, op, op, &one, m.upper, m.out, m.in, CUDA_R_64F, CUSPARSE_SPSM_ALG_DEFAULT, m.bwd),
+        "cusparseSpSM_solve");
+  }
+  for (int r = 0; r < m.k; ++r) {
+    d.Y = m.W + r * m.n;
+    detail::launch_permute_out(d, X + r * m.n, 1, 1, 1, st);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+struct DevicePd::Impl {
+  Allocations mem;
+  detail::PdData d{};
+  std::unique_ptr<DeviceSolve> solve;
+};
+
+DevicePd::DevicePd(const DevicePdDesc& desc) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  if (!desc.elements) throw GpuError("GPU PD: no elements");
+  const TetElements& e = *desc.elements;
+  const int nt = e.size(), nn = static_cast<int>(desc.rest.rows());
+  m.d.num_tets = nt;
+  m.d.num_nodes = nn;
+  std::vector<int4> tets(nt);
+  std::vector<double> dm(9 * static_cast<size_t>(nt)), w(e.weight);
+  for (int t = 0; t < nt; ++t) {
+    const auto& q = e.nodes[t];
+    tets[t] = make_int4(q[0], q[1], q[2], q[3]);
+    for (int k = 0; k < 9; ++k) dm[static_cast<size_t>(k) * nt + t] = e.Dm_inv[t].data()[k];
+  }
+  for (int t = 0; t < nt; ++t)
+    for (int a = 0; a < 4; ++a)
+      if (e.nodes[t][a] < 0 || e.nodes[t][a] >= nn)
+        throw GpuError(fmt::format("GPU PD: element {} names node {} of {}", t, e.nodes[t][a], nn));
+  for (const auto& a : desc.attachments)
+    if (a.point.nodes[0] < 0 || a.point.nodes[0] >= nn)
+      throw GpuError(fmt::format("GPU PD: an attachment names node {} of {}", a.point.nodes[0], nn));
+  std::vector<int> off(nn + 1, 0), inc(4 * static_cast<size_t>(nt));
+  for (int t = 0; t < nt; ++t)
+    for (int a = 0; a < 4; ++a) ++off[e.nodes[t][a] + 1];
+  for (int i = 0; i < nn; ++i) off[i + 1] += off[i];
+  {
+    std::vector<int> fill(off.begin(), off.end() - 1);
+    for (int t = 0; t < nt; ++t)
+      for (int a = 0; a < 4; ++a) inc[fill[e.nodes[t][a]]++] = t * 4 + a;
+  }
+  // Attachments per node in list order (the CPU adds them in that order), then the loads.
+  std::vector<int> att_off(nn + 1, 0);
+  std::vector<double> att_data;
+  {
+    const auto& sp = desc.attachments;
+    if (desc.attachment_targets.rows() != static_cast<long>(sp.size()))
+      throw GpuError("GPU PD: attachment targets do not match the attachments");
+    for (const auto& a : sp) {
+      if (a.point.nodes[1] >= 0 || a.point.weights[0] != 1.0)
+        throw GpuError("GPU PD: only node attachments run on the device (barycentric attachment found)");
+      ++att_off[a.point.nodes[0] + 1];
+    }
+    for (int i = 0; i < nn; ++i) att_off[i + 1] += att_off[i];
+    att_data.assign(4 * sp.size(), 0.0);
+    std::vector<int> fill(att_off.begin(), att_off.end() - 1);
+    for (size_t j = 0; j < sp.size(); ++j) {
+      const int q = fill[sp[j].point.nodes[0]]++;
+      att_data[4 * q] = sp[j].stiffness;
+      for (int r = 0; r < 3; ++r) att_data[4 * q + 1 + r] = desc.attachment_targets(static_cast<long>(j), r);
+    }
+  }
+  if (desc.masses.size() != nn) throw GpuError("GPU PD: masses do not match the nodes");
+  std::vector<double> mass(desc.masses.data(), desc.masses.data() + nn);
+  std::vector<double> gravity{desc.gravity(0), desc.gravity(1), desc.gravity(2)};
+  std::vector<double> nodal;
+  if (desc.nodal_forces.rows() == nn) {
+    nodal.resize(3 * static_cast<size_t>(nn));
+    for (int i = 0; i < nn; ++i)
+      for (int r = 0; r < 3; ++r) nodal[3 * i + r] = desc.nodal_forces(i, r);
+  }
+  require_memory((nt * (4.0 * 4 + 19 * 8 + 16) + nn * (7 * 8.0 + 4)), "GPU PD: uploading the mesh");
+  m.d.tets = m.mem.copy(tets, "GPU PD tets");
+  m.d.dm_inv = m.mem.copy(dm, "GPU PD Dm_inv");
+  m.d.weight = m.mem.copy(w, "GPU PD weights");
+  m.d.inc_offsets = m.mem.copy(off, "GPU PD incidences");
+  m.d.incidences = m.mem.copy(inc, "GPU PD incidences");
+  m.d.att_offsets = m.mem.copy(att_off, "GPU PD attachments");
+  m.d.attachments = m.mem.copy(att_data, "GPU PD attachments");
+  m.d.mass = m.mem.copy(mass, "GPU PD masses");
+  m.d.gravity = m.mem.copy(gravity, "GPU PD gravity");
+  m.d.nodal = nodal.empty() ? nullptr : m.mem.copy(nodal, "GPU PD nodal forces");
+  m.d.x = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD x");
+  m.d.H = m.mem.alloc<double>(9 * static_cast<size_t>(nt), "GPU PD H");
+  m.d.f = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD f");
+  m.d.status = m.mem.alloc<int>(1, "GPU PD status");
+  cuda_check(cudaMemset(m.d.status, 0, sizeof(int)), "cudaMemset");
+  m.solve = std::make_unique<DeviceSolve>(make_supernodal_plan(desc.factor));
+  set_positions(desc.rest);
+}
+
+DevicePd::~DevicePd() = default;
+
+void DevicePd::set_positions(const Points& x) {
+  const Impl& m = *impl_;
+  if (x.rows() != m.d.num_nodes) throw GpuError("GPU PD: positions of the wrong size");
+  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> xr = x;
+  cuda_check(cudaMemcpyAsync(m.d.x, xr.data(), xr.size() * sizeof(double), cudaMemcpyHostToDevice, stream()),
+             "upload x");
+  synchronize();
+}
+
+Points DevicePd::positions() const {
+  const Impl& m = *impl_;
+  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> xr(m.d.num_nodes, 3);
+  cuda_check(cudaMemcpyAsync(xr.data(), m.d.x, xr.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()),
+             "download x");
+  synchronize();
+  return xr;
+}
+
+void DevicePd::evaluate_forces() { detail::launch_forces(impl_->d, stream()); }
+
+Points DevicePd::forces() const {
+  const Impl& m = *impl_;
+  Eigen::MatrixXd f(m.d.num_nodes, 3);
+  cuda_check(cudaMemcpyAsync(f.data(), m.d.f, f.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()),
+             "download f");
+  synchronize();
+  return f;
+}
+
+void DevicePd::iterate() {
+  Impl& m = *impl_;
+  detail::launch_forces(m.d, stream());
+  m.solve->solve_device(m.d.f, 3);
+  detail::launch_add_step(m.d, stream());
+}
+
+void DevicePd::check() {
+  Impl& m = *impl_;
+  int status = 0;
+  cuda_check(cudaMemcpyAsync(&status, m.d.status, sizeof(int), cudaMemcpyDeviceToHost, stream()), "status");
+  synchronize();
+  if (status & 1) {
+    cuda_check(cudaMemset(m.d.status, 0, sizeof(int)), "cudaMemset");
+    throw SolverError(
+        "GPU PD: an element is inverted or degenerate; the device local step has no SVD fallback yet (run on the CPU)");
+  }
+}
+
+DeviceSolve& DevicePd::solver() { return *impl_->solve; }
+
+// ---------------------------------------------------------------------------------------------
+struct DeviceDenseCholesky::Impl {
+  Allocations mem;
+  cusolverDnHandle_t h = nullptr;
+  int m = 0, max_rhs = 0, lwork = 0;
+  double* A = nullptr;
+  double* A0 = nullptr;  // the uploaded matrix (potrf overwrites A)
+  double* work = nullptr;
+  double* B = nullptr;
+  int* info = nullptr;
+  ~Impl() {
+    if (h) cusolverDnDestroy(h);
+  }
+};
+
+DeviceDenseCholesky::DeviceDenseCholesky(int m, int max_rhs) : impl_(std::make_unique<Impl>()) {
+  Impl& q = *impl_;
+  if (m <= 0 || max_rhs <= 0) throw GpuError("GPU dense Cholesky: size and right-hand sides must be positive");
+  q.m = m;
+  q.max_rhs = max_rhs;
+  require_memory(8.0 * (static_cast<double>(m) * m * 2.1 + m * max_rhs), "GPU dense Cholesky");
+  cuda_check(cusolverDnCreate(&q.h), "cusolverDnCreate");
+  cuda_check(cusolverDnSetStream(q.h, stream()), "cusolverDnSetStream");
+  q.A = q.mem.alloc<double>(static_cast<size_t>(m) * m, "GPU dense Cholesky matrix");
+  q.A0 = q.mem.alloc<double>(static_cast<size_t>(m) * m, "GPU dense Cholesky matrix");
+  q.B = q.mem.alloc<double>(static_cast<size_t>(m) * max_rhs, "GPU dense Cholesky rhs");
+  q.info = q.mem.alloc<int>(1, "GPU dense Cholesky info");
+  cuda_check(cusolverDnDpotrf_bufferSize(q.h, CUBLAS_FILL_MODE_LOWER, m, q.A, m, &q.lwork), "potrf_bufferSize");
+  q.work = q.mem.alloc<double>(static_cast<size_t>(std::max(1, q.lwork)), "GPU dense Cholesky workspace");
+}
+
+DeviceDenseCholesky::~DeviceDenseCholesky() = default;
+
+void DeviceDenseCholesky::upload(const Eigen::MatrixXd& H) {
+  Impl& q = *impl_;
+  if (H.rows() != q.m || H.cols() != q.m) throw GpuError("GPU dense Cholesky: matrix of the wrong size");
+  cuda_check(cudaMemcpyAsync(q.A0, H.data(), H.size() * sizeof(double), cudaMemcpyHostToDevice, stream()), "upload H");
+  restore_async();
+  synchronize();
+}
+
+void DeviceDenseCholesky::restore_async() {
+  Impl& q = *impl_;
+  cuda_check(
+      cudaMemcpyAsync(q.A, q.A0, static_cast<size_t>(q.m) * q.m * sizeof(double), cudaMemcpyDeviceToDevice, stream()),
+      "restore H");
+}
+
+void DeviceDenseCholesky::factorize_async() {
+  Impl& q = *impl_;
+  cuda_check(cusolverDnDpotrf(q.h, CUBLAS_FILL_MODE_LOWER, q.m, q.A, q.m, q.work, q.lwork, q.info), "cusolverDnDpotrf");
+}
+
+void DeviceDenseCholesky::factorize() {
+  factorize_async();
+  int info = 0;
+  cuda_check(cudaMemcpyAsync(&info, impl_->info, sizeof(int), cudaMemcpyDeviceToHost, stream()), "potrf info");
+  synchronize();
+  if (info > 0)
+    throw SolverError(
+        fmt::format("GPU dense Cholesky: the matrix is not positive definite (cuSOLVER potrf failed at "
+                    "column {} of {})",
+                    info - 1, impl_->m));
+  if (info < 0) throw GpuError(fmt::format("GPU dense Cholesky: potrf argument {} invalid", -info));
+}
+
+void DeviceDenseCholesky::solve(Eigen::Ref<Eigen::MatrixXd> Bh) {
+  Impl& q = *impl_;
+  if (Bh.rows() != q.m || Bh.cols() > q.max_rhs) throw GpuError("GPU dense Cholesky: rhs of the wrong size");
+  Eigen::MatrixXd tmp = Bh;
+  const int r = static_cast<int>(tmp.cols());
+  cuda_check(cudaMemcpyAsync(q.B, tmp.data(), tmp.size() * sizeof(double), cudaMemcpyHostToDevice, stream()),
+             "upload B");
+  cuda_check(cusolverDnDpotrs(q.h, CUBLAS_FILL_MODE_LOWER, q.m, r, q.A, q.m, q.B, q.m, q.info), "cusolverDnDpotrs");
+  cuda_check(cudaMemcpyAsync(tmp.data(), q.B, tmp.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()),
+             "download B");
+  synchronize();
+  Bh = tmp;
+}
+
+#endif
+
+}  // namespace xpd::gpu

@@ -1,0 +1,73 @@
+#pragma once
+// Internal: the CUDA kernels of the backend behind plain launch functions (kernels.cu), so that the
+// host code (cuda_backend.cpp) is compiled by the C++ compiler and never sees device code.
+#include <cuda_runtime.h>
+
+namespace xpd::gpu::detail {
+
+/// Device copy of a SupernodalPlan (every pointer is device memory).
+struct SolveData {
+  const double* values;
+  const int* rows;    // L-order row indices
+  const int* relmap;  // per child row below: position among the parent's rows
+  const long long* first_col;
+  const int* ncols;
+  const int* nrows;
+  const long long* value_offset;
+  const long long* row_offset;
+  const long long* contrib_offset;
+  const long long* partial_offset;
+  const int* child_offsets;
+  const int* children;
+  const int* level_supernodes;
+  const int* perm;
+  long long n;
+  long long contrib_rows;
+  long long partial_slots;
+  // Work arrays, one slab per right-hand-side group: Y (n × K), C (contrib_rows × K), P (slots × K).
+  double* Y;
+  double* C;
+  double* P;
+};
+
+/// Tiles of one level (device arrays of {supernode, first}).
+struct LevelLaunch {
+  int supernode_begin, supernodes;  // into level_supernodes
+  const int2* diag_tiles;
+  int n_diag_tiles;
+  const int2* below_tiles;
+  int n_below_tiles;
+  const int2* col_tiles;
+  int n_col_tiles;
+  int max_chunks_fwd, max_chunks_bwd;
+};
+
+/// X (n × k column-major, A order) → Y groups (L order, K per group, zero padding).
+void launch_permute_in(const SolveData& d, const double* X, int k, int K, int groups, cudaStream_t st);
+void launch_permute_out(const SolveData& d, double* X, int k, int K, int groups, cudaStream_t st);
+void launch_forward_level(const SolveData& d, const LevelLaunch& l, int K, int groups, cudaStream_t st);
+void launch_backward_level(const SolveData& d, const LevelLaunch& l, int K, int groups, cudaStream_t st);
+
+/// Corotated local step with forces (DevicePd).
+struct PdData {
+  int num_tets;
+  int num_nodes;
+  const int4* tets;
+  const double* dm_inv;  // 9 × num_tets, entry-major (entry e of tet t at e·num_tets + t), column-major 3×3
+  const double* weight;
+  const int* inc_offsets;  // node → incidences (tet·4 + local vertex), ascending
+  const int* incidences;
+  const int* att_offsets;     // node → its attachments (list order)
+  const double* attachments;  // 4 per attachment: k, target
+  const double* mass;         // lumped masses
+  const double* gravity;      // 3
+  const double* nodal;        // num_nodes × 3 row-major nodal forces, or null
+  double* x;                  // num_nodes × 3 row-major
+  double* H;                  // 9 × num_tets block forces
+  double* f;                  // num_nodes × 3 column-major (the solve's right-hand side)
+  int* status;                // bit 0: an element was inverted or degenerate
+};
+void launch_forces(const PdData& d, cudaStream_t st);
+void launch_add_step(const PdData& d, cudaStream_t st);
+
+}  // namespace xpd::gpu::detail

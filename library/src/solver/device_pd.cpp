@@ -1,0 +1,43 @@
+#include <fmt/format.h>
+
+#include <xpd/core/error.hpp>
+#include <xpd/energy/corotated.hpp>
+#include <xpd/energy/loads.hpp>
+#include <xpd/energy/springs.hpp>
+#include <xpd/solver/device_pd.hpp>
+
+namespace xpd {
+
+gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inputs) {
+  if (model.integrator() != Integrator::Quasistatic)
+    throw GpuError("GPU PD: only quasistatic models run on the device so far (implicit Euler stays on the CPU)");
+  if (model.coupled()) throw GpuError("GPU PD: the coupled volume term (lambda > 0) does not run on the device");
+  const CorotatedTerm* corot = nullptr;
+  const AttachmentTerm* att = nullptr;
+  for (const auto& t : model.terms()) {
+    if (auto* c = dynamic_cast<const CorotatedTerm*>(t.get()); c && !corot)
+      corot = c;
+    else if (auto* a = dynamic_cast<const AttachmentTerm*>(t.get()); a && !att)
+      att = a;
+    else if (!dynamic_cast<const LoadTerm*>(t.get()))
+      throw GpuError(fmt::format("GPU PD: the term '{}' does not run on the device", t->name()));
+  }
+  if (!corot) throw GpuError("GPU PD: the model has no corotated term");
+  gpu::DevicePdDesc d;
+  d.elements = &corot->elements();
+  if (att) {
+    d.attachments = att->springs();
+    d.attachment_targets = inputs.attachment_targets;
+  } else {
+    d.attachment_targets.resize(0, 3);
+  }
+  d.masses = model.masses();
+  d.gravity = inputs.gravity;
+  d.nodal_forces = inputs.nodal_forces;
+  d.rest = model.rest_positions();
+  d.factor = model.factor().supernodal_factor();
+  if (d.factor.nsuper == 0) throw GpuError("GPU PD: the model's factor is not a CHOLMOD supernodal factor");
+  return d;
+}
+
+}  // namespace xpd

@@ -1,0 +1,151 @@
+// The CUDA backend against the CPU: the supernodal solve and cuSPARSE's against CHOLMOD, the
+// device local step and PD iteration against the CPU's, the dense Cholesky against Eigen. Every
+// test needs a device and skips with the reason without one; the first checks the error path
+// instead, everywhere.
+#include <gtest/gtest.h>
+
+#include <Eigen/Cholesky>
+#include <iostream>
+#include <random>
+#include <xpd/core/error.hpp>
+#include <xpd/gpu/cuda_backend.hpp>
+#include <xpd/gpu/device.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/device_pd.hpp>
+#include <xpd/solver/pd_solver.hpp>
+
+namespace xpd {
+
+namespace {
+
+#define XPD_REQUIRE_GPU()                                                            \
+  if (gpu::cuda_devices().empty())                                                   \
+  GTEST_SKIP() << (gpu::cuda_compiled() ? "no CUDA device or driver on this machine" \
+                                        : "built without the CUDA backend (-DXPD_WITH_CUDA=ON)")
+
+Model sagging_box(int n) {
+  ModelDesc d;
+  d.mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  d.gravity = Vec3(0, 0, -9.81);
+  for (int i = 0; i < n * n; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  return build_model(d);
+}
+
+Eigen::MatrixXd random_matrix(long rows, long cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::MatrixXd B(rows, cols);
+  for (long i = 0; i < B.size(); ++i) B.data()[i] = u(rng);
+  return B;
+}
+
+}  // namespace
+
+TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
+  if (!gpu::cuda_devices().empty()) GTEST_SKIP() << "a CUDA device is present: the error path is not reachable";
+  EXPECT_THROW(gpu::DeviceVector(8), GpuError);
+  EXPECT_THROW(gpu::DeviceDenseCholesky(8), GpuError);
+  const Model model = sagging_box(4);
+  EXPECT_THROW(gpu::DevicePd(make_device_pd_desc(model, model.initial_inputs())), GpuError);
+  try {
+    gpu::DeviceSolve solve(gpu::make_supernodal_plan(model.factor().supernodal_factor()));
+    FAIL() << "DeviceSolve built without a device";
+  } catch (const GpuError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+}
+
+TEST(CudaBackend, SupernodalSolveEqualsCholmodAndRepeatsBitwise) {
+  XPD_REQUIRE_GPU();
+  const Model model = sagging_box(24);
+  gpu::DeviceSolve solve(gpu::make_supernodal_plan(model.factor().supernodal_factor()));
+  const long n = model.num_nodes();
+  for (const int k : {1, 3, 11}) {
+    const Eigen::MatrixXd B = random_matrix(n, k, 11 + k);
+    Eigen::MatrixXd ref = B, X = B, X2 = B;
+    model.factor().solve_in_place(ref);
+    solve.solve(X);
+    solve.solve(X2);
+    EXPECT_LE((X - ref).norm() / ref.norm(), 1e-11) << "k = " << k;
+    EXPECT_LE((model.matrix() * X - B).norm() / B.norm(), 1e-12) << "k = " << k;
+    EXPECT_TRUE((X.array() == X2.array()).all()) << "two solves differ (k = " << k << ")";
+  }
+}
+
+TEST(CudaBackend, CusparseBaselineEqualsCholmod) {
+  XPD_REQUIRE_GPU();
+  const Model model = sagging_box(24);
+  const long n = model.num_nodes();
+  const Eigen::MatrixXd B = random_matrix(n, 3, 5);
+  Eigen::MatrixXd ref = B;
+  model.factor().solve_in_place(ref);
+  for (const bool spsv : {false, true}) {
+    gpu::CusparseSolve sp(model.factor().supernodal_factor(), 3, spsv);
+    Eigen::MatrixXd X = B;
+    gpu::DeviceVector d(static_cast<size_t>(X.size()));
+    d.upload(X.data(), X.size());
+    sp.solve_device(d.data());
+    gpu::synchronize();
+    d.download(X.data(), X.size());
+    EXPECT_LE((X - ref).norm() / ref.norm(), 1e-10) << (spsv ? "SpSV" : "SpSM");
+  }
+}
+
+TEST(CudaBackend, LocalStepAndPdIterationEqualTheCpu) {
+  XPD_REQUIRE_GPU();
+  const Model model = sagging_box(12);
+  State s = make_state(model);
+  SolverOptions so;
+  so.max_iterations = 3;
+  so.rel_tolerance = 0;
+  (void)step(model, s, so);
+  gpu::DevicePd pd(make_device_pd_desc(model, s.inputs));
+  pd.set_positions(s.x);
+  pd.evaluate_forces();
+  const Points fg = pd.forces();
+  pd.check();
+  (void)evaluate(model, s, nullptr, false);
+  const double diff = (fg - s.force).cwiseAbs().maxCoeff();
+  std::cout << "max |f_gpu - f_cpu| = " << diff << " (max |f| = " << s.force.cwiseAbs().maxCoeff() << ")\n";
+  EXPECT_LE(diff, 1e-12 * s.force.cwiseAbs().maxCoeff());
+  pd.iterate();
+  const Points xg = pd.positions();
+  State t = s;
+  solve_global(model, t);
+  const Points xc = s.x + Points(t.rhs);
+  EXPECT_LE((xg - xc).norm(), 1e-11 * (xc - s.x).norm());
+  // A second run from the same positions repeats bitwise, and iterating allocates no device memory.
+  pd.set_positions(s.x);
+  const double free_before = gpu::device_free_bytes();
+  pd.iterate();
+  EXPECT_TRUE((pd.positions().array() == xg.array()).all());
+  for (int i = 0; i < 5; ++i) pd.iterate();
+  gpu::synchronize();
+  EXPECT_EQ(gpu::device_free_bytes(), free_before);
+}
+
+TEST(CudaBackend, DenseCholeskyEqualsEigenAndNamesTheFailingColumn) {
+  XPD_REQUIRE_GPU();
+  const int m = 600;
+  const Eigen::MatrixXd G = random_matrix(m, m, 9);
+  Eigen::MatrixXd H = G * G.transpose() / m + Eigen::MatrixXd::Identity(m, m);
+  const Eigen::MatrixXd g = random_matrix(m, 3, 10);
+  const Eigen::MatrixXd ref = H.llt().solve(g);
+  gpu::DeviceDenseCholesky dc(m, 3);
+  dc.upload(H);
+  dc.factorize();
+  Eigen::MatrixXd u = g;
+  dc.solve(u);
+  EXPECT_LE((u - ref).norm() / ref.norm(), 1e-10);
+  H(37, 37) = -1.0;
+  dc.upload(H);
+  try {
+    dc.factorize();
+    FAIL() << "an indefinite matrix was factored";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("column"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace xpd

@@ -239,9 +239,58 @@ void run_bench_gpu(const BenchGpuOptions& o) {
     j["dense_refactor_ms"] = both - restore;
     j["dense_m"] = m;
   }
-  j["outer_1inner_ms"] = nullptr;  // Algorithm 1 on the device: not built yet
+  // The collision system of Figure 4's elbow (m region nodes, k = 148 springs over random tets of
+  // the region, a quarter of them two-sided): refactor and Woodbury on the device against the
+  // CPU's dense solve of H.
+  if (o.dense_m > 0) {
+    const int m = o.dense_m, k = 148;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-1, 1), w(0.05, 1.0);
+    std::uniform_int_distribution<int> node(0, m - 1);
+    Eigen::MatrixXd G(m, m);
+    for (long i = 0; i < G.size(); ++i) G.data()[i] = u(rng);
+    const Eigen::MatrixXd sigma = G * G.transpose() / m + Eigen::MatrixXd::Identity(m, m);
+    Timer ti;
+    const Eigen::MatrixXd sigma_inv = sigma.llt().solve(Eigen::MatrixXd::Identity(m, m));
+    j["cpu_sigma_inverse_ms"] = ti.elapsed_ms();
+    std::vector<gpu::ContactSpring> springs(k);
+    Eigen::MatrixXd H = sigma;
+    for (int q = 0; q < k; ++q) {
+      auto& sp = springs[q];
+      const int slots = q % 4 == 0 ? 8 : 4;
+      double sum = 0;
+      for (int a = 0; a < slots; ++a) {
+        sp.nodes[a] = node(rng);
+        sp.weights[a] = w(rng);
+        sum += a < 4 ? sp.weights[a] : 0.0;
+      }
+      for (int a = 0; a < slots; ++a) sp.weights[a] *= (a < 4 ? 1.0 : -1.0) / sum;
+      sp.stiffness = 1e3;
+      Eigen::VectorXd wv = Eigen::VectorXd::Zero(m);
+      for (int a = 0; a < 8; ++a) wv(sp.nodes[a]) += sp.weights[a];
+      H += sp.stiffness * wv * wv.transpose();
+    }
+    Eigen::MatrixXd g(m, 3);
+    for (long i = 0; i < g.size(); ++i) g.data()[i] = u(rng);
+    Eigen::LLT<Eigen::MatrixXd> llt;
+    j["cpu_collision_refactor_ms"] = cpu_ms(3, [&] { llt.compute(H); });
+    const Eigen::MatrixXd ref = llt.solve(g);
+    gpu::DeviceSchurSystem sys(sigma, sigma_inv, k);
+    sys.set_springs(springs);
+    sys.set_rhs(g);
+    sys.refactor_async();
+    const Eigen::MatrixXd ur = sys.result();
+    sys.woodbury_async();
+    const Eigen::MatrixXd uw = sys.result();
+    j["collision_springs"] = k;
+    j["refactor_rel_err"] = (ur - ref).norm() / ref.norm();
+    j["woodbury_rel_err"] = (uw - ref).norm() / ref.norm();
+    j["woodbury_vs_refactor"] = (uw - ur).norm() / ur.norm();
+    j["collision_refactor_ms"] = gpu::time_device_ms([&] { sys.refactor_async(); }, std::min(R, 10), 1);
+    j["woodbury_ms"] = gpu::time_device_ms([&] { sys.woodbury_async(); }, R);
+  }
+  j["outer_1inner_ms"] = nullptr;  // Algorithm 1's loop on the device: not built yet
   j["extra_inner_ms"] = nullptr;
-  j["woodbury_ms"] = nullptr;
   j["cpu_local_over_gpu"] = j["cpu_local_ms"].get<double>() / j["local_ms"].get<double>();
   j["cpu_solve_over_gpu"] = j["cpu_solve_3rhs_ms"].get<double>() / j["solve_3rhs_ms"].get<double>();
   j["cpu_iteration_over_gpu"] = j["cpu_pd_iteration_ms"].get<double>() / j["pd_iteration_ms"].get<double>();

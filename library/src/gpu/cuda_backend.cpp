@@ -11,6 +11,7 @@
 #include <xpd/gpu/device.hpp>
 
 #if XPD_WITH_CUDA
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <cusparse.h>
@@ -66,6 +67,15 @@ void DeviceDenseCholesky::restore_async() { no_cuda(); }
 void DeviceDenseCholesky::factorize() { no_cuda(); }
 void DeviceDenseCholesky::solve(Eigen::Ref<Eigen::MatrixXd>) { no_cuda(); }
 
+struct DeviceSchurSystem::Impl {};
+DeviceSchurSystem::DeviceSchurSystem(const Eigen::MatrixXd&, const Eigen::MatrixXd&, int, int) { no_cuda(); }
+DeviceSchurSystem::~DeviceSchurSystem() = default;
+void DeviceSchurSystem::set_springs(const std::vector<ContactSpring>&) { no_cuda(); }
+void DeviceSchurSystem::set_rhs(const Eigen::MatrixXd&) { no_cuda(); }
+void DeviceSchurSystem::refactor_async() { no_cuda(); }
+void DeviceSchurSystem::woodbury_async() { no_cuda(); }
+Eigen::MatrixXd DeviceSchurSystem::result() { no_cuda(); }
+
 #else
 
 namespace {
@@ -88,6 +98,10 @@ void cuda_check(cudaError_t e, const char* what) {
 
 void cuda_check(cusparseStatus_t e, const char* what) {
   if (e != CUSPARSE_STATUS_SUCCESS) throw GpuError(fmt::format("{}: {}", what, cusparseGetErrorString(e)));
+}
+
+void cuda_check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) throw GpuError(fmt::format("{}: {}", what, cublasGetStatusString(e)));
 }
 
 void cuda_check(cusolverStatus_t e, const char* what) {
@@ -768,6 +782,206 @@ void DeviceDenseCholesky::solve(Eigen::Ref<Eigen::MatrixXd> Bh) {
              "download B");
   synchronize();
   Bh = tmp;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct DeviceSchurSystem::Impl {
+  Allocations mem;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t solver = nullptr;
+  int m = 0, kmax = 0, rmax = 0, r = 0;
+  int k = 0, q = 0, nentries = 0, lwork = 0;
+  bool all_positive = false;
+  double *sigma = nullptr, *sigma_inv = nullptr, *H = nullptr, *work = nullptr;
+  double *G = nullptr, *U = nullptr, *V = nullptr, *R = nullptr;
+  double *B = nullptr, *WN = nullptr, *T = nullptr, *S = nullptr, *vN = nullptr, *y = nullptr, *Z = nullptr;
+  double *cinv = nullptr, *vals = nullptr;
+  int *rows = nullptr, *cols = nullptr, *nodes = nullptr, *info = nullptr;
+  enum class Last { None, Refactor, Woodbury } last = Last::None;
+  ~Impl() {
+    if (blas) cublasDestroy(blas);
+    if (solver) cusolverDnDestroy(solver);
+  }
+};
+
+DeviceSchurSystem::DeviceSchurSystem(const Eigen::MatrixXd& sigma, const Eigen::MatrixXd& sigma_inv, int max_springs,
+                                     int max_rhs)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& q = *impl_;
+  const int m = static_cast<int>(sigma.rows());
+  if (m <= 0 || sigma.cols() != m || sigma_inv.rows() != m || sigma_inv.cols() != m)
+    throw GpuError("GPU collision system: Sigma and its inverse must be square and of one size");
+  if (max_springs <= 0 || max_rhs <= 0) throw GpuError("GPU collision system: max_springs and max_rhs must be > 0");
+  q.m = m;
+  q.kmax = max_springs;
+  q.rmax = max_rhs;
+  const int qmax = std::min(m, 8 * max_springs);
+  const double mm = static_cast<double>(m) * m;
+  require_memory(8.0 * (3.0 * mm + 4.0 * m * max_rhs + static_cast<double>(qmax) * qmax +
+                        static_cast<double>(max_springs) * (2.0 * qmax + max_springs + 2.0 * max_rhs)) +
+                     64.0 * max_springs * 64,
+                 "GPU collision system");
+  cuda_check(cublasCreate(&q.blas), "cublasCreate");
+  cuda_check(cublasSetStream(q.blas, stream()), "cublasSetStream");
+  cuda_check(cusolverDnCreate(&q.solver), "cusolverDnCreate");
+  cuda_check(cusolverDnSetStream(q.solver, stream()), "cusolverDnSetStream");
+  const size_t m2 = static_cast<size_t>(m) * m, mr = static_cast<size_t>(m) * max_rhs;
+  q.sigma = q.mem.alloc<double>(m2, "GPU collision system Sigma");
+  q.sigma_inv = q.mem.alloc<double>(m2, "GPU collision system Sigma^-1");
+  q.H = q.mem.alloc<double>(m2, "GPU collision system H");
+  cuda_check(cudaMemcpy(q.sigma, sigma.data(), m2 * sizeof(double), cudaMemcpyHostToDevice), "upload Sigma");
+  cuda_check(cudaMemcpy(q.sigma_inv, sigma_inv.data(), m2 * sizeof(double), cudaMemcpyHostToDevice), "upload Sigma^-1");
+  q.G = q.mem.alloc<double>(mr, "GPU collision system g");
+  q.U = q.mem.alloc<double>(mr, "GPU collision system u");
+  q.V = q.mem.alloc<double>(mr, "GPU collision system v");
+  q.R = q.mem.alloc<double>(mr, "GPU collision system r");
+  const size_t K = static_cast<size_t>(max_springs), Q = static_cast<size_t>(qmax), Rr = static_cast<size_t>(max_rhs);
+  q.B = q.mem.alloc<double>(Q * Q, "GPU collision system B");
+  q.WN = q.mem.alloc<double>(K * Q, "GPU collision system W");
+  q.T = q.mem.alloc<double>(K * Q, "GPU collision system T");
+  q.S = q.mem.alloc<double>(K * K, "GPU collision system S");
+  q.vN = q.mem.alloc<double>(Q * Rr, "GPU collision system v_N");
+  q.y = q.mem.alloc<double>(K * Rr, "GPU collision system s");
+  q.Z = q.mem.alloc<double>(Q * Rr, "GPU collision system z");
+  q.cinv = q.mem.alloc<double>(K, "GPU collision system C^-1");
+  q.vals = q.mem.alloc<double>(K * 64, "GPU collision system entries");
+  q.rows = q.mem.alloc<int>(K * 64, "GPU collision system entries");
+  q.cols = q.mem.alloc<int>(K * 64, "GPU collision system entries");
+  q.nodes = q.mem.alloc<int>(Q, "GPU collision system nodes");
+  q.info = q.mem.alloc<int>(2, "GPU collision system info");  // potrf, potrs
+  int lh = 0, ls = 0;
+  cuda_check(cusolverDnDpotrf_bufferSize(q.solver, CUBLAS_FILL_MODE_LOWER, m, q.H, m, &lh), "potrf_bufferSize");
+  cuda_check(cusolverDnDpotrf_bufferSize(q.solver, CUBLAS_FILL_MODE_LOWER, max_springs, q.S, max_springs, &ls),
+             "potrf_bufferSize");
+  q.lwork = std::max({lh, ls, 1});
+  q.work = q.mem.alloc<double>(static_cast<size_t>(q.lwork), "GPU collision system workspace");
+}
+
+DeviceSchurSystem::~DeviceSchurSystem() = default;
+
+void DeviceSchurSystem::set_springs(const std::vector<ContactSpring>& springs) {
+  Impl& q = *impl_;
+  const int k = static_cast<int>(springs.size());
+  if (k > q.kmax) throw GpuError(fmt::format("GPU collision system: {} springs, built for {}", k, q.kmax));
+  // Distinct nodes N (ascending) and W_N (k × q, column-major); the entries c w wᵀ of the lower
+  // triangle merged per (row, column) in a fixed order.
+  std::vector<int> nodes;
+  for (const auto& sp : springs)
+    for (int a = 0; a < 8; ++a)
+      if (sp.weights[a] != 0.0) {
+        if (sp.nodes[a] < 0 || sp.nodes[a] >= q.m)
+          throw GpuError(fmt::format("GPU collision system: node {} outside the region of {}", sp.nodes[a], q.m));
+        nodes.push_back(sp.nodes[a]);
+      }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const int nq = static_cast<int>(nodes.size());
+  std::vector<double> WN(static_cast<size_t>(k) * nq, 0.0), cinv(k);
+  std::map<std::pair<int, int>, double> entries;
+  q.all_positive = true;
+  for (int j = 0; j < k; ++j) {
+    const auto& sp = springs[j];
+    q.all_positive = q.all_positive && sp.stiffness > 0;
+    cinv[j] = sp.stiffness > 0 ? 1.0 / sp.stiffness : 0.0;
+    for (int a = 0; a < 8; ++a) {
+      if (sp.weights[a] == 0.0) continue;
+      const int pa = static_cast<int>(std::lower_bound(nodes.begin(), nodes.end(), sp.nodes[a]) - nodes.begin());
+      WN[j + static_cast<size_t>(pa) * k] += sp.weights[a];
+      for (int b = 0; b < 8; ++b)
+        if (sp.weights[b] != 0.0 && sp.nodes[a] >= sp.nodes[b])
+          entries[{sp.nodes[a], sp.nodes[b]}] += sp.stiffness * sp.weights[a] * sp.weights[b];
+    }
+  }
+  std::vector<int> rows, cols;
+  std::vector<double> vals;
+  for (const auto& [rc, v] : entries) {
+    rows.push_back(rc.first);
+    cols.push_back(rc.second);
+    vals.push_back(v);
+  }
+  auto up = [](auto* dst, const auto& v) {
+    if (!v.empty())
+      cuda_check(cudaMemcpyAsync(dst, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice, stream()),
+                 "upload springs");
+  };
+  up(q.rows, rows);
+  up(q.cols, cols);
+  up(q.vals, vals);
+  up(q.nodes, nodes);
+  up(q.WN, WN);
+  up(q.cinv, cinv);
+  synchronize();
+  q.k = k;
+  q.q = nq;
+  q.nentries = static_cast<int>(vals.size());
+}
+
+void DeviceSchurSystem::set_rhs(const Eigen::MatrixXd& g) {
+  Impl& q = *impl_;
+  if (g.rows() != q.m || g.cols() < 1 || g.cols() > q.rmax)
+    throw GpuError(
+        fmt::format("GPU collision system: rhs {}x{} for m = {}, up to {} columns", g.rows(), g.cols(), q.m, q.rmax));
+  q.r = static_cast<int>(g.cols());
+  cuda_check(cudaMemcpyAsync(q.G, g.data(), g.size() * sizeof(double), cudaMemcpyHostToDevice, stream()), "upload g");
+  synchronize();
+}
+
+void DeviceSchurSystem::refactor_async() {
+  Impl& q = *impl_;
+  cudaStream_t st = stream();
+  const size_t m2 = static_cast<size_t>(q.m) * q.m;
+  cuda_check(cudaMemsetAsync(q.info, 0, 2 * sizeof(int), st), "info");
+  cuda_check(cudaMemcpyAsync(q.H, q.sigma, m2 * sizeof(double), cudaMemcpyDeviceToDevice, st), "H = Sigma");
+  detail::launch_add_entries(q.H, q.m, q.rows, q.cols, q.vals, q.nentries, st);
+  cuda_check(cusolverDnDpotrf(q.solver, CUBLAS_FILL_MODE_LOWER, q.m, q.H, q.m, q.work, q.lwork, q.info), "potrf H");
+  cuda_check(cudaMemcpyAsync(q.U, q.G, static_cast<size_t>(q.m) * q.r * sizeof(double), cudaMemcpyDeviceToDevice, st),
+             "u = g");
+  cuda_check(cusolverDnDpotrs(q.solver, CUBLAS_FILL_MODE_LOWER, q.m, q.r, q.H, q.m, q.U, q.m, q.info + 1), "potrs H");
+  q.last = Impl::Last::Refactor;
+}
+
+void DeviceSchurSystem::woodbury_async() {
+  Impl& q = *impl_;
+  if (!q.all_positive) throw GpuError("GPU collision system: Woodbury needs every spring stiffness > 0");
+  cudaStream_t st = stream();
+  const double one = 1.0, zero = 0.0;
+  const auto N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  cuda_check(cudaMemsetAsync(q.info, 0, 2 * sizeof(int), st), "info");
+  // v = Σ⁻¹ g; B = Σ⁻¹[N, N]; v_N = v[N].
+  cuda_check(cublasDgemm(q.blas, N, N, q.m, q.r, q.m, &one, q.sigma_inv, q.m, q.G, q.m, &zero, q.V, q.m), "v");
+  if (q.k > 0) {
+    detail::launch_gather(q.sigma_inv, q.m, q.nodes, q.q, q.B, st);
+    detail::launch_gather_rows(q.V, q.m, q.nodes, q.q, q.r, q.vN, st);
+    // S = W_N B W_Nᵀ + C⁻¹.
+    cuda_check(cublasDgemm(q.blas, N, N, q.k, q.q, q.q, &one, q.WN, q.k, q.B, q.q, &zero, q.T, q.k), "T");
+    cuda_check(cublasDgemm(q.blas, N, T, q.k, q.k, q.q, &one, q.T, q.k, q.WN, q.k, &zero, q.S, q.k), "S");
+    detail::launch_add_diagonal(q.S, q.k, q.cinv, st);
+    cuda_check(cusolverDnDpotrf(q.solver, CUBLAS_FILL_MODE_LOWER, q.k, q.S, q.k, q.work, q.lwork, q.info), "potrf S");
+    // s = S⁻¹ W_N v_N; r = g − W_Nᵀ s scattered to N.
+    cuda_check(cublasDgemm(q.blas, N, N, q.k, q.r, q.q, &one, q.WN, q.k, q.vN, q.q, &zero, q.y, q.k), "W v");
+    cuda_check(cusolverDnDpotrs(q.solver, CUBLAS_FILL_MODE_LOWER, q.k, q.r, q.S, q.k, q.y, q.k, q.info + 1), "potrs S");
+    cuda_check(cublasDgemm(q.blas, T, N, q.q, q.r, q.k, &one, q.WN, q.k, q.y, q.k, &zero, q.Z, q.q), "W^T s");
+  }
+  cuda_check(cudaMemcpyAsync(q.R, q.G, static_cast<size_t>(q.m) * q.r * sizeof(double), cudaMemcpyDeviceToDevice, st),
+             "r = g");
+  if (q.k > 0) detail::launch_scatter_subtract(q.R, q.m, q.nodes, q.q, q.r, q.Z, st);
+  cuda_check(cublasDgemm(q.blas, N, N, q.m, q.r, q.m, &one, q.sigma_inv, q.m, q.R, q.m, &zero, q.U, q.m), "u");
+  q.last = Impl::Last::Woodbury;
+}
+
+Eigen::MatrixXd DeviceSchurSystem::result() {
+  Impl& q = *impl_;
+  if (q.last == Impl::Last::None) throw GpuError("GPU collision system: nothing solved yet");
+  int info = 0;
+  cuda_check(cudaMemcpyAsync(&info, q.info, sizeof(int), cudaMemcpyDeviceToHost, stream()), "info");
+  Eigen::MatrixXd u(q.m, q.r);
+  cuda_check(cudaMemcpyAsync(u.data(), q.U, u.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()), "download u");
+  synchronize();
+  if (info > 0)
+    throw SolverError(fmt::format("GPU collision system: {} is not positive definite (potrf failed at column {})",
+                                  q.last == Impl::Last::Refactor ? "H = Sigma + W^T C W" : "the Woodbury capacitance S",
+                                  info - 1));
+  return u;
 }
 
 #endif

@@ -243,7 +243,46 @@ void backward_level(const SolveData& d, const LevelLaunch& l, int groups, cudaSt
   bwd_reduce<K, true><<<dim3(l.n_diag_tiles, groups), T::kRows, 0, st>>>(d, l.diag_tiles);
 }
 
+// Dense helpers: each output entry is written by one thread (no two threads share a target).
+__global__ void add_entries(double* H, int ld, const int* rows, const int* cols, const double* vals, int count) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < count) H[rows[t] + static_cast<long long>(cols[t]) * ld] += vals[t];
+}
+__global__ void gather(const double* A, int ld, const int* idx, int q, double* B) {
+  const int a = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
+  if (a < q) B[a + static_cast<long long>(b) * q] = A[idx[a] + static_cast<long long>(idx[b]) * ld];
+}
+__global__ void gather_rows(const double* V, int ld, const int* idx, int q, double* out) {
+  const int a = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+  if (a < q) out[a + static_cast<long long>(c) * q] = V[idx[a] + static_cast<long long>(c) * ld];
+}
+__global__ void add_diagonal(double* S, int k, const double* d) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < k) S[j + static_cast<long long>(j) * k] += d[j];
+}
+__global__ void scatter_subtract(double* R, int ld, const int* idx, int q, const double* Z) {
+  const int a = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+  if (a < q) R[idx[a] + static_cast<long long>(c) * ld] -= Z[a + static_cast<long long>(c) * q];
+}
+
 }  // namespace
+
+void launch_add_entries(double* H, int ld, const int* rows, const int* cols, const double* vals, int count,
+                        cudaStream_t st) {
+  if (count > 0) add_entries<<<(count + 255) / 256, 256, 0, st>>>(H, ld, rows, cols, vals, count);
+}
+void launch_gather(const double* A, int ld, const int* idx, int q, double* B, cudaStream_t st) {
+  if (q > 0) gather<<<dim3((q + 127) / 128, q), 128, 0, st>>>(A, ld, idx, q, B);
+}
+void launch_gather_rows(const double* V, int ld, const int* idx, int q, int r, double* out, cudaStream_t st) {
+  if (q > 0) gather_rows<<<dim3((q + 127) / 128, r), 128, 0, st>>>(V, ld, idx, q, out);
+}
+void launch_add_diagonal(double* S, int k, const double* d, cudaStream_t st) {
+  if (k > 0) add_diagonal<<<(k + 127) / 128, 128, 0, st>>>(S, k, d);
+}
+void launch_scatter_subtract(double* R, int ld, const int* idx, int q, int r, const double* Z, cudaStream_t st) {
+  if (q > 0) scatter_subtract<<<dim3((q + 127) / 128, r), 128, 0, st>>>(R, ld, idx, q, Z);
+}
 
 #define XPD_DISPATCH_K(K, CALL) \
   switch (K) {                  \

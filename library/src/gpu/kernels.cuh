@@ -70,4 +70,12 @@ struct PdData {
 void launch_forces(const PdData& d, cudaStream_t st);
 void launch_add_step(const PdData& d, cudaStream_t st);
 
+/// Dense helpers of DeviceSchurSystem (column-major matrices).
+void launch_add_entries(double* H, int ld, const int* rows, const int* cols, const double* vals, int count,
+                        cudaStream_t st);
+void launch_gather(const double* A, int ld, const int* idx, int q, double* B, cudaStream_t st);
+void launch_gather_rows(const double* V, int ld, const int* idx, int q, int r, double* out, cudaStream_t st);
+void launch_add_diagonal(double* S, int k, const double* d, cudaStream_t st);
+void launch_scatter_subtract(double* R, int ld, const int* idx, int q, int r, const double* Z, cudaStream_t st);
+
 }  // namespace xpd::gpu::detail

@@ -8,6 +8,7 @@
 // built (after checking cudaMemGetInfo: the error names the bytes needed and free) and never inside
 // a solve or an iteration; every reduction sums in a fixed order, so two runs are bitwise equal.
 #include <Eigen/Core>
+#include <array>
 #include <functional>
 #include <memory>
 #include <xpd/core/types.hpp>
@@ -151,6 +152,44 @@ class DeviceDenseCholesky {
   void factorize();
   /// Solves with the last factor: B (m × r, r ≤ max_rhs) := H⁻¹ B on the host.
   void solve(Eigen::Ref<Eigen::MatrixXd> B);
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One contact spring of the collision system (as solver/schur.hpp's SchurProxy): c/2 ‖w · x2 − t‖²
+/// with w = Σ_a weights[a] e_{nodes[a]} over region-local node indices; unused slots weigh 0.
+struct ContactSpring {
+  std::array<int, 8> nodes{};
+  std::array<double, 8> weights{};
+  double stiffness = 0;
+};
+
+/// The dense part of paper 000's collision solve on the device (Wang et al. 2021, Algorithm 1,
+/// steps 4.5–4.6): H u2 = g with H = Σ + Wᵀ C W, Σ (the m × m Schur complement) and Σ⁻¹ resident.
+///   refactor: H ← Σ (device copy); the distinct entries of Wᵀ C W, merged on the host in a fixed
+///     order, added by one thread each; cuSOLVER potrf + potrs;
+///   woodbury (Li et al. 2023, §3.2): v = Σ⁻¹ g, B = Σ⁻¹[N, N] over the q distinct nodes N,
+///     S = C⁻¹ + W_N B W_Nᵀ (k × k), s = S⁻¹ W_N v_N, u2 = Σ⁻¹ (g − Wᵀ s) (cuBLAS gemm, potrf/potrs).
+/// All buffers are sized at construction for up to `max_springs` springs and `max_rhs` columns.
+class DeviceSchurSystem {
+ public:
+  DeviceSchurSystem(const Eigen::MatrixXd& sigma, const Eigen::MatrixXd& sigma_inv, int max_springs, int max_rhs = 3);
+  ~DeviceSchurSystem();
+  DeviceSchurSystem(const DeviceSchurSystem&) = delete;
+  DeviceSchurSystem& operator=(const DeviceSchurSystem&) = delete;
+  /// Sets the springs (host preparation, a few KB uploaded). GpuError when there are more than
+  /// max_springs or a node is out of range; woodbury needs every stiffness > 0.
+  void set_springs(const std::vector<ContactSpring>& springs);
+  /// Uploads g (m × r) into the system's right-hand side.
+  void set_rhs(const Eigen::MatrixXd& g);
+  /// u2 = H⁻¹ g on the device (asynchronous); no pivot check (solve() checks).
+  void refactor_async();
+  void woodbury_async();
+  /// The last u2, after checking the factorization: SolverError naming the column when H (or S) is
+  /// not positive definite.
+  Eigen::MatrixXd result();
   struct Impl;
 
  private:

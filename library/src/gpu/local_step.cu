@@ -1,61 +1,13 @@
 // The corotated local step with forces on the device (DevicePd). Compiled without fused
 // multiply–adds (-fmad=false, library/CMakeLists.txt): every operation is that of the CPU's kernel
-// (energy/tet_kernel.hpp polar_range, energy/polar_kernel.hpp, springs.cpp, loads.cpp) in the
+// (energy/tet_kernel.hpp polar_range, energy/polar_newton.hpp, springs.cpp, loads.cpp) in the
 // same order, so the device forces equal the CPU's bit for bit.
+#include "energy/polar_newton.hpp"
 #include "kernels.cuh"
 
 namespace xpd::gpu::detail {
 
 namespace {
-
-// Local step: the scaled Newton polar iteration of energy/polar_kernel.hpp, same operations.
-__device__ bool polar_newton(const double* f, double* r) {
-  double x[9];
-  double nx = 0.0;
-  for (int i = 0; i < 9; ++i) {
-    x[i] = f[i];
-    nx += f[i] * f[i];
-  }
-  {
-    const double det =
-        x[0] * (x[4] * x[8] - x[5] * x[7]) + x[1] * (x[5] * x[6] - x[3] * x[8]) + x[2] * (x[3] * x[7] - x[4] * x[6]);
-    if (!(det > 1e-6 * nx * sqrt(nx))) return false;
-  }
-  for (int it = 0; it < 40; ++it) {
-    double c[9];
-    c[0] = x[4] * x[8] - x[5] * x[7];
-    c[1] = x[5] * x[6] - x[3] * x[8];
-    c[2] = x[3] * x[7] - x[4] * x[6];
-    c[3] = x[7] * x[2] - x[8] * x[1];
-    c[4] = x[8] * x[0] - x[6] * x[2];
-    c[5] = x[6] * x[1] - x[7] * x[0];
-    c[6] = x[1] * x[5] - x[2] * x[4];
-    c[7] = x[2] * x[3] - x[0] * x[5];
-    c[8] = x[0] * x[4] - x[1] * x[3];
-    const double det = x[0] * c[0] + x[1] * c[1] + x[2] * c[2];
-    const double inv = 1.0 / det;
-    double a = 0.5, b = 0.5 * inv;
-    if (it == 0) {
-      double nc = 0.0;
-      for (int i = 0; i < 9; ++i) nc += c[i] * c[i];
-      const double zeta = sqrt(sqrt(nc * inv * inv / nx));
-      a = 0.5 * zeta;
-      b = 0.5 * inv / zeta;
-    }
-    double d2 = 0.0;
-    for (int i = 0; i < 9; ++i) {
-      const double xn = a * x[i] + b * c[i];
-      const double dd = xn - x[i];
-      d2 += dd * dd;
-      x[i] = xn;
-    }
-    if (d2 < 1e-14) {
-      for (int i = 0; i < 9; ++i) r[i] = x[i];
-      return true;
-    }
-  }
-  return false;
-}
 
 // One thread per tet: H = −w (F − R) Dm⁻ᵀ (column-major 3×3; column a is node a+1's force).
 __global__ void tet_forces(PdData d) {
@@ -81,7 +33,7 @@ __global__ void tet_forces(PdData d) {
   double R[9];
   const double w = d.weight[t];
   double H[9];
-  if (!polar_newton(F, R)) {
+  if (!::xpd::detail::polar_rotation_newton(F, R)) {
     atomicOr(d.status, 1);
 #pragma unroll
     for (int e = 0; e < 9; ++e) H[e] = 0.0;

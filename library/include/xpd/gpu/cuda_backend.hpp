@@ -104,8 +104,9 @@ struct DevicePdDesc {
 
 /// Plain PD on the device, positions resident:
 ///   local step: one thread per tet, F = Ds Dm⁻¹, R = polar(F) by the scaled Newton iteration of
-///     energy/polar_newton.hpp (the one source of both), per-tet force block H = −w (F − R) Dm⁻ᵀ (the CPU's operations
-///     in the CPU's order, no FMA contraction: the forces equal the CPU's bit for bit);
+///     energy/polar_newton.hpp (one source for CPU and device), per-tet force block
+///     H = −w (F − R) Dm⁻ᵀ (the CPU's operations in the CPU's order, no FMA contraction: the
+///     forces equal the CPU's bit for bit);
 ///   forces: one thread per node gathers its tets' blocks in element order, then adds the
 ///     attachment springs −k (x_i − t), m_i g and the nodal forces;
 ///   iteration: x ← x + K⁻¹ f(x) (DeviceSolve, 3 right-hand sides).

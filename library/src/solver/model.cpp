@@ -226,10 +226,10 @@ Model build_model(const ModelDesc& d) {
       if (m.reg_(i) != 0.0) m.K_.coeffRef(i, i) += m.reg_(i);
   }
   m.K_.makeCompressed();
-  m.factor_ = std::make_unique<SparseCholesky>(d.backend);
   for (const auto& term : m.terms_) m.coupled_ = m.coupled_ || term->couples_coordinates();
+  if (d.factorize) m.factor_ = std::make_unique<SparseCholesky>(d.backend);
   if (!m.coupled_) {
-    m.factor_->compute(m.K_);
+    if (m.factor_) m.factor_->compute(m.K_);
     return m;
   }
   // Coupled 3n × 3n matrix: K ⊗ I₃ (with inertia and regularization) plus the coupling terms.
@@ -243,8 +243,14 @@ Model build_model(const ModelDesc& d) {
   m.K3_.resize(3 * nv, 3 * nv);
   m.K3_.setFromTriplets(trip3.begin(), trip3.end());
   m.K3_.makeCompressed();
-  m.factor_->compute(m.K3_);
+  if (m.factor_) m.factor_->compute(m.K3_);
   return m;
+}
+
+const SparseCholesky& Model::factor() const {
+  if (!factor_)
+    throw SolverError("Model::factor: this model was built without a factorization (ModelDesc::factorize = false)");
+  return *factor_;
 }
 
 }  // namespace xpd

@@ -83,14 +83,37 @@ double PdStep::evaluate(State& s, FrameStats& st) {
   return xpd::evaluate(*model_, s, &st.timings_ms, store_projections_);
 }
 
+PdStep::PdStep(const Model& model, const DynamicLdlt& factor, bool store_projections)
+    : model_(&model), dynamic_(&factor), store_projections_(store_projections) {
+  if (model.coupled())
+    throw SolverError(
+        "PdStep: a DynamicLdlt factors the n x n matrix; this model's global step is the coupled "
+        "3n x 3n matrix (lambda volume term with the coupled volume matrix)");
+  if (factor.rows() != model.num_nodes())
+    throw SolverError(
+        fmt::format("PdStep: the DynamicLdlt has order {}, the model {} nodes", factor.rows(), model.num_nodes()));
+}
+
+void PdStep::solve(Eigen::Ref<Eigen::MatrixXd> b) const {
+  if (dynamic_)
+    dynamic_->solve_in_place(b);
+  else
+    model_->factor().solve_in_place(b);
+}
+
 void PdStep::iterate(State& s, FrameStats& st) {
   PhaseTimer pt;
-  solve_global(*model_, s);
+  if (dynamic_) {
+    s.rhs = s.force;  // row-major #V×3 → column-major n×3 (no reallocation: same size)
+    dynamic_->solve_in_place(s.rhs);
+  } else {
+    solve_global(*model_, s);
+  }
   s.step = s.rhs;  // column-major n × 3 → row-major #V × 3 (same size: no allocation)
   pt.lap(st.timings_ms.solve);
 }
 
-void PdStep::solve_with_matrix(Eigen::MatrixXd& b) const { model_->factor().solve_in_place(b); }
+void PdStep::solve_with_matrix(Eigen::MatrixXd& b) const { solve(b); }
 
 FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   PdStep pd(model, opt.store_projections);

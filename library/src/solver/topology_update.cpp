@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <xpd/core/error.hpp>
@@ -52,6 +54,56 @@ FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
     add_block(r, w, {mesh.tets(t, 0), mesh.tets(t, 1), mesh.tets(t, 2), mesh.tets(t, 3)}, 1.0);
   }
   return m;
+}
+
+namespace {
+
+// √c · Σ_k sign_k Σ_a weight_a e_node_a over the given points, same nodes merged, zeros dropped.
+SparseColumn scaled_column(const char* what, const BaryPoint* const* points, const double* signs, int count,
+                           double stiffness, int num_nodes) {
+  if (!std::isfinite(stiffness) || stiffness <= 0)
+    throw SolverError(fmt::format("{}: stiffness must be finite and > 0 (got {})", what, stiffness));
+  SparseColumn col;
+  for (int k = 0; k < count; ++k)
+    for (size_t a = 0; a < 4; ++a) {
+      const int i = points[k]->nodes[a];
+      if (i < 0) continue;
+      if (i >= num_nodes)
+        throw SolverError(fmt::format("{}: node {} out of range (the model has {} nodes)", what, i, num_nodes));
+      const double v = signs[k] * points[k]->weights[a];
+      const auto it = std::find(col.rows.begin(), col.rows.end(), i);
+      if (it == col.rows.end()) {
+        col.rows.push_back(i);
+        col.values.push_back(v);
+      } else {
+        col.values[static_cast<size_t>(it - col.rows.begin())] += v;
+      }
+    }
+  const double scale = std::sqrt(stiffness);
+  SparseColumn out;
+  for (size_t j = 0; j < col.rows.size(); ++j)
+    if (col.values[j] != 0.0) {
+      out.rows.push_back(col.rows[j]);
+      out.values.push_back(scale * col.values[j]);
+    }
+  if (out.rows.empty())
+    throw SolverError(fmt::format("{}: {} (the spring would have no effect)", what,
+                                  count == 2 ? "its two ends are the same point" : "the point has no weight"));
+  return out;
+}
+
+}  // namespace
+
+SparseColumn spring_column(const PointSpring& spring, int num_nodes) {
+  const BaryPoint* pts[2] = {&spring.a, &spring.b};
+  const double signs[2] = {1.0, -1.0};
+  return scaled_column("spring_column", pts, signs, 2, spring.stiffness, num_nodes);
+}
+
+SparseColumn attachment_column(const BaryPoint& point, double stiffness, int num_nodes) {
+  const BaryPoint* pts[1] = {&point};
+  const double signs[1] = {1.0};
+  return scaled_column("attachment_column", pts, signs, 1, stiffness, num_nodes);
 }
 
 }  // namespace xpd

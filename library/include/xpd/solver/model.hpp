@@ -72,6 +72,10 @@ struct ModelDesc {
   bool allow_unattached = false;
   double free_body_regularization = 1e-6;
   CholeskyBackend backend = CholeskyBackend::Cholmod;
+  /// false: build_model assembles K but does not factor it (Model::factor() then throws); for
+  /// models whose global step solves with another factor, e.g. a DynamicLdlt that follows topology
+  /// changes (PdStep's second constructor), where refactoring every event is what it avoids.
+  bool factorize = true;
 };
 
 class TetTerm;
@@ -104,7 +108,10 @@ class Model {
   const Eigen::VectorXd& regularization() const { return reg_; }
   /// The factor of the global step's matrix: matrix() (n × n, 3 right-hand sides), or matrix3()
   /// when coupled() (3n × 3n, one right-hand side).
-  const SparseCholesky& factor() const { return *factor_; }
+  /// Throws SolverError when the model was built with ModelDesc::factorize = false.
+  const SparseCholesky& factor() const;
+  /// False when the model was built with ModelDesc::factorize = false.
+  bool has_factor() const { return factor_ != nullptr; }
   /// Frame inputs as given in the ModelDesc (copied into a new State).
   const FrameInputs& initial_inputs() const { return inputs0_; }
   /// Number of connected components and how many needed regularization.

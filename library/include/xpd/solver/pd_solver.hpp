@@ -10,6 +10,7 @@
 // it from above. The global step then yields a quasi-Newton direction δ = K⁻¹ f(x) for the true
 // energy (f = −∇E; for λ = 0 this is exactly the PD step), and a backtracking line search (Armijo,
 // step halving from α = 1) keeps the energy monotone. Anderson works on top; Chebyshev is refused.
+#include <xpd/solver/dynamic_ldlt.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/solver_options.hpp>
@@ -33,10 +34,18 @@ void solve_global(const Model& model, State& state);
 /// The plain PD global step as a frame-loop strategy: δ = K⁻¹ f(x) with the model's one factor
 /// (solve_global); with the λ volume term the same direction, line-searched by the loop. Supports
 /// every accelerator except Chebyshev with the volume term. Holds only a reference to the model.
+///
+/// The second constructor solves with a DynamicLdlt instead of the model's factor: the factor of a
+/// model whose topology changes (cuts, sutures, hooks; Li, Liu, Kavan & Chen 2021), kept equal to
+/// model.matrix() by DynamicLdlt::modify() while the model itself may be built without a
+/// factorization (ModelDesc::factorize = false). The caller keeps the factor alive and unchanged
+/// during a frame. Throws SolverError when the model is coupled (λ volume term: 3n × 3n matrix) or
+/// the factor's order is not model.num_nodes().
 class PdStep final : public GlobalStep {
  public:
   explicit PdStep(const Model& model, bool store_projections = false)
       : model_(&model), store_projections_(store_projections) {}
+  PdStep(const Model& model, const DynamicLdlt& factor, bool store_projections = false);
   const char* name() const override { return "step"; }
   bool supports(Accelerator a) const override;
   const char* unsupported_reason(Accelerator a) const override;
@@ -47,7 +56,9 @@ class PdStep final : public GlobalStep {
   void solve_with_matrix(Eigen::MatrixXd& b) const override;
 
  private:
+  void solve(Eigen::Ref<Eigen::MatrixXd> b) const;
   const Model* model_;
+  const DynamicLdlt* dynamic_ = nullptr;
   bool store_projections_;
 };
 

@@ -3,6 +3,7 @@
 // columns to add to and remove from the PD matrix (Li, Liu, Kavan & Chen 2021, eq. 3:
 // K = Σ_e W_e W_eᵀ, W_e = √w_e G_eᵀ), so that a DynamicLdlt follows it without refactorization.
 #include <vector>
+#include <xpd/energy/springs.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
 #include <xpd/topology/face_cut.hpp>
@@ -20,5 +21,19 @@ namespace xpd {
 /// make_tet_elements computes it).
 FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
                                     const std::vector<double>& weight_stiffness);
+
+/// The column w with w wᵀ = the PD-matrix block of a spring between two points (SpringTerm's
+/// c·b bᵀ, b = weights of a and minus those of b; the block does not depend on the rest length):
+/// w = √c·b, nodes that appear in both points merged (Li et al. 2021, eq. 3 with a spring as the
+/// element). A suture is a zero-rest-length spring between the two sides of a wound: add this
+/// column to place it (`FactorModification::added`), remove it to cut the stitch (`removed`).
+/// Throws SolverError naming the problem: stiffness not finite and > 0, a node out of
+/// [0, num_nodes), or two ends that are the same point (the column would be zero).
+SparseColumn spring_column(const PointSpring& spring, int num_nodes);
+
+/// The column √c·b of an attachment (a zero-rest-length spring to a target, AttachmentTerm's
+/// c·b bᵀ): a skin hook when added, an attachment released by undermining when removed. Throws
+/// SolverError like spring_column.
+SparseColumn attachment_column(const BaryPoint& point, double stiffness, int num_nodes);
 
 }  // namespace xpd

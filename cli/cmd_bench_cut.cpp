@@ -2,7 +2,8 @@
 // box bar (both x-ends attached) advances k ∈ {1, 4, 8, 16, 32, 64} faces per frame; each frame's
 // factor change is applied to a DynamicLdlt (progressive Cholesky) and timed against a full
 // analyze + factorize with CHOLMOD, then the cut goes on (8 faces per frame) to `--frames` cut
-// frames for the fill figure; one PD iteration with each factor closes the run. All in one run.
+// frames for the fill figure, with the fill policy (DynamicLdlt::refill) checked every
+// `--refill-every` frames; one PD iteration with each factor closes the run. All in one run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,10 +29,12 @@ namespace {
 
 struct BenchCutOptions {
   int box = 32;
-  int repeats = 3;     // frames per k (median reported)
-  int frames = 300;    // cut frames in all (the fill figure)
-  int fill_k = 8;      // faces per frame after the k sweep
-  int iterations = 5;  // PD iterations timed per factor (median)
+  int repeats = 3;           // frames per k (median reported)
+  int frames = 300;          // cut frames in all (the fill figure)
+  int fill_k = 8;            // faces per frame after the k sweep
+  int iterations = 5;        // PD iterations timed per factor (median)
+  int refill_every = 50;     // cut frames between fill-policy checks after the k sweep (0 = off)
+  double fill_ratio = 1.15;  // FillPolicy::nnz_ratio
   bool json = false;
 };
 
@@ -120,12 +123,39 @@ void run_bench_cut(const BenchCutOptions& o) {
     if (ms.empty()) break;
     cuts.push_back({{"k", k}, {"update_ms", median(ms)}, {"update_ms_max", *std::max_element(ms.begin(), ms.end())}});
   }
+  // The fill phase, with the fill policy checked every refill_every cut frames (between
+  // interactions): the cut model is assembled (no factorization) and DynamicLdlt::refill analyzes
+  // it, refactoring when nnz(L) has passed fill_ratio × the fresh ordering's.
   std::vector<double> fill_ms;
-  while (frames < total) {
-    const double u = cut_frame(o.fill_k);
-    if (u < 0) break;
-    fill_ms.push_back(u);
-    progress.update(frames, fmt::format("k = {}", o.fill_k));
+  nlohmann::ordered_json refills = nlohmann::ordered_json::array();
+  int fill_frames = 0, refactors = 0, checked_at = -1;
+  for (bool last = false; !last;) {
+    const double u = frames < total ? cut_frame(o.fill_k) : -1;
+    last = u < 0;  // the cut is over: the policy is checked once more, between interactions
+    if (!last) {
+      fill_ms.push_back(u);
+      ++fill_frames;
+    }
+    if (o.refill_every > 0 && fill_frames > 0 && checked_at != frames && (last || fill_frames % o.refill_every == 0)) {
+      checked_at = frames;
+      Timer ta;
+      ModelDesc dk = desc;
+      dk.mesh = cutter.mesh();
+      dk.factorize = false;
+      const Model mk = build_model(dk);
+      const double assemble_ms = ta.elapsed_ms();
+      const RefillResult r = dyn.refill(mk.matrix(), FillPolicy{o.fill_ratio, 10000});
+      refactors += r.refactored ? 1 : 0;
+      refills.push_back({{"frame", frames},
+                         {"nnz_L", r.nnz_L},
+                         {"nnz_L_fresh", r.nnz_L_fresh},
+                         {"refactored", r.refactored},
+                         {"reason", r.reason},
+                         {"assemble_ms", assemble_ms},
+                         {"analyze_ms", r.analyze_ms},
+                         {"factorize_ms", r.factorize_ms}});
+    }
+    if (!last) progress.update(frames, fmt::format("k = {}", o.fill_k));
   }
   progress.finish();
 
@@ -190,6 +220,10 @@ void run_bench_cut(const BenchCutOptions& o) {
   j["nnz_L_start"] = nnz_start;
   j["nnz_L_end"] = dyn.info().nnz_L;
   j["nnz_L_fresh"] = fresh.info().nnz_L;
+  j["fill_ratio"] = o.fill_ratio;
+  j["refill_every"] = o.refill_every;
+  j["refactors"] = refactors;
+  j["refills"] = refills;
   j["residual_end"] = residual;
   j["local_ms"] = median(local);
   j["solve_ms_supernodal"] = median(solve_super);
@@ -233,6 +267,14 @@ void add_bench_cut_command(CLI::App& bench) {
   cmd->add_option("--iterations", o->iterations, "PD iterations timed per factor (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--refill-every", o->refill_every,
+                  "Cut frames between checks of the fill policy after the k sweep (assemble the cut model, "
+                  "analyze it, refactor when nnz(L) > --fill-ratio x the fresh ordering's); 0 = never")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--fill-ratio", o->fill_ratio, "The fill policy's nnz(L) ratio to a fresh METIS ordering")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 100.0));
   cmd->add_flag("--json", o->json,
                 "Print JSON: refactor_ms, cuts [{k, update_ms}], nnz_L_start, nnz_L_end, nnz_L_fresh, "
                 "iteration_ms_supernodal, iteration_ms_updatable, residual_end");

@@ -298,3 +298,82 @@ TEST(DynamicLdlt, FaceCutSequenceEqualsRefactorizationAfterEveryEvent) {
 
 }  // namespace
 }  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// The fill policy: a cut whose copies enter the order by the paper's rule (before their earliest
+// neighbour) fills L well beyond a fresh ordering's; refill() then refactors with a fresh METIS
+// ordering (nnz equal to a fresh factor's, solves equal CHOLMOD's), keeps the factor untouched
+// when the fill is within the ratio, and refactors after the modification limit.
+TEST(DynamicLdlt, RefillRefactorsWhenTheFillOrTheModificationCountPassesThePolicy) {
+  const TetMesh box = make_box(8, 8, 8, Vec3::Zero(), Vec3(1.1, 1.0, 1.0));
+  const ModelDesc d0 = bar_desc(box);
+  DynamicLdlt f;
+  f.compute(build_model(d0).matrix());
+  FaceCutter cutter(box);
+  const auto faces = faces_across_plane(box, Vec3::UnitX(), 4.0 * 1.1 / 7.0, Vec3(0.0, 1.0, 0.01));
+  ASSERT_EQ(faces.size(), 2u * 7u * 7u);
+  ModelDesc d = d0;
+  for (size_t i = 0; i < faces.size(); i += 7) {
+    const CutEvent ev = cutter.cut(std::vector<TetPair>(faces.begin() + long(i), faces.begin() + long(i + 7)));
+    FactorModification mod = cut_modification(ev, cutter.mesh(), d0.mu);
+    mod.place_before.clear();  // the paper's rule: more fill than before the twin
+    ASSERT_TRUE(f.modify(mod));
+  }
+  d.mesh = cutter.mesh();
+  const Sparse K = build_model(d).matrix();
+  DynamicLdlt fresh;
+  fresh.compute(K);
+  const double grown = f.info().nnz_L;
+  ASSERT_GT(grown, 1.15 * fresh.info().nnz_L);  // the fixture fills
+
+  // Within a looser ratio: analyzed, kept bit for bit.
+  Eigen::MatrixXd b = Eigen::MatrixXd::Random(K.rows(), 3), x0 = b;
+  f.solve_in_place(x0);
+  const RefillResult keep = f.refill(K, FillPolicy{1.1 * grown / fresh.info().nnz_L, 0});
+  EXPECT_FALSE(keep.refactored);
+  EXPECT_STREQ(keep.reason, "");
+  EXPECT_EQ(keep.nnz_L, grown);
+  EXPECT_EQ(keep.nnz_L_fresh, fresh.info().nnz_L);  // the symbolic count is the fresh factor's
+  Eigen::MatrixXd x1 = b;
+  f.solve_in_place(x1);
+  EXPECT_EQ(std::memcmp(x0.data(), x1.data(), sizeof(double) * size_t(x0.size())), 0);
+  EXPECT_EQ(f.info().nnz_L, grown);
+
+  // Past the ratio: refactored with the fresh ordering.
+  const RefillResult r = f.refill(K, FillPolicy{});
+  EXPECT_TRUE(r.refactored);
+  EXPECT_STREQ(r.reason, "fill");
+  EXPECT_EQ(f.info().nnz_L, fresh.info().nnz_L);
+  EXPECT_EQ(f.info().modifications, 0);
+  const auto [res, vs_fresh] = solve_errors(f, K, 7u);
+  EXPECT_LT(res, 1e-12);
+  EXPECT_LT(vs_fresh, 1e-12);
+  if (test::verbose())
+    std::printf("  refill: nnz(L) %.0f -> %.0f (fresh ordering %.0f), analyze %.1f ms, factorize %.1f ms\n", r.nnz_L,
+                f.info().nnz_L, r.nnz_L_fresh, r.analyze_ms, r.factorize_ms);
+
+  // The modification limit.
+  FactorModification spring;
+  spring.added.push_back(SparseColumn{{0, 5}, {1.0, -1.0}});
+  ASSERT_TRUE(f.modify(spring));
+  spring.removed = spring.added;
+  spring.added.clear();
+  ASSERT_TRUE(f.modify(spring));
+  EXPECT_FALSE(f.refill(K, FillPolicy{1.15, 3}).refactored);
+  const RefillResult lim = f.refill(K, FillPolicy{1.15, 2});
+  EXPECT_TRUE(lim.refactored);
+  EXPECT_STREQ(lim.reason, "modifications");
+
+  // Bad input: another order, a bad policy; the factor is unchanged.
+  const double nnz = f.info().nnz_L;
+  EXPECT_THROW(f.refill(build_model(d0).matrix(), FillPolicy{}), SolverError);
+  EXPECT_THROW(f.refill(K, FillPolicy{0.5, 0}), SolverError);
+  EXPECT_EQ(f.info().nnz_L, nnz);
+  DynamicLdlt empty;
+  EXPECT_THROW(empty.refill(K, FillPolicy{}), SolverError);
+}
+
+}  // namespace
+}  // namespace xpd

@@ -380,9 +380,41 @@ struct CholmodCommon {
   ~CholmodCommon() { cholmod_l_finish(&c); }
 };
 
+// Entries of L (diagonal included) that the conversion below stores for a symbolic factor: the
+// column counts, or for a supernodal factor every column's rows within its supernode.
+double symbolic_entries(const cholmod_factor* L) {
+  double e = 0;
+  if (L->is_super) {
+    const auto* super = static_cast<const SuiteSparse_long*>(L->super);
+    const auto* pi = static_cast<const SuiteSparse_long*>(L->pi);
+    for (size_t s = 0; s < L->nsuper; ++s) {
+      const double ncols = static_cast<double>(super[s + 1] - super[s]);
+      const double nrows = static_cast<double>(pi[s + 1] - pi[s]);
+      e += ncols * nrows - ncols * (ncols - 1) / 2;
+    }
+  } else {
+    const auto* cc = static_cast<const SuiteSparse_long*>(L->ColCount);
+    for (size_t k = 0; k < L->n; ++k) e += static_cast<double>(cc[k]);
+  }
+  return e;
+}
+
 }  // namespace
 
-void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
+void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) { (void)compute_impl(A, nullptr, nullptr); }
+
+RefillResult DynamicLdlt::refill(const Eigen::SparseMatrix<double>& A, const FillPolicy& policy) {
+  if (impl_->n == 0) throw SolverError("DynamicLdlt::refill called before compute");
+  if (A.rows() != impl_->n)
+    throw SolverError(fmt::format("DynamicLdlt::refill: the matrix has order {}, the factor {}", A.rows(), impl_->n));
+  if (!(policy.nnz_ratio >= 1.0) || policy.max_modifications < 0)
+    throw SolverError("DynamicLdlt::refill: the policy needs nnz_ratio >= 1 and max_modifications >= 0");
+  RefillResult r;
+  (void)compute_impl(A, &policy, &r);
+  return r;
+}
+
+bool DynamicLdlt::compute_impl(const Eigen::SparseMatrix<double>& A, const FillPolicy* policy, RefillResult* result) {
   if (A.rows() != A.cols() || A.rows() == 0)
     throw SolverError(fmt::format("DynamicLdlt: matrix must be square and non-empty, got {}x{}", A.rows(), A.cols()));
   Impl& m = *impl_;
@@ -429,6 +461,20 @@ void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
     throw SolverError("DynamicLdlt: cholmod_l_analyze failed (out of memory?)");
   }
   const double analyze_ms = t.elapsed_ms();
+  if (policy) {
+    const long mods = m.info.modifications;
+    result->nnz_L = m.info.nnz_L;
+    result->nnz_L_fresh = symbolic_entries(L);
+    result->analyze_ms = analyze_ms;
+    result->reason = m.info.nnz_L > policy->nnz_ratio * result->nnz_L_fresh                 ? "fill"
+                     : (policy->max_modifications > 0 && mods >= policy->max_modifications) ? "modifications"
+                                                                                            : "";
+    if (result->reason[0] == '\0') {
+      cholmod_l_free_factor(&L, &c);
+      cholmod_l_free_sparse(&S, &c);
+      return false;
+    }
+  }
   t.restart();
   cholmod_l_factorize(S, L, &c);
   cholmod_l_free_sparse(&S, &c);
@@ -506,6 +552,12 @@ void DynamicLdlt::compute(const Eigen::SparseMatrix<double>& A) {
   m.info.nnz_L_build = m.info.nnz_L;
   m.info.analyze_ms = analyze_ms;
   m.info.factorize_ms = t.elapsed_ms();
+  if (result) {
+    result->refactored = true;
+    result->factorize_ms = m.info.factorize_ms;
+    result->nnz_L_fresh = m.info.nnz_L;
+  }
+  return true;
 }
 
 bool DynamicLdlt::modify(const FactorModification& mod) {

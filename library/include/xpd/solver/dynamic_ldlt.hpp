@@ -97,6 +97,28 @@ struct DynamicLdltInfo {
   double last_schedule_ms = 0;
 };
 
+/// When a factor kept current by modify() is rebuilt from a fresh ordering instead (Li et al. 2021
+/// give no rule; the patterns of a DynamicLdlt only grow, and the order its insertions chose drifts
+/// from a good one as cuts separate the mesh). Checked by DynamicLdlt::refill() between
+/// interactions, where an analysis (METIS ordering, symbolic only) is affordable.
+struct FillPolicy {
+  /// Refactor when nnz(L) > nnz_ratio × the nnz(L) of a fresh METIS ordering of the current matrix.
+  double nnz_ratio = 1.15;
+  /// Or when this many modify() calls have accumulated since the last compute() (round-off of
+  /// long update/downdate chains); 0 = no limit.
+  long max_modifications = 10000;
+};
+
+/// What one DynamicLdlt::refill() found and did.
+struct RefillResult {
+  bool refactored = false;
+  double nnz_L = 0;         ///< before the call
+  double nnz_L_fresh = 0;   ///< of the fresh METIS ordering (after the call when refactored)
+  double analyze_ms = 0;    ///< the analysis (always run)
+  double factorize_ms = 0;  ///< the numeric factorization (0 when not refactored)
+  const char* reason = "";  ///< "fill", "modifications" or "" (kept)
+};
+
 class DynamicLdlt {
  public:
   DynamicLdlt();
@@ -109,6 +131,13 @@ class DynamicLdlt {
   /// Orders (METIS, through CHOLMOD) and factors the SPD matrix A (only its lower triangle is
   /// read). Throws SolverError when A is not square or not positive definite (naming the column).
   void compute(const Eigen::SparseMatrix<double>& A);
+
+  /// The fill policy's check: analyzes A (which must be the matrix the factor currently holds, of
+  /// order rows(); a fresh METIS ordering, symbolic only) and, when nnz(L) exceeds
+  /// policy.nnz_ratio × that ordering's nnz or too many modifications have accumulated, factors A
+  /// with that ordering (the analysis is not repeated). Throws SolverError like compute() (factor
+  /// unchanged when A's order differs or A is not positive definite).
+  RefillResult refill(const Eigen::SparseMatrix<double>& A, const FillPolicy& policy);
 
   /// Applies a modification (order of steps in the header comment). Returns true on success. On a
   /// loss of definiteness (pivot ≤ pivot_tolerance · K_new(j,j), or non-finite) the factor is
@@ -143,6 +172,7 @@ class DynamicLdlt {
   struct Impl;
 
  private:
+  bool compute_impl(const Eigen::SparseMatrix<double>& A, const FillPolicy* policy, RefillResult* result);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,98 @@
+#pragma once
+// SurgerySession: a quasistatic PD model whose topology changes between frames — face-separating
+// cuts and sutures — with its factor kept by progressive Cholesky updates (Li, Liu, Kavan & Chen
+// 2021) instead of a refactorization per event, or refactored per event (the oracle; paper 003's
+// "same results" claim made measurable). The library layer of the thesis's surgery tools
+// (Wang 2025, ch. 5) that scenes and the viewer build on.
+//
+// One event:
+//   1. the mesh operation (FaceCutter::cut) or the spring list change (a suture added / removed);
+//   2. the new model is built (assembly and validation, no factorization in progressive mode):
+//      a fragment left without attachment fails here (SolverError naming the component);
+//   3. the factor follows: DynamicLdlt::modify with the event's columns (cut_modification,
+//      spring_column); when it reports a loss of definiteness (it rolled back exactly) the new
+//      matrix is refactored instead and `factor_fallback` counts it; refactor mode factors it anew;
+//   4. the state continues: old nodes keep their positions, a node's copy starts at its twin's,
+//      frame inputs (attachment targets, gravity) carry over.
+// An event that fails at any step leaves mesh, model, factor and state as they were and rethrows.
+//
+// Limits (SolverError at construction): quasistatic models only (the cut's factor change has no
+// implicit-Euler mass shares yet), corotated tets only (no strain limits, shape targets or λ term:
+// their tet weights are not in cut_modification's per-tet stiffness), no nodal forces.
+#include <memory>
+#include <vector>
+#include <xpd/solver/dynamic_ldlt.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/solver_options.hpp>
+#include <xpd/solver/state.hpp>
+#include <xpd/topology/face_cut.hpp>
+
+namespace xpd {
+
+/// How the factor follows a topology event.
+enum class FactorUpdate {
+  Progressive,  ///< DynamicLdlt::modify (refactor only when it reports a loss of definiteness)
+  Refactor      ///< a fresh CHOLMOD analyze + factorize of the new model per event (the oracle)
+};
+
+struct SurgeryOptions {
+  FactorUpdate factor_update = FactorUpdate::Progressive;
+  SolverOptions solver;  ///< every frame (step())
+  FillPolicy fill;       ///< check_fill() (progressive mode)
+};
+
+/// Figures of a session (the `stats.json` topology fields of the surgery issue).
+struct SurgeryStats {
+  long topology_events = 0;     ///< cuts that separated a face, sutures added or removed
+  double factor_update_ms = 0;  ///< the last event's factor update (or refactorization)
+  double factor_update_ms_total = 0;
+  long factor_fallback = 0;  ///< progressive updates that lost definiteness and were refactored
+  long fill_refactors = 0;   ///< refactorizations by check_fill()
+  double nnz_L = 0;          ///< entries of the current factor (progressive mode; 0 in refactor mode)
+};
+
+class SurgerySession {
+ public:
+  /// Builds the model (and its factor) from `desc`; throws SolverError / MeshError like
+  /// build_model, and SolverError for what the session does not support (header comment).
+  explicit SurgerySession(ModelDesc desc, SurgeryOptions options = {});
+  ~SurgerySession();
+  SurgerySession(SurgerySession&&) noexcept;
+  SurgerySession& operator=(SurgerySession&&) noexcept;
+
+  const TetMesh& mesh() const;
+  const Model& model() const;
+  const State& state() const;
+  /// The state between frames (positions, frame inputs); its size changes with cuts.
+  State& state();
+  const SurgeryStats& stats() const;
+  const SurgeryOptions& options() const;
+
+  /// Separates the given interior faces (FaceCutter::cut: nodes split per side, the crack front
+  /// single) and updates the factor. A cut of no new face changes nothing. Throws MeshError for
+  /// faces that are not two tets sharing a face, SolverError when the cut mesh is not a valid
+  /// model (e.g. a fragment without attachment) — state unchanged.
+  CutEvent cut(const std::vector<TetPair>& faces);
+
+  /// Adds a zero-rest-length spring of stiffness k between two points (a suture; a rank-1 update
+  /// of the factor) and returns its id. Throws SolverError for a node out of range, two ends at the
+  /// same point, or k not finite and > 0 (spring_column) — state unchanged.
+  int add_suture(const BaryPoint& a, const BaryPoint& b, double stiffness);
+  /// Removes a suture (a rank-1 downdate). Throws SolverError for an unknown id.
+  void remove_suture(int id);
+  /// Number of sutures in place.
+  int num_sutures() const;
+
+  /// Solves the frame (quasistatic equilibrium from the current positions) with the current factor.
+  FrameStats step();
+
+  /// The fill policy (progressive mode, between interactions): DynamicLdlt::refill of the current
+  /// matrix. In refactor mode nothing to do (returns a result with refactored = false).
+  RefillResult check_fill();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpd

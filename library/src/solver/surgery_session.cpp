@@ -1,0 +1,160 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/surgery_session.hpp>
+#include <xpd/solver/topology_update.hpp>
+
+namespace xpd {
+
+struct SurgerySession::Impl {
+  SurgeryOptions options;
+  ModelDesc desc;                     // the current model's description (mesh = cutter.mesh())
+  std::vector<int> spring;            // per desc.springs entry: the suture id, −1 for the desc's own springs
+  std::vector<double> tet_stiffness;  // per tet: μ (cut_modification's weight stiffness)
+  FaceCutter cutter;
+  std::unique_ptr<Model> model;
+  DynamicLdlt factor;
+  State state;
+  SurgeryStats stats;
+  int next_suture = 0;
+
+  Impl(ModelDesc d, SurgeryOptions o) : options(std::move(o)), desc(std::move(d)), cutter(desc.mesh) {}
+
+  bool progressive() const { return options.factor_update == FactorUpdate::Progressive; }
+
+  std::unique_ptr<Model> build(const ModelDesc& d) const {
+    ModelDesc b = d;
+    b.factorize = !progressive();
+    return std::make_unique<Model>(build_model(b));
+  }
+
+  // Steps 3 and 4 of an event (header comment) once the new model is built: on an exception the
+  // factor is unchanged (modify rolls back, compute throws before touching it).
+  void follow(std::unique_ptr<Model> m, const FactorModification& mod, const std::vector<int>& copy_of) {
+    Timer t;
+    if (progressive() && !factor.modify(mod)) {
+      factor.compute(m->matrix());
+      ++stats.factor_fallback;
+    }
+    stats.factor_update_ms =
+        progressive() ? t.elapsed_ms() : m->factor().info().analyze_ms + m->factor().info().factorize_ms;
+    State s = make_state(*m);
+    const Eigen::Index n0 = state.x.rows();
+    s.x.topRows(n0) = state.x;
+    for (size_t k = 0; k < copy_of.size(); ++k) s.x.row(n0 + static_cast<Eigen::Index>(k)) = state.x.row(copy_of[k]);
+    s.inputs.attachment_targets = state.inputs.attachment_targets;
+    s.inputs.gravity = state.inputs.gravity;
+    model = std::move(m);
+    state = std::move(s);
+    ++stats.topology_events;
+    stats.factor_update_ms_total += stats.factor_update_ms;
+    stats.nnz_L = progressive() ? factor.info().nnz_L : 0.0;
+  }
+};
+
+SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
+  if (desc.integrator != Integrator::Quasistatic)
+    throw SolverError("SurgerySession: quasistatic models only (the cut's factor change has no mass shares yet)");
+  if (!desc.strain_limits.empty() || !desc.shape_targets.empty() ||
+      std::any_of(desc.lambda.begin(), desc.lambda.end(), [](double l) { return l != 0.0; }))
+    throw SolverError("SurgerySession: corotated tets only (no strain limits, shape targets or lambda volume term)");
+  if (desc.nodal_forces.rows() != 0)
+    throw SolverError("SurgerySession: nodal forces are not carried through cuts; use gravity or attachments");
+  impl_ = std::make_unique<Impl>(std::move(desc), std::move(options));
+  Impl& m = *impl_;
+  const auto nt = static_cast<size_t>(m.desc.mesh.tets.rows());
+  if (m.desc.mu.size() != 1 && m.desc.mu.size() != nt)
+    throw SolverError(fmt::format("SurgerySession: mu needs 1 or {} values, got {}", nt, m.desc.mu.size()));
+  m.tet_stiffness = m.desc.mu.size() == 1 ? std::vector<double>(nt, m.desc.mu.front()) : m.desc.mu;
+  m.spring.assign(m.desc.springs.size(), -1);
+  m.model = m.build(m.desc);
+  if (m.progressive()) {
+    m.factor.compute(m.model->matrix());
+    m.stats.nnz_L = m.factor.info().nnz_L;
+  }
+  m.state = make_state(*m.model);
+}
+
+SurgerySession::~SurgerySession() = default;
+SurgerySession::SurgerySession(SurgerySession&&) noexcept = default;
+SurgerySession& SurgerySession::operator=(SurgerySession&&) noexcept = default;
+
+const TetMesh& SurgerySession::mesh() const { return impl_->cutter.mesh(); }
+const Model& SurgerySession::model() const { return *impl_->model; }
+const State& SurgerySession::state() const { return impl_->state; }
+State& SurgerySession::state() { return impl_->state; }
+const SurgeryStats& SurgerySession::stats() const { return impl_->stats; }
+const SurgeryOptions& SurgerySession::options() const { return impl_->options; }
+
+CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
+  Impl& m = *impl_;
+  FaceCutter before = m.cutter;       // the mesh to restore when the event fails
+  CutEvent ev = m.cutter.cut(faces);  // MeshError: mesh unchanged
+  if (ev.faces_cut == 0) return ev;
+  try {
+    ModelDesc d = m.desc;
+    d.mesh = m.cutter.mesh();
+    std::unique_ptr<Model> model = m.build(d);
+    const FactorModification mod =
+        m.progressive() ? cut_modification(ev, m.cutter.mesh(), m.tet_stiffness) : FactorModification{};
+    m.follow(std::move(model), mod, ev.copy_of);
+    m.desc.mesh = std::move(d.mesh);
+  } catch (...) {
+    m.cutter = std::move(before);
+    throw;
+  }
+  return ev;
+}
+
+int SurgerySession::add_suture(const BaryPoint& a, const BaryPoint& b, double stiffness) {
+  Impl& m = *impl_;
+  const PointSpring s{a, b, stiffness, 0.0};
+  FactorModification mod;
+  mod.added.push_back(spring_column(s, m.model->num_nodes()));  // validates; nothing changed yet
+  ModelDesc d = m.desc;
+  d.springs.push_back(s);
+  m.follow(m.build(d), mod, {});
+  m.desc.springs = std::move(d.springs);
+  m.spring.push_back(m.next_suture);
+  return m.next_suture++;
+}
+
+void SurgerySession::remove_suture(int id) {
+  Impl& m = *impl_;
+  const auto it = std::find(m.spring.begin(), m.spring.end(), id);
+  if (id < 0 || it == m.spring.end()) throw SolverError(fmt::format("SurgerySession: no suture with id {}", id));
+  const auto k = static_cast<size_t>(it - m.spring.begin());
+  FactorModification mod;
+  mod.removed.push_back(spring_column(m.desc.springs[k], m.model->num_nodes()));
+  ModelDesc d = m.desc;
+  d.springs.erase(d.springs.begin() + static_cast<long>(k));
+  m.follow(m.build(d), mod, {});
+  m.desc.springs = std::move(d.springs);
+  m.spring.erase(it);
+}
+
+int SurgerySession::num_sutures() const {
+  return static_cast<int>(std::count_if(impl_->spring.begin(), impl_->spring.end(), [](int id) { return id >= 0; }));
+}
+
+FrameStats SurgerySession::step() {
+  Impl& m = *impl_;
+  if (!m.progressive()) return xpd::step(*m.model, m.state, m.options.solver);
+  PdStep pd(*m.model, m.factor);
+  return run_frame(*m.model, m.state, pd, m.options.solver);
+}
+
+RefillResult SurgerySession::check_fill() {
+  Impl& m = *impl_;
+  if (!m.progressive()) return {};
+  const RefillResult r = m.factor.refill(m.model->matrix(), m.options.fill);
+  if (r.refactored) ++m.stats.fill_refactors;
+  m.stats.nnz_L = m.factor.info().nnz_L;
+  return r;
+}
+
+}  // namespace xpd

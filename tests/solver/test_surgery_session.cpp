@@ -1,0 +1,294 @@
+// SurgerySession: PD frames solved with a DynamicLdlt that follows topology events (progressive
+// Cholesky, Li, Liu, Kavan & Chen 2021) against the same frames solved with a fresh factorization
+// of each new model: a scripted sequence of 200 cut events, and sutures that close an incision;
+// failed events leave the session unchanged. Also the bad input of the spring columns and of
+// PdStep's factor override.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/solver/dynamic_ldlt.hpp>
+#include <xpd/solver/model.hpp>
+#include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/state.hpp>
+#include <xpd/solver/surgery_session.hpp>
+#include <xpd/solver/topology_update.hpp>
+#include <xpd/topology/face_cut.hpp>
+
+#include "pd_fixtures.hpp"
+
+namespace xpd {
+namespace {
+
+// A block with both x-ends attached and pulled apart by `pull` each (random per-tet μ), so a cut
+// through the middle opens.
+ModelDesc pulled_desc(const TetMesh& mesh, double pull, double attach_stiffness, unsigned seed = 3) {
+  ModelDesc d;
+  d.mesh = mesh;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
+  for (auto& m : d.mu) m = 1e4 * u(rng);
+  const double lo = mesh.nodes.col(0).minCoeff(), hi = mesh.nodes.col(0).maxCoeff();
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+    const double x = mesh.nodes(i, 0);
+    if (x < lo + 1e-9 || x > hi - 1e-9)
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), attach_stiffness,
+                               mesh.nodes.row(i).transpose() + Vec3((x < 0.5 * (lo + hi) ? -1 : 1) * pull, 0, 0)});
+  }
+  return d;
+}
+
+// The force scale of a pulled block: the residual at rest (frames after an event start near their
+// equilibrium, so their tolerance is absolute: 1e-10 of this).
+double force_scale(const ModelDesc& d) {
+  const Model m = build_model(d);
+  State s = make_state(m);
+  return load_norm(m, s) + (evaluate(m, s), s.force.norm());
+}
+
+double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
+
+// 200 events, one face each, of a plane cut through a 7 × 11 × 11 block pulled apart at its ends,
+// until the halves separate, run by two sessions: progressive updates of one DynamicLdlt (the model
+// built without a factorization) and a fresh CHOLMOD factorization per event. Every frame is
+// solved to equilibrium by both; positions agree to 1e-8 of the bounding-box diagonal in every
+// frame, and the cut opens.
+TEST(SurgerySession, CutSequenceGivesTheRefactorizedPositionsInEveryFrame) {
+  const TetMesh box = make_box(7, 11, 11, Vec3::Zero(), Vec3(0.6, 1.0, 1.0));
+  const ModelDesc d0 = pulled_desc(box, 0.02, 1e6);
+  const auto faces = faces_across_plane(box, Vec3::UnitX(), 0.3, Vec3(0.0, 1.0, 0.01));
+  ASSERT_EQ(faces.size(), 2u * 10u * 10u);
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-10);
+  o.solver.abs_tolerance = 1e-10 * force_scale(d0);
+  o.factor_update = FactorUpdate::Refactor;
+  SurgerySession ref(d0, o);
+  o.factor_update = FactorUpdate::Progressive;
+  SurgerySession prog(d0, o);
+  ASSERT_TRUE(ref.step().converged);
+  ASSERT_TRUE(prog.step().converged);
+  EXPECT_FALSE(prog.model().has_factor());
+  EXPECT_TRUE(ref.model().has_factor());
+  const double diag = test::bbox_diagonal(box.nodes);
+  double worst = 0;
+  int events = 0, iterations_ref = 0, iterations_prog = 0;
+  for (size_t i = 0; i < faces.size(); ++i) {
+    const CutEvent ev = prog.cut({faces[i]});
+    ASSERT_EQ(ev.faces_cut, 1);
+    ASSERT_EQ(ref.cut({faces[i]}).copy_of, ev.copy_of);
+    ++events;
+    const FrameStats sr = ref.step(), sp = prog.step();
+    ASSERT_TRUE(sr.converged && sp.converged) << "event " << i << ": " << sr.iterations << " / " << sp.iterations;
+    iterations_ref += sr.iterations;
+    iterations_prog += sp.iterations;
+    worst = std::max(worst, max_node_distance(ref.state().x, prog.state().x) / diag);
+  }
+  EXPECT_GE(events, 200);
+  EXPECT_EQ(prog.stats().topology_events, 200);
+  EXPECT_EQ(prog.stats().factor_fallback, 0);
+  // The cut opened: every split node's copy has left its twin.
+  const Eigen::Index n0 = box.nodes.rows(), n = prog.mesh().nodes.rows();
+  ASSERT_EQ(n - n0, 11 * 11);  // the plane's nodes, each split once
+  double min_gap = 1e300;
+  for (Eigen::Index c = n0; c < n; ++c)
+    for (Eigen::Index v = 0; v < n0; ++v)
+      if ((prog.mesh().nodes.row(v) - prog.mesh().nodes.row(c)).norm() < 1e-12)
+        min_gap = std::min(min_gap, (prog.state().x.row(c) - prog.state().x.row(v)).norm());
+  test::report("progressive vs refactorized positions / bbox", worst, 1e-8);
+  if (test::verbose())
+    std::printf(
+        "  %d events, %ld -> %ld nodes, PD iterations %d (refactorized) / %d (progressive), smallest "
+        "opening %.3e (pull %.2f per side); factor updates %.1f ms in all, nnz(L) %.0f\n",
+        events, static_cast<long>(n0), static_cast<long>(n), iterations_ref, iterations_prog, min_gap, 0.02,
+        prog.stats().factor_update_ms_total, prog.stats().nnz_L);
+  EXPECT_LT(worst, 1e-8);
+  // A wrong factor still converges to the same equilibrium (PD's matrix only preconditions the
+  // fixed point) but in other iteration counts: with ΔK's off-diagonal entries scaled by 0.99 the
+  // totals were 1,723 / 1,698 and the positions 1.6e-8 apart.
+  EXPECT_LE(std::abs(iterations_prog - iterations_ref), iterations_ref / 200);
+  EXPECT_GT(min_gap, 0.02);
+}
+
+// An incision in a 9³ block pulled apart at its ends opens; zero-rest-length sutures across it
+// (copy ↔ the node it duplicates, rank-1 updates) close it. The sutured equilibrium of the
+// progressive session equals the refactorizing one's, the stitches close the wound to within f/k
+// (f: the force the wound pulls with when held shut, read from a 100× stiffer suture where the gap
+// is nearly closed), and removing the stitches restores the open wound.
+TEST(SurgerySession, SuturesCloseAnIncisionToForceOverStiffness) {
+  const TetMesh box = make_box(9, 9, 9, Vec3::Zero(), Vec3::Ones());
+  std::vector<TetPair> incision;
+  for (const auto& fc : faces_across_plane(box, Vec3::UnitX(), 0.5, Vec3::UnitZ())) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += box.nodes.row(box.tets(fc.first, a)).transpose() / 4.0;
+    for (int a = 0; a < 4; ++a) c += box.nodes.row(box.tets(fc.second, a)).transpose() / 4.0;
+    c /= 2.0;
+    if (c.z() > 0.5 && c.y() > 0.25 && c.y() < 0.75) incision.push_back(fc);
+  }
+  const ModelDesc d0 = pulled_desc(box, 0.05, 1e7);
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-10);
+  o.solver.abs_tolerance = 1e-10 * force_scale(d0);
+  o.factor_update = FactorUpdate::Refactor;
+  SurgerySession ref(d0, o);
+  o.factor_update = FactorUpdate::Progressive;
+  SurgerySession prog(d0, o);
+  const CutEvent ev = prog.cut(incision);
+  ASSERT_EQ(ev.copy_of.size(), 12u);
+  ref.cut(incision);
+  ASSERT_TRUE(ref.step().converged);
+  ASSERT_TRUE(prog.step().converged);
+  const Points open_x = prog.state().x;
+  const double diag = test::bbox_diagonal(prog.mesh().nodes);
+
+  // Gap vectors (copy − twin), one row per stitch.
+  auto gaps = [&](const Points& x) {
+    Points g(static_cast<Eigen::Index>(ev.copy_of.size()), 3);
+    for (size_t k = 0; k < ev.copy_of.size(); ++k)
+      g.row(static_cast<Eigen::Index>(k)) = x.row(ev.nodes_before + static_cast<int>(k)) - x.row(ev.copy_of[k]);
+    return g;
+  };
+  // Sutures every split node with stiffness k in both sessions, solves, and removes the stitches;
+  // returns the sutured gaps and the largest position difference / diagonal.
+  auto sutured = [&](double k, Points& g) {
+    std::vector<int> ids;
+    for (size_t c = 0; c < ev.copy_of.size(); ++c) {
+      const BaryPoint a = BaryPoint::node(ev.nodes_before + static_cast<int>(c)), b = BaryPoint::node(ev.copy_of[c]);
+      ids.push_back(prog.add_suture(a, b, k));
+      EXPECT_EQ(ref.add_suture(a, b, k), ids.back());
+    }
+    EXPECT_EQ(prog.num_sutures(), 12);
+    EXPECT_TRUE(ref.step().converged);
+    EXPECT_TRUE(prog.step().converged);
+    g = gaps(prog.state().x);
+    const double diff = max_node_distance(ref.state().x, prog.state().x) / diag;
+    for (int id : ids) {
+      prog.remove_suture(id);
+      ref.remove_suture(id);
+    }
+    return diff;
+  };
+
+  const Points g_open = gaps(open_x);
+  const double k = 1e4;
+  Points g_k, g_stiff;
+  const double diff_k = sutured(k, g_k);
+  const double diff_stiff = sutured(100 * k, g_stiff);
+  EXPECT_EQ(prog.num_sutures(), 0);
+  EXPECT_EQ(prog.stats().factor_fallback, 0);
+  // f: the stitches' forces when the wound is nearly shut (a 100× stiffer suture). For a linear
+  // wound response F(g) = F₀ − K_w g (K_w ⪰ 0) the stitches hold g = (kI + K_w)⁻¹F₀, and in K_w's
+  // eigenbasis each component of g_k·k is at most that of g_100k·100k: ‖g_k‖ ≤ ‖f‖/k.
+  const Points force_closed = 100 * k * g_stiff;
+  const Eigen::VectorXd open_len = g_open.rowwise().norm(), k_len = g_k.rowwise().norm();
+  test::report("sutured: progressive vs refactorized / bbox", std::max(diff_k, diff_stiff), 1e-8);
+  test::report("sutured: ||gaps|| k / ||f||", g_k.norm() * k / force_closed.norm(), 1.0);
+  if (test::verbose())
+    std::printf("  gaps open %.3e..%.3e; sutured k = %.0e: %.3e..%.3e (||g|| %.3e, ||f||/k %.3e); k = %.0e: max %.3e\n",
+                open_len.minCoeff(), open_len.maxCoeff(), k, k_len.minCoeff(), k_len.maxCoeff(), g_k.norm(),
+                force_closed.norm() / k, 100 * k, g_stiff.rowwise().norm().maxCoeff());
+  EXPECT_LT(diff_k, 1e-8);
+  EXPECT_LT(diff_stiff, 1e-8);
+  EXPECT_GT(open_len.minCoeff(), 1e-3);
+  for (Eigen::Index c = 0; c < k_len.size(); ++c) EXPECT_LT(k_len(c), 0.2 * open_len(c)) << "stitch " << c;
+  EXPECT_LE(g_k.norm(), force_closed.norm() / k);  // the sutures close the wound to within f/k
+  EXPECT_LT(g_stiff.rowwise().norm().maxCoeff(), 0.02 * open_len.minCoeff());  // a stiff suture nearly shuts it
+
+  // With the stitches removed both sessions solve the open wound again (from the last sutured
+  // state; the same equilibrium as before to the solver's tolerance).
+  ASSERT_TRUE(prog.step().converged);
+  ASSERT_TRUE(ref.step().converged);
+  EXPECT_LT(max_node_distance(prog.state().x, ref.state().x) / diag, 1e-8);
+  EXPECT_LT((gaps(prog.state().x) - g_open).norm(), 1e-6 * g_open.norm());
+}
+
+// A cut that would leave a fragment without attachment (quasistatic: K singular) is refused with a
+// SolverError naming the component; mesh, factor and state stay as they were, and the session
+// goes on. Bad sutures are refused the same way.
+TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
+  const TetMesh box = make_box(5, 5, 5, Vec3::Zero(), Vec3::Ones());
+  ModelDesc d;
+  d.mesh = box;
+  d.mu = {1e4};
+  for (Eigen::Index i = 0; i < box.nodes.rows(); ++i)
+    if (box.nodes(i, 0) < 1e-9)
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e7, box.nodes.row(i).transpose()});
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-9);
+  SurgerySession s(d, o);
+  s.state().inputs.gravity = Vec3(0, 0, -9.81);  // a frame input, carried through the events
+  ASSERT_TRUE(s.step().converged);
+  const auto faces = faces_across_plane(box, Vec3::UnitX(), 0.5, Vec3::UnitZ());
+  ASSERT_EQ(faces.size(), 32u);
+  s.cut(std::vector<TetPair>(faces.begin(), faces.begin() + 16));  // half the plane: still one piece
+  ASSERT_TRUE(s.step().converged);
+  const Points x = s.state().x;
+  const double nnz = s.stats().nnz_L;
+  const long events = s.stats().topology_events;
+  try {
+    s.cut(std::vector<TetPair>(faces.begin() + 16, faces.end()));  // the rest: the free half falls off
+    ADD_FAILURE() << "a cut leaving an unattached fragment was accepted";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("component"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.mesh().nodes.rows(), x.rows());
+  EXPECT_EQ(s.state().x, x);
+  EXPECT_EQ(s.stats().nnz_L, nnz);
+  EXPECT_EQ(s.stats().topology_events, events);
+  EXPECT_EQ(s.state().inputs.gravity, Vec3(0, 0, -9.81));  // frame inputs carried through the cut
+  EXPECT_THROW(s.add_suture(BaryPoint::node(3), BaryPoint::node(3), 1e3), SolverError);
+  EXPECT_THROW(s.add_suture(BaryPoint::node(3), BaryPoint::node(100000), 1e3), SolverError);
+  EXPECT_THROW(s.remove_suture(0), SolverError);
+  EXPECT_EQ(s.stats().topology_events, events);
+  // The session goes on: a part of the rest of the plane that keeps the block in one piece.
+  s.cut(std::vector<TetPair>(faces.begin() + 16, faces.begin() + 24));
+  ASSERT_TRUE(s.step().converged);
+  EXPECT_EQ(s.stats().topology_events, events + 1);
+  // What the session does not support is refused at construction.
+  ModelDesc ie = d;
+  ie.integrator = Integrator::ImplicitEuler;
+  EXPECT_THROW(SurgerySession{ie}, SolverError);
+  ModelDesc sl = d;
+  sl.strain_limits.push_back({});
+  EXPECT_THROW(SurgerySession{sl}, SolverError);
+}
+
+TEST(SurgerySession, BadSpringsAndFactorsAreRefused) {
+  const TetMesh box = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
+  const int nv = static_cast<int>(box.nodes.rows());
+  EXPECT_THROW(spring_column({BaryPoint::node(2), BaryPoint::node(2), 1.0, 0.0}, nv), SolverError);   // same node
+  EXPECT_THROW(spring_column({BaryPoint::node(2), BaryPoint::node(nv), 1.0, 0.0}, nv), SolverError);  // out of range
+  EXPECT_THROW(spring_column({BaryPoint::node(1), BaryPoint::node(2), 0.0, 0.0}, nv), SolverError);   // stiffness
+  EXPECT_THROW(attachment_column(BaryPoint::node(-1), 1.0, nv), SolverError);                         // no node
+  EXPECT_THROW(attachment_column(BaryPoint::node(0), std::nan(""), nv), SolverError);
+  // Two points sharing nodes: the shared node's weights merge into one row.
+  BaryPoint a{{0, 1, -1, -1}, {0.5, 0.5, 0, 0}}, b{{1, 2, -1, -1}, {0.5, 0.5, 0, 0}};
+  const SparseColumn col = spring_column({a, b, 4.0, 0.0}, nv);
+  ASSERT_EQ(col.rows.size(), 2u);  // node 1 cancels
+  EXPECT_EQ(col.rows[0], 0);
+  EXPECT_DOUBLE_EQ(col.values[0], 1.0);
+  EXPECT_EQ(col.rows[1], 2);
+  EXPECT_DOUBLE_EQ(col.values[1], -1.0);
+
+  ModelDesc d = pulled_desc(box, 0.0, 1e5);
+  d.factorize = false;
+  const Model m = build_model(d);
+  EXPECT_FALSE(m.has_factor());
+  EXPECT_THROW(m.factor(), SolverError);
+  DynamicLdlt f;
+  const Model small = build_model(pulled_desc(make_box(2, 2, 2, Vec3::Zero(), Vec3::Ones()), 0.0, 1e5));
+  f.compute(small.matrix());
+  EXPECT_THROW(PdStep(m, f), SolverError);  // order 8 against 27 nodes
+  ModelDesc dl = pulled_desc(box, 0.0, 1e5);
+  dl.lambda = {1e4};  // coupled 3n × 3n global step
+  const Model coupled = build_model(dl);
+  DynamicLdlt g;
+  g.compute(m.matrix());
+  EXPECT_THROW(PdStep(coupled, g), SolverError);
+}
+
+}  // namespace
+}  // namespace xpd

@@ -66,6 +66,26 @@ inline ModelDesc loaded_desc(const TetMesh& mesh, double gravity = 30.0, unsigne
   return d;
 }
 
+/// A bar with both x-ends attached with stiffness `attach`, each end's targets moved outwards along
+/// x by `pull`; per-tet μ = mu · U(0.5, 2) (seeded). Stays positive definite when a cut separates
+/// its middle (the cut tests of the updatable factor and the surgery session).
+inline ModelDesc ends_attached_desc(const TetMesh& mesh, double mu, double attach, double pull, unsigned seed) {
+  ModelDesc d;
+  d.mesh = mesh;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
+  for (auto& m : d.mu) m = mu * u(rng);
+  const double lo = mesh.nodes.col(0).minCoeff(), hi = mesh.nodes.col(0).maxCoeff();
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
+    const double x = mesh.nodes(i, 0);
+    if (x < lo + 1e-9 || x > hi - 1e-9)
+      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), attach,
+                               mesh.nodes.row(i).transpose() + Vec3((x < 0.5 * (lo + hi) ? -1 : 1) * pull, 0, 0)});
+  }
+  return d;
+}
+
 /// Options of a tight solve: Anderson, `max_iterations`, relative tolerance `rel_tolerance`.
 inline SolverOptions anderson_options(int max_iterations, double rel_tolerance) {
   SolverOptions o;

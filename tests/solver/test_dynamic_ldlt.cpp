@@ -26,17 +26,7 @@ double rel_diff(const Sparse& A, const Sparse& B) { return Sparse(A - B).norm() 
 
 // Box model with both x-ends attached (stays SPD when a cut separates it in the middle).
 ModelDesc bar_desc(const TetMesh& mesh, unsigned seed = 5) {
-  ModelDesc d;
-  d.mesh = mesh;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.5, 2.0);
-  d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
-  for (auto& m : d.mu) m = 1e3 * u(rng);
-  const double lo = mesh.nodes.col(0).minCoeff(), hi = mesh.nodes.col(0).maxCoeff();
-  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)
-    if (mesh.nodes(i, 0) < lo + 1e-9 || mesh.nodes(i, 0) > hi - 1e-9)
-      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, mesh.nodes.row(i).transpose()});
-  return d;
+  return test::ends_attached_desc(mesh, 1e3, 1e5, 0.0, seed);
 }
 
 // ‖K x − b‖/‖b‖ and ‖x − x_fresh‖/‖x_fresh‖ for 3 random right-hand sides.

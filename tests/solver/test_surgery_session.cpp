@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
@@ -25,21 +24,8 @@ namespace {
 
 // A block with both x-ends attached and pulled apart by `pull` each (random per-tet μ), so a cut
 // through the middle opens.
-ModelDesc pulled_desc(const TetMesh& mesh, double pull, double attach_stiffness, unsigned seed = 3) {
-  ModelDesc d;
-  d.mesh = mesh;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.5, 2.0);
-  d.mu.resize(static_cast<size_t>(mesh.tets.rows()));
-  for (auto& m : d.mu) m = 1e4 * u(rng);
-  const double lo = mesh.nodes.col(0).minCoeff(), hi = mesh.nodes.col(0).maxCoeff();
-  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i) {
-    const double x = mesh.nodes(i, 0);
-    if (x < lo + 1e-9 || x > hi - 1e-9)
-      d.attachments.push_back({BaryPoint::node(static_cast<int>(i)), attach_stiffness,
-                               mesh.nodes.row(i).transpose() + Vec3((x < 0.5 * (lo + hi) ? -1 : 1) * pull, 0, 0)});
-  }
-  return d;
+ModelDesc pulled_desc(const TetMesh& mesh, double pull, double attach_stiffness) {
+  return test::ends_attached_desc(mesh, 1e4, attach_stiffness, pull, 3);
 }
 
 // The force scale of a pulled block: the residual at rest (frames after an event start near their
@@ -52,6 +38,21 @@ double force_scale(const ModelDesc& d) {
 
 double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
 
+// Two sessions of one model: a fresh factorization per event (the oracle) and progressive updates;
+// frames stop at 1e-10 of the model's force scale (Anderson).
+struct SessionPair {
+  SurgerySession ref, prog;
+};
+SessionPair session_pair(const ModelDesc& d) {
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-10);
+  o.solver.abs_tolerance = 1e-10 * force_scale(d);
+  o.factor_update = FactorUpdate::Refactor;
+  SurgerySession ref(d, o);
+  o.factor_update = FactorUpdate::Progressive;
+  return {std::move(ref), SurgerySession(d, o)};
+}
+
 // 200 events, one face each, of a plane cut through a 7 × 11 × 11 block pulled apart at its ends,
 // until the halves separate, run by two sessions: progressive updates of one DynamicLdlt (the model
 // built without a factorization) and a fresh CHOLMOD factorization per event. Every frame is
@@ -62,13 +63,7 @@ TEST(SurgerySession, CutSequenceGivesTheRefactorizedPositionsInEveryFrame) {
   const ModelDesc d0 = pulled_desc(box, 0.02, 1e6);
   const auto faces = faces_across_plane(box, Vec3::UnitX(), 0.3, Vec3(0.0, 1.0, 0.01));
   ASSERT_EQ(faces.size(), 2u * 10u * 10u);
-  SurgeryOptions o;
-  o.solver = test::anderson_options(3000, 1e-10);
-  o.solver.abs_tolerance = 1e-10 * force_scale(d0);
-  o.factor_update = FactorUpdate::Refactor;
-  SurgerySession ref(d0, o);
-  o.factor_update = FactorUpdate::Progressive;
-  SurgerySession prog(d0, o);
+  auto [ref, prog] = session_pair(d0);
   ASSERT_TRUE(ref.step().converged);
   ASSERT_TRUE(prog.step().converged);
   EXPECT_FALSE(prog.model().has_factor());
@@ -129,13 +124,7 @@ TEST(SurgerySession, SuturesCloseAnIncisionToForceOverStiffness) {
     if (c.z() > 0.5 && c.y() > 0.25 && c.y() < 0.75) incision.push_back(fc);
   }
   const ModelDesc d0 = pulled_desc(box, 0.05, 1e7);
-  SurgeryOptions o;
-  o.solver = test::anderson_options(3000, 1e-10);
-  o.solver.abs_tolerance = 1e-10 * force_scale(d0);
-  o.factor_update = FactorUpdate::Refactor;
-  SurgerySession ref(d0, o);
-  o.factor_update = FactorUpdate::Progressive;
-  SurgerySession prog(d0, o);
+  auto [ref, prog] = session_pair(d0);
   const CutEvent ev = prog.cut(incision);
   ASSERT_EQ(ev.copy_of.size(), 12u);
   ref.cut(incision);

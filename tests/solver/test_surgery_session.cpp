@@ -245,6 +245,93 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   EXPECT_THROW(SurgerySession{sl}, SolverError);
 }
 
+// Hooks (springs to targets) and released attachments (undermining's factor side) on a cantilever
+// under gravity, in a progressive and a refactorizing session: equal solutions after every event; a
+// hook lifts the tip and follows its target (a frame input, no factor change); removing it restores
+// the unhooked equilibrium; releasing half of the clamped face frees exactly those nodes; releasing
+// every attachment is refused with the session unchanged.
+TEST(SurgerySession, HooksAndReleasedAttachmentsFollowTheRefactorizedModel) {
+  const TetMesh box = make_box(7, 3, 3, Vec3::Zero(), Vec3(1.2, 0.3, 0.3));
+  ModelDesc d;
+  d.mesh = box;
+  d.mu = {1e5};
+  d.gravity = Vec3(0, 0, -9.81);
+  test::attach_min_face(d, 0, 1e7);
+  auto [ref, prog] = session_pair(d);
+  const double diag = test::bbox_diagonal(box.nodes);
+  double worst = 0;
+  auto solve = [&](const char* what) {
+    EXPECT_TRUE(ref.step().converged) << what;
+    EXPECT_TRUE(prog.step().converged) << what;
+    worst = std::max(worst, max_node_distance(ref.state().x, prog.state().x) / diag);
+  };
+  solve("start");
+  const Points unhooked = prog.state().x;
+  int tip = 0;  // the top node of the free end, middle of its edge
+  for (int i = 0; i < box.nodes.rows(); ++i)
+    if ((box.nodes.row(i) - Eigen::RowVector3d(1.2, 0.15, 0.3)).norm() < 1e-9) tip = i;
+  const Vec3 lift = box.nodes.row(tip).transpose() + Vec3(0, 0, 0.1);
+  const int hook = prog.add_hook(BaryPoint::node(tip), lift, 1e4);
+  EXPECT_EQ(ref.add_hook(BaryPoint::node(tip), lift, 1e4), hook);
+  EXPECT_EQ(prog.num_attachments(), static_cast<int>(d.attachments.size()) + 1);
+  solve("hooked");
+  const double z_hooked = prog.state().x(tip, 2);
+  EXPECT_GT(z_hooked, unhooked(tip, 2) + 1e-3);
+  for (SurgerySession* s : {&ref, &prog})  // move the hook: a frame input
+    s->state().inputs.attachment_targets.row(s->attachment_row(hook)) += Eigen::RowVector3d(0, 0, 0.1);
+  solve("hook moved");
+  EXPECT_GT(prog.state().x(tip, 2), z_hooked + 1e-3);
+  ref.remove_attachments({hook});
+  prog.remove_attachments({hook});
+  EXPECT_EQ(prog.attachment_row(hook), -1);
+  solve("hook removed");
+  EXPECT_LT(max_node_distance(prog.state().x, unhooked) / diag, 1e-6);
+
+  // Release the clamp's upper half (z > 0.15): exactly those nodes leave their targets.
+  std::vector<int> upper;
+  for (size_t a = 0; a < d.attachments.size(); ++a)
+    if (box.nodes(d.attachments[a].point.nodes[0], 2) > 0.15 + 1e-9) upper.push_back(static_cast<int>(a));
+  ASSERT_FALSE(upper.empty());
+  ref.remove_attachments(upper);
+  prog.remove_attachments(upper);
+  EXPECT_EQ(prog.num_attachments(), static_cast<int>(d.attachments.size() - upper.size()));
+  solve("released");
+  // Attached nodes move by their springs' stretch (load / 1e7); released ones by the bending.
+  double max_attached = 0, min_released = 1e300;
+  for (size_t a = 0; a < d.attachments.size(); ++a) {
+    const int v = d.attachments[a].point.nodes[0];
+    const double moved = (prog.state().x.row(v) - box.nodes.row(v)).norm();
+    const bool released = std::find(upper.begin(), upper.end(), static_cast<int>(a)) != upper.end();
+    if (released)
+      min_released = std::min(min_released, moved);
+    else
+      max_attached = std::max(max_attached, moved);
+    EXPECT_EQ(prog.attachment_row(static_cast<int>(a)) < 0, released);
+  }
+  if (test::verbose())
+    std::printf("  clamp half released: attached nodes moved <= %.3e, released ones >= %.3e\n", max_attached,
+                min_released);
+  EXPECT_GT(min_released, 10 * max_attached);
+  test::report("hooks and releases: progressive vs refactorized / bbox", worst, 1e-8);
+  EXPECT_LT(worst, 1e-8);
+
+  // Bad input: unknown or repeated keys, a non-finite target, releasing every attachment.
+  const Points x = prog.state().x;
+  const int rows = prog.num_attachments();
+  const long events = prog.stats().topology_events;
+  std::vector<int> rest;
+  for (size_t a = 0; a < d.attachments.size(); ++a)
+    if (prog.attachment_row(static_cast<int>(a)) >= 0) rest.push_back(static_cast<int>(a));
+  EXPECT_THROW(prog.remove_attachments({9999}), SolverError);
+  EXPECT_THROW(prog.remove_attachments({rest[0], rest[0]}), SolverError);
+  EXPECT_THROW(prog.add_hook(BaryPoint::node(tip), Vec3(0, std::nan(""), 0), 1e4), SolverError);
+  EXPECT_THROW(prog.remove_attachments(rest), SolverError);  // nothing would hold the block
+  EXPECT_EQ(prog.num_attachments(), rows);
+  EXPECT_EQ(prog.stats().topology_events, events);
+  EXPECT_EQ(prog.state().x, x);
+  EXPECT_TRUE(prog.step().converged);
+}
+
 TEST(SurgerySession, BadSpringsAndFactorsAreRefused) {
   const TetMesh box = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
   const int nv = static_cast<int>(box.nodes.rows());

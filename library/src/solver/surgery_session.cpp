@@ -15,6 +15,8 @@ struct SurgerySession::Impl {
   ModelDesc desc;                     // the current model's description (mesh = cutter.mesh())
   std::vector<int> spring;            // per desc.springs entry: the suture id, −1 for the desc's own springs
   std::vector<double> tet_stiffness;  // per tet: μ (cut_modification's weight stiffness)
+  std::vector<int> attachment;        // per desc.attachments entry: its key (the desc's own: their index)
+  int next_attachment = 0;
   FaceCutter cutter;
   std::unique_ptr<Model> model;
   DynamicLdlt factor;
@@ -34,7 +36,9 @@ struct SurgerySession::Impl {
 
   // Steps 3 and 4 of an event (header comment) once the new model is built: on an exception the
   // factor is unchanged (modify rolls back, compute throws before touching it).
-  void follow(std::unique_ptr<Model> m, const FactorModification& mod, const std::vector<int>& copy_of) {
+  // `targets`: the new model's attachment targets; null carries the current ones over.
+  void follow(std::unique_ptr<Model> m, const FactorModification& mod, const std::vector<int>& copy_of,
+              const Points* targets = nullptr) {
     Timer t;
     if (progressive() && !factor.modify(mod)) {
       factor.compute(m->matrix());
@@ -46,7 +50,7 @@ struct SurgerySession::Impl {
     const Eigen::Index n0 = state.x.rows();
     s.x.topRows(n0) = state.x;
     for (size_t k = 0; k < copy_of.size(); ++k) s.x.row(n0 + static_cast<Eigen::Index>(k)) = state.x.row(copy_of[k]);
-    s.inputs.attachment_targets = state.inputs.attachment_targets;
+    s.inputs.attachment_targets = targets ? *targets : state.inputs.attachment_targets;
     s.inputs.gravity = state.inputs.gravity;
     model = std::move(m);
     state = std::move(s);
@@ -71,6 +75,8 @@ SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
     throw SolverError(fmt::format("SurgerySession: mu needs 1 or {} values, got {}", nt, m.desc.mu.size()));
   m.tet_stiffness = m.desc.mu.size() == 1 ? std::vector<double>(nt, m.desc.mu.front()) : m.desc.mu;
   m.spring.assign(m.desc.springs.size(), -1);
+  for (size_t a = 0; a < m.desc.attachments.size(); ++a) m.attachment.push_back(static_cast<int>(a));
+  m.next_attachment = static_cast<int>(m.desc.attachments.size());
   m.model = m.build(m.desc);
   if (m.progressive()) {
     m.factor.compute(m.model->matrix());
@@ -140,6 +146,60 @@ void SurgerySession::remove_suture(int id) {
 int SurgerySession::num_sutures() const {
   return static_cast<int>(std::count_if(impl_->spring.begin(), impl_->spring.end(), [](int id) { return id >= 0; }));
 }
+
+int SurgerySession::add_hook(const BaryPoint& point, const Vec3& target, double stiffness) {
+  Impl& m = *impl_;
+  if (!target.allFinite()) throw SolverError("SurgerySession::add_hook: the target is not finite");
+  FactorModification mod;
+  mod.added.push_back(attachment_column(point, stiffness, m.model->num_nodes()));  // validates
+  ModelDesc d = m.desc;
+  d.attachments.push_back({point, stiffness, target});
+  Points targets(m.state.inputs.attachment_targets.rows() + 1, 3);
+  targets.topRows(targets.rows() - 1) = m.state.inputs.attachment_targets;
+  targets.row(targets.rows() - 1) = target.transpose();
+  m.follow(m.build(d), mod, {}, &targets);
+  m.desc.attachments = std::move(d.attachments);
+  m.attachment.push_back(m.next_attachment);
+  return m.next_attachment++;
+}
+
+void SurgerySession::remove_attachments(const std::vector<int>& keys) {
+  Impl& m = *impl_;
+  std::vector<char> drop(m.attachment.size(), 0);
+  FactorModification mod;
+  for (int key : keys) {
+    const int row = attachment_row(key);
+    if (row < 0) throw SolverError(fmt::format("SurgerySession: no attachment with key {}", key));
+    if (drop[static_cast<size_t>(row)])
+      throw SolverError(fmt::format("SurgerySession: attachment {} listed twice", key));
+    drop[static_cast<size_t>(row)] = 1;
+    const AttachmentDesc& a = m.desc.attachments[static_cast<size_t>(row)];
+    mod.removed.push_back(attachment_column(a.point, a.stiffness, m.model->num_nodes()));
+  }
+  if (keys.empty()) return;
+  ModelDesc d = m.desc;
+  d.attachments.clear();
+  std::vector<int> kept_keys;
+  Points targets(static_cast<Eigen::Index>(m.attachment.size() - keys.size()), 3);
+  for (size_t r = 0; r < m.attachment.size(); ++r)
+    if (!drop[r]) {
+      targets.row(static_cast<Eigen::Index>(kept_keys.size())) =
+          m.state.inputs.attachment_targets.row(static_cast<Eigen::Index>(r));
+      d.attachments.push_back(m.desc.attachments[r]);
+      kept_keys.push_back(m.attachment[r]);
+    }
+  m.follow(m.build(d), mod, {}, &targets);
+  m.desc.attachments = std::move(d.attachments);
+  m.attachment = std::move(kept_keys);
+}
+
+int SurgerySession::attachment_row(int key) const {
+  const auto& a = impl_->attachment;
+  const auto it = std::find(a.begin(), a.end(), key);
+  return it == a.end() ? -1 : static_cast<int>(it - a.begin());
+}
+
+int SurgerySession::num_attachments() const { return static_cast<int>(impl_->attachment.size()); }
 
 FrameStats SurgerySession::step() {
   Impl& m = *impl_;

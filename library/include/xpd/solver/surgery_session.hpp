@@ -1,9 +1,9 @@
 #pragma once
 // SurgerySession: a quasistatic PD model whose topology changes between frames — face-separating
-// cuts and sutures — with its factor kept by progressive Cholesky updates (Li, Liu, Kavan & Chen
-// 2021) instead of a refactorization per event, or refactored per event (the oracle; paper 003's
-// "same results" claim made measurable). The library layer of the thesis's surgery tools
-// (Wang 2025, ch. 5) that scenes and the viewer build on.
+// cuts, sutures, hooks, released attachments — with its factor kept by progressive Cholesky updates (Li, Liu, Kavan &
+// Chen 2021) instead of a refactorization per event, or refactored per event (the oracle; paper 003's "same results"
+// claim made measurable). The library layer of the thesis's surgery tools (Wang 2025, ch. 5) that scenes and the viewer
+// build on.
 //
 // One event:
 //   1. the mesh operation (FaceCutter::cut) or the spring list change (a suture added / removed);
@@ -13,7 +13,7 @@
 //      spring_column); when it reports a loss of definiteness (it rolled back exactly) the new
 //      matrix is refactored instead and `factor_fallback` counts it; refactor mode factors it anew;
 //   4. the state continues: old nodes keep their positions, a node's copy starts at its twin's,
-//      frame inputs (attachment targets, gravity) carry over.
+//      frame inputs (attachment targets, gravity) carry over, a new hook's target is the given one.
 // An event that fails at any step leaves mesh, model, factor and state as they were and rethrows.
 //
 // Limits (SolverError at construction): quasistatic models only (the cut's factor change has no
@@ -43,7 +43,7 @@ struct SurgeryOptions {
 
 /// Figures of a session (the `stats.json` topology fields of the surgery issue).
 struct SurgeryStats {
-  long topology_events = 0;     ///< cuts that separated a face, sutures added or removed
+  long topology_events = 0;     ///< cuts that separated a face; sutures, hooks, attachments added or removed
   double factor_update_ms = 0;  ///< the last event's factor update (or refactorization)
   double factor_update_ms_total = 0;
   long factor_fallback = 0;  ///< progressive updates that lost definiteness and were refactored
@@ -82,6 +82,22 @@ class SurgerySession {
   void remove_suture(int id);
   /// Number of sutures in place.
   int num_sutures() const;
+
+  /// Adds a skin hook: a zero-rest-length spring of stiffness k from a point to a target (an
+  /// attachment; a rank-1 update). Returns its attachment key, the row of its target in
+  /// state().inputs.attachment_targets is attachment_row(key): move the hook by editing it between
+  /// frames (no factor change). Throws SolverError like add_suture — state unchanged.
+  int add_hook(const BaryPoint& point, const Vec3& target, double stiffness);
+  /// Removes attachments (hooks by their key; the desc's own attachments by their index in
+  /// ModelDesc::attachments, which is their key) in one event of rank-1 downdates — the factor side
+  /// of undermining, which releases the tissue below a skin region. Throws SolverError for an
+  /// unknown or repeated key, or when the release leaves a fragment without attachment — state
+  /// unchanged.
+  void remove_attachments(const std::vector<int>& keys);
+  /// The row of an attachment in state().inputs.attachment_targets (and in the model's attachment
+  /// term), or −1 when there is none with that key.
+  int attachment_row(int key) const;
+  int num_attachments() const;
 
   /// Solves the frame (quasistatic equilibrium from the current positions) with the current factor.
   FrameStats step();

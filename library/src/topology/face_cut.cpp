@@ -55,8 +55,17 @@ int find(std::vector<int>& p, int i) {
 FaceCutter::FaceCutter(TetMesh mesh) : mesh_(std::move(mesh)) {
   (void)boundary_faces(mesh_.tets);  // throws MeshError for a face in more than two tets
   node_tets_.assign(static_cast<size_t>(mesh_.nodes.rows()), {});
+  origin_.resize(static_cast<size_t>(mesh_.nodes.rows()));
+  for (size_t v = 0; v < origin_.size(); ++v) origin_[v] = static_cast<int>(v);
   for (int t = 0; t < mesh_.tets.rows(); ++t)
     for (int a = 0; a < 4; ++a) node_tets_[static_cast<size_t>(mesh_.tets(t, a))].push_back(t);
+}
+
+int FaceCutter::original(int node) const {
+  if (node < 0 || node >= static_cast<int>(origin_.size()))
+    throw MeshError(
+        fmt::format("FaceCutter::original: node {} out of range (the mesh has {} nodes)", node, origin_.size()));
+  return origin_[static_cast<size_t>(node)];
 }
 
 bool FaceCutter::is_cut(int t0, int t1) const {
@@ -143,6 +152,7 @@ CutEvent FaceCutter::cut(const std::vector<TetPair>& faces) {
       mesh_.nodes.conservativeResize(copy + 1, Eigen::NoChange);
       mesh_.nodes.row(copy) = mesh_.nodes.row(v);
       ev.copy_of.push_back(v);
+      origin_.push_back(origin_[static_cast<size_t>(v)]);
       node_tets_.emplace_back();
       for (int i = 0; i < m; ++i) {
         if (root_of[static_cast<size_t>(i)] != r) continue;

@@ -40,6 +40,9 @@ class FaceCutter {
 
   const TetMesh& mesh() const { return mesh_; }
   int num_cut_faces() const { return static_cast<int>(cut_.size()); }
+  /// The node of the mesh given at construction that `node` descends from (a copy of a copy maps
+  /// to the first original; an original maps to itself). Throws MeshError when out of range.
+  int original(int node) const;
   /// True when the face between t0 and t1 has been separated.
   bool is_cut(int t0, int t1) const;
 
@@ -51,6 +54,7 @@ class FaceCutter {
   TetMesh mesh_;
   std::vector<std::vector<int>> node_tets_;  // node → incident tets
   std::vector<TetPair> cut_;                 // sorted
+  std::vector<int> origin_;                  // node → the original node it descends from
 };
 
 /// Interior faces of `mesh` (tets sharing three nodes) whose two tets have centroids strictly on

@@ -1,0 +1,35 @@
+#pragma once
+// Regions of a skin surface for the surgical tools (Wang 2025, ch. 5): undermining frees the skin of
+// a region from the tissue below it, the region being what a flood fill on the skin reaches from a
+// point the surgeon picks, bounded by incisions and by a drawn boundary line.
+//
+// An incision bounds the fill by itself: a face-separating cut splits the skin vertices along it
+// (topology/face_cut.hpp), so the skin triangles on its two sides no longer share an edge. Where the
+// region is not closed by incisions (the base of a flap), the caller names the boundary's edges.
+#include <array>
+#include <vector>
+#include <xpd/mesh/shell.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
+#include <xpd/topology/face_cut.hpp>
+
+namespace xpd {
+
+/// The triangles reachable from `seed` through shared edges (two triangles are adjacent when they
+/// share both vertices of an edge) without crossing an edge of `barrier` (vertex pairs, either
+/// order). Returned ascending, `seed` included. Throws MeshError when `seed` or a barrier vertex is
+/// out of range.
+std::vector<int> flood_fill_triangles(const Triangles& triangles, int seed,
+                                      const std::vector<std::array<int, 2>>& barrier = {});
+
+/// The skin triangles of a cut prism shell (mesh/shell.hpp: node ℓ·S + v is surface vertex v at
+/// layer ℓ): the boundary faces of the cutter's mesh whose three nodes descend from layer-0 nodes.
+Triangles shell_skin(const Shell& shell, const FaceCutter& cutter);
+
+/// The deep-side nodes (layer `shell.layers`) under a set of skin triangles of a cut shell: for
+/// every vertex of the triangles, the original surface vertex v it descends from, and the node
+/// layers·S + v (ascending, unique). Undermining the region releases the attachments of these
+/// nodes.
+std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
+                                   const std::vector<int>& region);
+
+}  // namespace xpd

@@ -1,0 +1,139 @@
+// Undermining on a prism skin shell: a U-shaped incision through the shell plus a drawn base line
+// bound a flap; the flood fill on the skin reaches exactly the flap's triangles, the deep-side
+// nodes below them are exactly the flap's, and releasing their attachments (SurgerySession) frees
+// the flap: a hook then lifts it far more than before, while the rest stays attached.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <xpd/core/error.hpp>
+#include <xpd/mesh/shell.hpp>
+#include <xpd/solver/surgery_session.hpp>
+#include <xpd/topology/face_cut.hpp>
+#include <xpd/topology/surface_region.hpp>
+
+#include "../solver/pd_fixtures.hpp"
+
+namespace xpd {
+namespace {
+
+constexpr int kGrid = 9;  // vertices per side of the skin patch [0, 1]², spacing 1/8
+
+SurfaceMesh skin_patch() {
+  SurfaceMesh s;
+  s.nodes.resize(kGrid * kGrid, 3);
+  for (int j = 0; j < kGrid; ++j)
+    for (int i = 0; i < kGrid; ++i) s.nodes.row(j * kGrid + i) << i / 8.0, j / 8.0, 0.0;
+  s.triangles.resize(2 * (kGrid - 1) * (kGrid - 1), 3);
+  int f = 0;
+  for (int j = 0; j + 1 < kGrid; ++j)
+    for (int i = 0; i + 1 < kGrid; ++i) {
+      const int a = j * kGrid + i, b = a + 1, c = a + kGrid + 1, d = a + kGrid;
+      s.triangles.row(f++) << a, b, c;  // counter-clockwise seen from +z: the shell grows to −z
+      s.triangles.row(f++) << a, c, d;
+    }
+  return s;
+}
+
+// Centroid of the face shared by two tets.
+Vec3 face_centroid(const TetMesh& m, const TetPair& p) {
+  Vec3 c = Vec3::Zero();
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (m.tets(p.first, a) == m.tets(p.second, b)) c += m.nodes.row(m.tets(p.first, a)).transpose() / 3.0;
+  return c;
+}
+
+bool inside(double v, double lo, double hi) { return v > lo + 1e-9 && v < hi - 1e-9; }
+
+TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap) {
+  ShellOptions so;
+  so.thickness = 0.1;
+  so.layers = 2;
+  const Shell shell = make_shell(skin_patch(), so);
+  const int S = shell.surface_vertices;
+  ASSERT_EQ(S, kGrid * kGrid);
+  // The U: planes x = 0.25 and x = 0.75 for y in (0.25, 0.75), plane y = 0.75 for x in (0.25,
+  // 0.75), through the whole thickness; the flap is [0.25, 0.75]², its base the line y = 0.25.
+  std::vector<TetPair> u;
+  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), 0.25, Vec3::UnitY()))
+    if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
+  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), 0.75, Vec3::UnitY()))
+    if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
+  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitY(), 0.75, Vec3::UnitX()))
+    if (inside(face_centroid(shell.mesh, f).x(), 0.25, 0.75)) u.push_back(f);
+
+  ModelDesc d;
+  d.mesh = shell.mesh;
+  d.mu = {1e4};
+  for (int v = 0; v < S; ++v)  // the deep side is attached to the tissue below
+    d.attachments.push_back({BaryPoint::node(2 * S + v), 1e6, shell.mesh.nodes.row(2 * S + v).transpose()});
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-9);
+  SurgerySession session(d, o);
+  FaceCutter cutter(shell.mesh);
+  const CutEvent ev = cutter.cut(u);
+  ASSERT_GT(ev.copy_of.size(), 0u);
+  ASSERT_EQ(session.cut(u).copy_of, ev.copy_of);
+
+  // The flood fill from the flap's middle, with the base line's 4 skin edges as the barrier.
+  const Triangles skin = shell_skin(shell, cutter);
+  ASSERT_EQ(skin.rows(), 2 * (kGrid - 1) * (kGrid - 1));
+  const Points& x0 = cutter.mesh().nodes;
+  auto centroid = [&](int f) { return ((x0.row(skin(f, 0)) + x0.row(skin(f, 1)) + x0.row(skin(f, 2))) / 3.0).eval(); };
+  int seed = 0;
+  for (int f = 0; f < skin.rows(); ++f)
+    if ((centroid(f) - Eigen::RowVector3d(0.45, 0.45, 0)).norm() <
+        (centroid(seed) - Eigen::RowVector3d(0.45, 0.45, 0)).norm())
+      seed = f;
+  std::vector<std::array<int, 2>> base;
+  for (int i = 2; i < 6; ++i) base.push_back({2 * kGrid + i, 2 * kGrid + i + 1});
+  const std::vector<int> region = flood_fill_triangles(skin, seed, base);
+  std::set<int> expected;
+  for (int f = 0; f < skin.rows(); ++f)
+    if (inside(centroid(f)(0), 0.25, 0.75) && inside(centroid(f)(1), 0.25, 0.75)) expected.insert(f);
+  EXPECT_EQ(expected.size(), 32u);
+  EXPECT_EQ(std::set<int>(region.begin(), region.end()), expected);
+  // Without the base line the fill leaks round the incision's ends to the whole skin.
+  EXPECT_EQ(flood_fill_triangles(skin, seed).size(), static_cast<size_t>(skin.rows()));
+
+  // The deep nodes below the flap: exactly those of surface vertices in [0.25, 0.75]².
+  const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
+  std::vector<int> expected_below;
+  for (int j = 2; j <= 6; ++j)
+    for (int i = 2; i <= 6; ++i) expected_below.push_back(2 * S + j * kGrid + i);
+  EXPECT_EQ(below, expected_below);
+
+  // A hook on the flap's middle skin node pulls it up, before and after undermining.
+  const int middle = 4 * kGrid + 4;
+  const Vec3 target = shell.mesh.nodes.row(middle).transpose() + Vec3(0, 0, 0.05);
+  const int hook = session.add_hook(BaryPoint::node(middle), target, 1e3);
+  ASSERT_TRUE(session.step().converged);
+  const double lift_attached = session.state().x(middle, 2);
+  std::vector<int> release;  // attachment keys = their index = surface vertex v (node 2S + v)
+  for (int node : below) release.push_back(node - 2 * S);
+  session.remove_attachments(release);
+  EXPECT_EQ(session.num_attachments(), S - 25 + 1);  // the hook stays
+  ASSERT_TRUE(session.step().converged);
+  const double lift_free = session.state().x(middle, 2);
+  double outside_moved = 0;
+  for (int v = 0; v < S; ++v)
+    if (!std::binary_search(below.begin(), below.end(), 2 * S + v))
+      outside_moved =
+          std::max(outside_moved, (session.state().x.row(2 * S + v) - shell.mesh.nodes.row(2 * S + v)).norm());
+  if (test::verbose())
+    std::printf("  flap middle lifted %.3e attached, %.3e undermined; deep nodes outside moved <= %.3e\n",
+                lift_attached, lift_free, outside_moved);
+  EXPECT_GT(lift_free, 3 * lift_attached);
+  EXPECT_LT(outside_moved, 1e-3 * lift_free);
+  EXPECT_GE(session.attachment_row(hook), 0);
+
+  EXPECT_THROW(flood_fill_triangles(skin, static_cast<int>(skin.rows())), MeshError);
+  EXPECT_THROW(flood_fill_triangles(skin, 0, {{0, 1 << 20}}), MeshError);
+  EXPECT_THROW(cutter.original(static_cast<int>(x0.rows())), MeshError);
+}
+
+}  // namespace
+}  // namespace xpd

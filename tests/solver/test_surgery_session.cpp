@@ -332,6 +332,96 @@ TEST(SurgerySession, HooksAndReleasedAttachmentsFollowTheRefactorizedModel) {
   EXPECT_TRUE(prog.step().converged);
 }
 
+// Excision of a bite out of a cantilever's top (the tets whose centroid lies in a sphere), in a
+// progressive and a refactorizing session: the lumped mass drops by exactly the removed tets'
+// mass, the nodes left without a tet become inactive and stay where they were, a suture on the
+// excised tissue goes with it, both sessions give the same positions; hooks or sutures on excised
+// nodes, excising everything, or cutting the body off its clamp are refused with the session
+// unchanged.
+TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
+  const TetMesh box = make_box(7, 7, 7, Vec3::Zero(), Vec3::Ones());
+  ModelDesc d;
+  d.mesh = box;
+  d.mu = {1e5};
+  d.density = {1000.0};
+  d.gravity = Vec3(0, 0, -9.81);
+  test::attach_min_face(d, 0, 1e7);
+  auto [ref, prog] = session_pair(d);
+  ASSERT_TRUE(ref.step().converged);
+  ASSERT_TRUE(prog.step().converged);
+  const Vec3 centre(0.7, 0.5, 1.0);
+  std::vector<int> bite;
+  double bite_mass = 0;
+  for (int t = 0; t < box.tets.rows(); ++t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += box.nodes.row(box.tets(t, a)).transpose() / 4.0;
+    if ((c - centre).norm() < 0.3) {
+      bite.push_back(t);
+      const Vec3 e1 = (box.nodes.row(box.tets(t, 1)) - box.nodes.row(box.tets(t, 0))).transpose(),
+                 e2 = (box.nodes.row(box.tets(t, 2)) - box.nodes.row(box.tets(t, 0))).transpose(),
+                 e3 = (box.nodes.row(box.tets(t, 3)) - box.nodes.row(box.tets(t, 0))).transpose();
+      bite_mass += 1000.0 * std::abs(e1.dot(e2.cross(e3))) / 6.0;
+    }
+  }
+  ASSERT_GT(bite.size(), 20u);
+  // A suture inside the bite goes with it.
+  int inner = -1;
+  for (int v = 0; v < box.nodes.rows(); ++v)
+    if ((box.nodes.row(v).transpose() - centre).norm() < 0.17 && box.nodes(v, 2) > 0.99) inner = v;
+  ASSERT_GE(inner, 0);
+  prog.add_suture(BaryPoint::node(inner), BaryPoint::node(inner - 1), 1e3);
+  ref.add_suture(BaryPoint::node(inner), BaryPoint::node(inner - 1), 1e3);
+  const double mass0 = prog.model().masses().sum();
+  const Points x0 = prog.state().x;
+  const ExcisionEvent ev = prog.excise(bite);
+  ASSERT_EQ(ref.excise(bite).orphaned, ev.orphaned);
+  ASSERT_FALSE(ev.orphaned.empty());
+  EXPECT_EQ(prog.mesh().tets.rows(), box.tets.rows() - static_cast<Eigen::Index>(bite.size()));
+  const double mass_change = std::abs(prog.model().masses().sum() - (mass0 - bite_mass)) / mass0;
+  EXPECT_LT(mass_change, 1e-12);
+  EXPECT_EQ(check_cut_mesh(prog.mesh(), true), "");
+  EXPECT_NE(check_cut_mesh(prog.mesh()), "");  // the orphans are unused nodes
+  EXPECT_EQ(prog.num_sutures(), 0);
+  ASSERT_TRUE(ref.step().converged);
+  ASSERT_TRUE(prog.step().converged);
+  const double diag = test::bbox_diagonal(box.nodes);
+  const double diff = max_node_distance(ref.state().x, prog.state().x) / diag;
+  double orphan_moved = 0;
+  for (int j : ev.orphaned) orphan_moved = std::max(orphan_moved, (prog.state().x.row(j) - x0.row(j)).norm());
+  test::report("excision: progressive vs refactorized / bbox", diff, 1e-8);
+  test::report("excision: lumped mass vs mass - excised", mass_change, 1e-12);
+  if (test::verbose())
+    std::printf("  excised %zu tets (%.4g kg of %.4g), %zu nodes left inactive (moved <= %.1e)\n", bite.size(),
+                bite_mass, mass0, ev.orphaned.size(), orphan_moved);
+  EXPECT_LT(diff, 1e-8);
+  EXPECT_LT(orphan_moved, 1e-12 * diag);
+  EXPECT_GT((prog.state().x - x0).norm(), 1e-6);  // the lighter body sags less
+
+  // Bad input: the session is unchanged after each.
+  const Points x = prog.state().x;
+  const long events = prog.stats().topology_events;
+  const double nnz = prog.stats().nnz_L;
+  const int j = ev.orphaned.front();
+  EXPECT_THROW(prog.add_hook(BaryPoint::node(j), Vec3::Zero(), 1e3), SolverError);
+  EXPECT_THROW(prog.add_suture(BaryPoint::node(j), BaryPoint::node(0), 1e3), SolverError);
+  std::vector<int> all(static_cast<size_t>(prog.mesh().tets.rows()));
+  for (size_t t = 0; t < all.size(); ++t) all[t] = static_cast<int>(t);
+  EXPECT_THROW(prog.excise(all), MeshError);
+  EXPECT_THROW(prog.excise({0, 0}), MeshError);
+  std::vector<int> clamp_layer;  // every tet touching the clamped face: the rest would fall off
+  for (int t = 0; t < prog.mesh().tets.rows(); ++t) {
+    double cx = 0;
+    for (int a = 0; a < 4; ++a) cx += prog.mesh().nodes(prog.mesh().tets(t, a), 0) / 4.0;
+    if (cx < 1.0 / 6.0) clamp_layer.push_back(t);
+  }
+  EXPECT_THROW(prog.excise(clamp_layer), SolverError);
+  EXPECT_EQ(prog.state().x, x);
+  EXPECT_EQ(prog.stats().topology_events, events);
+  EXPECT_EQ(prog.stats().nnz_L, nnz);
+  EXPECT_EQ(prog.mesh().tets.rows(), box.tets.rows() - static_cast<Eigen::Index>(bite.size()));
+  ASSERT_TRUE(prog.step().converged);
+}
+
 TEST(SurgerySession, BadSpringsAndFactorsAreRefused) {
   const TetMesh box = make_box(3, 3, 3, Vec3::Zero(), Vec3::Ones());
   const int nv = static_cast<int>(box.nodes.rows());
@@ -358,6 +448,18 @@ TEST(SurgerySession, BadSpringsAndFactorsAreRefused) {
   const Model small = build_model(pulled_desc(make_box(2, 2, 2, Vec3::Zero(), Vec3::Ones()), 0.0, 1e5));
   f.compute(small.matrix());
   EXPECT_THROW(PdStep(m, f), SolverError);  // order 8 against 27 nodes
+  // Inactive nodes (left by an excision) must be unused, in range, with a finite δ > 0.
+  ModelDesc di = pulled_desc(box, 0.0, 1e5);
+  di.inactive_nodes = {{13, 1.0}};  // the middle node is used by tets
+  EXPECT_THROW(build_model(di), SolverError);
+  di.mesh.nodes.conservativeResize(nv + 1, Eigen::NoChange);
+  di.mesh.nodes.row(nv) = Eigen::RowVector3d(2, 2, 2);
+  di.inactive_nodes = {{nv, 0.0}};
+  EXPECT_THROW(build_model(di), SolverError);
+  di.inactive_nodes.clear();
+  EXPECT_THROW(build_model(di), SolverError);  // an unused node that is not declared inactive
+  di.inactive_nodes = {{nv, 1.0}};
+  EXPECT_EQ(build_model(di).matrix().coeff(nv, nv), 1.0);
   ModelDesc dl = pulled_desc(box, 0.0, 1e5);
   dl.lambda = {1e4};  // coupled 3n × 3n global step
   const Model coupled = build_model(dl);

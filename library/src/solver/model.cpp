@@ -183,8 +183,26 @@ Model build_model(const ModelDesc& d) {
       const int i = s.point.nodes[static_cast<size_t>(a)];
       if (i >= 0 && i < nv && s.point.weights[static_cast<size_t>(a)] != 0.0) anchored[static_cast<size_t>(i)] = 1;
     }
+  std::vector<char> inactive(static_cast<size_t>(nv), 0);
+  for (const auto& [i, delta] : d.inactive_nodes) {
+    if (i < 0 || i >= nv) throw SolverError(fmt::format("model: inactive node {} out of range", i));
+    if (used[static_cast<size_t>(i)]) throw SolverError(fmt::format("model: inactive node {} is used by a tet", i));
+    if (!std::isfinite(delta) || delta <= 0)
+      throw SolverError(fmt::format("model: inactive node {} needs a finite placeholder diagonal > 0", i));
+    if (anchored[static_cast<size_t>(i)])
+      throw SolverError(fmt::format("model: inactive node {} has an attachment", i));
+    inactive[static_cast<size_t>(i)] = 1;
+    anchored[static_cast<size_t>(i)] = 1;  // held by its placeholder
+  }
+  for (const auto& s : d.springs)
+    for (const BaryPoint* p : {&s.a, &s.b})
+      for (int a = 0; a < 4; ++a) {
+        const int i = p->nodes[static_cast<size_t>(a)];
+        if (i >= 0 && i < nv && inactive[static_cast<size_t>(i)] && p->weights[static_cast<size_t>(a)] != 0.0)
+          throw SolverError(fmt::format("model: a spring uses inactive node {}", i));
+      }
   for (int i = 0; i < nv; ++i)
-    if (!used[static_cast<size_t>(i)])
+    if (!used[static_cast<size_t>(i)] && !inactive[static_cast<size_t>(i)])
       throw SolverError(fmt::format("model: node {} is not referenced by any tet (remove unused nodes)", i));
   std::vector<int> root_size(static_cast<size_t>(nv), 0);
   std::vector<char> root_anchored(static_cast<size_t>(nv), 0);
@@ -216,6 +234,7 @@ Model build_model(const ModelDesc& d) {
   for (const auto& term : m.terms_) term->add_matrix(trip);
   if (d.integrator == Integrator::ImplicitEuler)
     for (int i = 0; i < nv; ++i) trip.emplace_back(i, i, m.masses_(i) / (m.h_ * m.h_));
+  for (const auto& [i, delta] : d.inactive_nodes) trip.emplace_back(i, i, delta);
   m.K_.resize(nv, nv);
   m.K_.setFromTriplets(trip.begin(), trip.end());
   m.reg_ = Eigen::VectorXd::Zero(nv);

@@ -116,6 +116,74 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
   return ev;
 }
 
+ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
+  Impl& m = *impl_;
+  FaceCutter before = m.cutter;
+  ExcisionEvent ev = m.cutter.excise(tets);  // MeshError: mesh unchanged
+  try {
+    const int nv = m.model->num_nodes();
+    ModelDesc d = m.desc;
+    d.mesh = m.cutter.mesh();
+    std::vector<double> stiffness;
+    for (size_t t = 0; t < ev.tet_map.size(); ++t)
+      if (ev.tet_map[t] >= 0) stiffness.push_back(m.tet_stiffness[t]);
+    if (d.mu.size() > 1) d.mu = stiffness;
+    // Placeholders: each orphan keeps its current diagonal (any δ > 0 would do; this one keeps the
+    // matrix's scale).
+    std::vector<char> orphan(static_cast<size_t>(nv), 0);
+    std::vector<std::pair<int, double>> placeholders;
+    for (int j : ev.orphaned) {
+      orphan[static_cast<size_t>(j)] = 1;
+      placeholders.emplace_back(j, m.model->matrix().coeff(j, j));
+    }
+    d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
+    FactorModification mod = excision_modification(ev, before.mesh(), m.tet_stiffness, placeholders);
+    auto uses_orphan = [&](const BaryPoint& p) {
+      for (size_t a = 0; a < 4; ++a)
+        if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
+      return false;
+    };
+    // Hooks and attachments on excised tissue go with it.
+    d.attachments.clear();
+    std::vector<int> keys;
+    std::vector<Eigen::Index> rows;
+    for (size_t r = 0; r < m.desc.attachments.size(); ++r) {
+      const AttachmentDesc& a = m.desc.attachments[r];
+      if (uses_orphan(a.point)) {
+        mod.removed.push_back(attachment_column(a.point, a.stiffness, nv));
+        continue;
+      }
+      d.attachments.push_back(a);
+      keys.push_back(m.attachment[r]);
+      rows.push_back(static_cast<Eigen::Index>(r));
+    }
+    Points targets(static_cast<Eigen::Index>(rows.size()), 3);
+    for (size_t k = 0; k < rows.size(); ++k)
+      targets.row(static_cast<Eigen::Index>(k)) = m.state.inputs.attachment_targets.row(rows[k]);
+    // And sutures (and the desc's own springs) with an end on it.
+    d.springs.clear();
+    std::vector<int> spring_ids;
+    for (size_t k = 0; k < m.desc.springs.size(); ++k) {
+      const PointSpring& sp = m.desc.springs[k];
+      if (uses_orphan(sp.a) || uses_orphan(sp.b)) {
+        mod.removed.push_back(spring_column(sp, nv));
+        continue;
+      }
+      d.springs.push_back(sp);
+      spring_ids.push_back(m.spring[k]);
+    }
+    m.follow(m.build(d), mod, {}, &targets);
+    m.desc = std::move(d);
+    m.tet_stiffness = std::move(stiffness);
+    m.attachment = std::move(keys);
+    m.spring = std::move(spring_ids);
+  } catch (...) {
+    m.cutter = std::move(before);
+    throw;
+  }
+  return ev;
+}
+
 int SurgerySession::add_suture(const BaryPoint& a, const BaryPoint& b, double stiffness) {
   Impl& m = *impl_;
   const PointSpring s{a, b, stiffness, 0.0};

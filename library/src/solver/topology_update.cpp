@@ -56,6 +56,30 @@ FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
   return m;
 }
 
+FactorModification excision_modification(const ExcisionEvent& event, const TetMesh& before,
+                                         const std::vector<double>& weight_stiffness,
+                                         const std::vector<std::pair<int, double>>& placeholders) {
+  if (static_cast<Eigen::Index>(weight_stiffness.size()) != before.tets.rows())
+    throw SolverError("excision_modification: one stiffness per tet of the mesh before the excision expected");
+  FactorModification m;
+  for (size_t k = 0; k < event.removed.size(); ++k) {
+    const int t = event.removed[k];
+    if (t < 0 || t >= before.tets.rows() || before.tets.row(t) != event.removed_rows[k])
+      throw SolverError(fmt::format("excision_modification: tet {} is not the removed one", t));
+    const TetRestShape r = tet_rest_shape(before, t);  // the assembler's formula, as for cuts
+    const double w = 2.0 * weight_stiffness[static_cast<size_t>(t)] * r.volume;
+    Vec3 g[4];
+    shape_gradients(r.Dm_inv, g);
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) {
+        const int i = before.tets(t, a), j = before.tets(t, b);
+        if (i <= j) m.change.emplace_back(i, j, -w * g[a].dot(g[b]));
+      }
+  }
+  for (const auto& [j, delta] : placeholders) m.change.emplace_back(j, j, delta);
+  return m;
+}
+
 namespace {
 
 // √c · Σ_k sign_k Σ_a weight_a e_node_a over the given points, same nodes merged, zeros dropped.

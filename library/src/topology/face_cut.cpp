@@ -198,7 +198,53 @@ std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal,
   return out;
 }
 
-std::string check_cut_mesh(const TetMesh& mesh) {
+ExcisionEvent FaceCutter::excise(const std::vector<int>& tets) {
+  const int nt = static_cast<int>(mesh_.tets.rows());
+  ExcisionEvent ev;
+  ev.removed = tets;
+  std::sort(ev.removed.begin(), ev.removed.end());
+  for (size_t k = 0; k < ev.removed.size(); ++k) {
+    if (ev.removed[k] < 0 || ev.removed[k] >= nt)
+      throw MeshError(fmt::format("excise: tet {} out of range (the mesh has {} tets)", ev.removed[k], nt));
+    if (k > 0 && ev.removed[k] == ev.removed[k - 1])
+      throw MeshError(fmt::format("excise: tet {} listed twice", ev.removed[k]));
+  }
+  if (static_cast<int>(ev.removed.size()) == nt) throw MeshError("excise: every tet of the mesh would be removed");
+  ev.tet_map.assign(static_cast<size_t>(nt), 0);
+  for (int t : ev.removed) {
+    ev.tet_map[static_cast<size_t>(t)] = -1;
+    ev.removed_rows.push_back(mesh_.tets.row(t));
+  }
+  Tets kept(nt - static_cast<int>(ev.removed.size()), 4);
+  int next = 0;
+  for (int t = 0; t < nt; ++t)
+    if (ev.tet_map[static_cast<size_t>(t)] == 0) {
+      ev.tet_map[static_cast<size_t>(t)] = next;
+      kept.row(next++) = mesh_.tets.row(t);
+    }
+  // Separated faces follow their tets (the map is increasing: pairs stay sorted with t0 < t1).
+  std::vector<TetPair> cut;
+  for (const auto& [a, b] : cut_)
+    if (ev.tet_map[static_cast<size_t>(a)] >= 0 && ev.tet_map[static_cast<size_t>(b)] >= 0)
+      cut.emplace_back(ev.tet_map[static_cast<size_t>(a)], ev.tet_map[static_cast<size_t>(b)]);
+  std::vector<std::vector<int>> node_tets(node_tets_.size());
+  for (int t = 0; t < kept.rows(); ++t)
+    for (int a = 0; a < 4; ++a) node_tets[static_cast<size_t>(kept(t, a))].push_back(t);
+  for (size_t v = 0; v < node_tets.size(); ++v)
+    if (node_tets[v].empty() && !node_tets_[v].empty()) ev.orphaned.push_back(static_cast<int>(v));
+  mesh_.tets = std::move(kept);
+  if (mesh_.region.size() == static_cast<size_t>(nt)) {
+    std::vector<int> region;
+    for (int t = 0; t < nt; ++t)
+      if (ev.tet_map[static_cast<size_t>(t)] >= 0) region.push_back(mesh_.region[static_cast<size_t>(t)]);
+    mesh_.region = std::move(region);
+  }
+  cut_ = std::move(cut);
+  node_tets_ = std::move(node_tets);
+  return ev;
+}
+
+std::string check_cut_mesh(const TetMesh& mesh, bool allow_unused) {
   const auto& x = mesh.nodes;
   std::vector<char> used(static_cast<size_t>(x.rows()), 0);
   for (int t = 0; t < mesh.tets.rows(); ++t) {
@@ -211,7 +257,7 @@ std::string check_cut_mesh(const TetMesh& mesh) {
         signed_volume(x.row(mesh.tets(t, 0)), x.row(mesh.tets(t, 1)), x.row(mesh.tets(t, 2)), x.row(mesh.tets(t, 3)));
     if (!(v > 0)) return fmt::format("tet {} has volume {}", t, v);
   }
-  for (size_t i = 0; i < used.size(); ++i)
+  for (size_t i = 0; i < used.size() && !allow_unused; ++i)
     if (!used[i]) return fmt::format("node {} is used by no tet", i);
   try {
     (void)boundary_faces(mesh.tets);  // a face in more than two tets, or two tets disagreeing on it

@@ -72,6 +72,10 @@ struct ModelDesc {
   bool allow_unattached = false;
   double free_body_regularization = 1e-6;
   CholeskyBackend backend = CholeskyBackend::Cholmod;
+  /// Nodes that no tet uses (left by an excision, topology/face_cut.hpp), each with a placeholder
+  /// diagonal δ > 0 added to K: zero mass and force, so they stay where they are; they count as
+  /// anchored. Springs and attachments must not use them. Any other unused node is an error.
+  std::vector<std::pair<int, double>> inactive_nodes;
   /// false: build_model assembles K but does not factor it (Model::factor() then throws); for
   /// models whose global step solves with another factor, e.g. a DynamicLdlt that follows topology
   /// changes (PdStep's second constructor), where refactoring every event is what it avoids.

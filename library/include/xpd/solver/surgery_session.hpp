@@ -1,9 +1,9 @@
 #pragma once
 // SurgerySession: a quasistatic PD model whose topology changes between frames — face-separating
-// cuts, sutures, hooks, released attachments — with its factor kept by progressive Cholesky updates (Li, Liu, Kavan &
-// Chen 2021) instead of a refactorization per event, or refactored per event (the oracle; paper 003's "same results"
-// claim made measurable). The library layer of the thesis's surgery tools (Wang 2025, ch. 5) that scenes and the viewer
-// build on.
+// cuts, excisions, sutures, hooks, released attachments — with its factor kept by progressive Cholesky updates (Li,
+// Liu, Kavan & Chen 2021) instead of a refactorization per event, or refactored per event (the oracle; paper 003's
+// "same results" claim made measurable). The library layer of the thesis's surgery tools (Wang 2025, ch. 5) that scenes
+// and the viewer build on.
 //
 // One event:
 //   1. the mesh operation (FaceCutter::cut) or the spring list change (a suture added / removed);
@@ -43,7 +43,7 @@ struct SurgeryOptions {
 
 /// Figures of a session (the `stats.json` topology fields of the surgery issue).
 struct SurgeryStats {
-  long topology_events = 0;     ///< cuts that separated a face; sutures, hooks, attachments added or removed
+  long topology_events = 0;     ///< cuts that separated a face, excisions; sutures, hooks, attachments added or removed
   double factor_update_ms = 0;  ///< the last event's factor update (or refactorization)
   double factor_update_ms_total = 0;
   long factor_fallback = 0;  ///< progressive updates that lost definiteness and were refactored
@@ -73,6 +73,15 @@ class SurgerySession {
   /// faces that are not two tets sharing a face, SolverError when the cut mesh is not a valid
   /// model (e.g. a fragment without attachment) — state unchanged.
   CutEvent cut(const std::vector<TetPair>& faces);
+
+  /// Removes tets (excision, FaceCutter::excise; ids of the current mesh). Nodes left without a tet
+  /// become inactive (ModelDesc::inactive_nodes: a placeholder diagonal, the node's current K(j,j);
+  /// they stay where they are, and no later suture or hook may use them); hooks, sutures and
+  /// attachments on them go with the event. The lumped mass drops by exactly the removed tets'.
+  /// The factor: minus the removed tets' blocks, plus the placeholders, minus the dropped springs'
+  /// columns. Throws MeshError (an id out of range or repeated, every tet) or SolverError (a
+  /// fragment left without attachment) — state unchanged.
+  ExcisionEvent excise(const std::vector<int>& tets);
 
   /// Adds a zero-rest-length spring of stiffness k between two points (a suture; a rank-1 update
   /// of the factor) and returns its id. Throws SolverError for a node out of range, two ends at the

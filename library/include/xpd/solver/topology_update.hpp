@@ -2,6 +2,7 @@
 // Factor modifications of topology events: a topology change of the mesh expressed as the sparse
 // columns to add to and remove from the PD matrix (Li, Liu, Kavan & Chen 2021, eq. 3:
 // K = Σ_e W_e W_eᵀ, W_e = √w_e G_eᵀ), so that a DynamicLdlt follows it without refactorization.
+#include <utility>
 #include <vector>
 #include <xpd/energy/springs.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
@@ -21,6 +22,15 @@ namespace xpd {
 /// make_tet_elements computes it).
 FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
                                     const std::vector<double>& weight_stiffness);
+
+/// The modification of the PD matrix made by an excision (FaceCutter::excise): minus the removed
+/// tets' blocks (read from `before`, the mesh before the excision, with its per-tet
+/// `weight_stiffness`), plus a placeholder diagonal δ_j for each node the excision left without a
+/// tet (`placeholders`, the same (node, δ) pairs as ModelDesc::inactive_nodes, so the factor and a
+/// model built anew agree). Node ids do not change; no new unknowns.
+FactorModification excision_modification(const ExcisionEvent& event, const TetMesh& before,
+                                         const std::vector<double>& weight_stiffness,
+                                         const std::vector<std::pair<int, double>>& placeholders);
 
 /// The column w with w wᵀ = the PD-matrix block of a spring between two points (SpringTerm's
 /// c·b bᵀ, b = weights of a and minus those of b; the block does not depend on the rest length):

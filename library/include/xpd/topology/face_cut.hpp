@@ -31,6 +31,14 @@ struct CutEvent {
   int faces_cut = 0;                         ///< faces newly separated by this cut
 };
 
+/// What an excision did (the input of a factor update: the removed tets' blocks, the new placeholders).
+struct ExcisionEvent {
+  std::vector<int> removed;                      ///< old ids of the removed tets (ascending)
+  std::vector<Eigen::RowVector4i> removed_rows;  ///< their node indices (same order)
+  std::vector<int> tet_map;                      ///< old tet id → new id, −1 when removed
+  std::vector<int> orphaned;                     ///< nodes left without any tet (ascending; they stay, unused)
+};
+
 /// A tet mesh that is cut progressively. Keeps the set of separated faces and node → tet incidence.
 class FaceCutter {
  public:
@@ -40,6 +48,12 @@ class FaceCutter {
 
   const TetMesh& mesh() const { return mesh_; }
   int num_cut_faces() const { return static_cast<int>(cut_.size()); }
+  /// Removes tets (excision): the others are renumbered in their order (tet_map), separated faces
+  /// follow them, nodes stay (those left without a tet are listed as orphaned: a model keeps them
+  /// as inactive unknowns, ModelDesc::inactive_nodes). Throws MeshError (mesh unchanged) for an id
+  /// out of range or repeated, or when every tet would go.
+  ExcisionEvent excise(const std::vector<int>& tets);
+
   /// The node of the mesh given at construction that `node` descends from (a copy of a copy maps
   /// to the first original; an original maps to itself). Throws MeshError when out of range.
   int original(int node) const;
@@ -62,9 +76,10 @@ class FaceCutter {
 /// tet ids), so that a cut can advance along `order`. n need not be unit length.
 std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal, double offset, const Vec3& order);
 
-/// Checks the invariants of a cut mesh: every tet has positive volume, every node is used, no face
-/// is shared by more than two tets and the two tets of a face agree on its orientation (the
-/// boundary_faces checks). Returns an empty string or the first violation.
-std::string check_cut_mesh(const TetMesh& mesh);
+/// Checks the invariants of a cut mesh: every tet has positive volume, every node is used (unless
+/// `allow_unused`: nodes orphaned by an excision), no face is shared by more than two tets and the
+/// two tets of a face agree on its orientation (the boundary_faces checks). Returns an empty string
+/// or the first violation.
+std::string check_cut_mesh(const TetMesh& mesh, bool allow_unused = false);
 
 }  // namespace xpd

@@ -217,6 +217,11 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   const Points x = s.state().x;
   const double nnz = s.stats().nnz_L;
   const long events = s.stats().topology_events;
+  // The factor before the failed events: its order and a solve, to compare bit for bit after them.
+  const std::vector<int> order = s.factor().elimination_order();
+  const Eigen::MatrixXd b = Eigen::MatrixXd::Random(s.factor().rows(), 3);
+  Eigen::MatrixXd solved = b;
+  s.factor().solve_in_place(solved);
   try {
     s.cut(std::vector<TetPair>(faces.begin() + 16, faces.end()));  // the rest: the free half falls off
     ADD_FAILURE() << "a cut leaving an unattached fragment was accepted";
@@ -232,6 +237,10 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   EXPECT_THROW(s.add_suture(BaryPoint::node(3), BaryPoint::node(100000), 1e3), SolverError);
   EXPECT_THROW(s.remove_suture(0), SolverError);
   EXPECT_EQ(s.stats().topology_events, events);
+  EXPECT_EQ(s.factor().elimination_order(), order);
+  Eigen::MatrixXd again = b;
+  s.factor().solve_in_place(again);
+  EXPECT_EQ(again, solved);
   // The session goes on: a part of the rest of the plane that keeps the block in one piece.
   s.cut(std::vector<TetPair>(faces.begin() + 16, faces.begin() + 24));
   ASSERT_TRUE(s.step().converged);
@@ -243,6 +252,9 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   ModelDesc sl = d;
   sl.strain_limits.push_back({});
   EXPECT_THROW(SurgerySession{sl}, SolverError);
+  ModelDesc fr = d;
+  fr.allow_unattached = true;
+  EXPECT_THROW(SurgerySession{fr}, SolverError);
 }
 
 // Hooks (springs to targets) and released attachments (undermining's factor side) on a cantilever
@@ -343,7 +355,8 @@ TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
   ModelDesc d;
   d.mesh = box;
   d.mu = {1e5};
-  d.density = {1000.0};
+  d.density.resize(static_cast<size_t>(box.tets.rows()));  // per tet: 1000, 1500, 2000 kg/m³
+  for (size_t t = 0; t < d.density.size(); ++t) d.density[t] = 1000.0 * (1.0 + 0.5 * double((t * 7) % 3));
   d.gravity = Vec3(0, 0, -9.81);
   test::attach_min_face(d, 0, 1e7);
   auto [ref, prog] = session_pair(d);
@@ -360,7 +373,7 @@ TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
       const Vec3 e1 = (box.nodes.row(box.tets(t, 1)) - box.nodes.row(box.tets(t, 0))).transpose(),
                  e2 = (box.nodes.row(box.tets(t, 2)) - box.nodes.row(box.tets(t, 0))).transpose(),
                  e3 = (box.nodes.row(box.tets(t, 3)) - box.nodes.row(box.tets(t, 0))).transpose();
-      bite_mass += 1000.0 * std::abs(e1.dot(e2.cross(e3))) / 6.0;
+      bite_mass += d.density[static_cast<size_t>(t)] * std::abs(e1.dot(e2.cross(e3))) / 6.0;
     }
   }
   ASSERT_GT(bite.size(), 20u);
@@ -407,6 +420,7 @@ TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
   std::vector<int> all(static_cast<size_t>(prog.mesh().tets.rows()));
   for (size_t t = 0; t < all.size(); ++t) all[t] = static_cast<int>(t);
   EXPECT_THROW(prog.excise(all), MeshError);
+  EXPECT_TRUE(prog.excise({}).removed.empty());  // nothing to excise: no event
   EXPECT_THROW(prog.excise({0, 0}), MeshError);
   std::vector<int> clamp_layer;  // every tet touching the clamped face: the rest would fall off
   for (int t = 0; t < prog.mesh().tets.rows(); ++t) {

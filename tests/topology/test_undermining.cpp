@@ -1,7 +1,8 @@
 // Undermining on a prism skin shell: a U-shaped incision through the shell plus a drawn base line
 // bound a flap; the flood fill on the skin reaches exactly the flap's triangles, the deep-side
-// nodes below them are exactly the flap's, and releasing their attachments (SurgerySession) frees
-// the flap: a hook then lifts it far more than before, while the rest stays attached.
+// nodes below them are exactly those of the flap's tets (copies on the incision lines, not the
+// originals across it), and releasing their attachments (SurgerySession) frees the flap: a hook then
+// lifts it far more than before, while the rest stays attached.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,12 +100,20 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   // Without the base line the fill leaks round the incision's ends to the whole skin.
   EXPECT_EQ(flood_fill_triangles(skin, seed).size(), static_cast<size_t>(skin.rows()));
 
-  // The deep nodes below the flap: exactly those of surface vertices in [0.25, 0.75]².
+  // The deep nodes below the flap: exactly the deep-layer nodes of the tets inside the flap (by
+  // their centroids) — on the incision lines these are the flap side's copies.
   const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
-  std::vector<int> expected_below;
-  for (int j = 2; j <= 6; ++j)
-    for (int i = 2; i <= 6; ++i) expected_below.push_back(2 * S + j * kGrid + i);
-  EXPECT_EQ(below, expected_below);
+  std::set<int> expected_below;
+  const TetMesh& cm = cutter.mesh();
+  for (int t = 0; t < cm.tets.rows(); ++t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += cm.nodes.row(cm.tets(t, a)).transpose() / 4.0;
+    if (inside(c.x(), 0.25, 0.75) && inside(c.y(), 0.25, 0.75))
+      for (int a = 0; a < 4; ++a)
+        if (cutter.original(cm.tets(t, a)) >= 2 * S) expected_below.insert(cm.tets(t, a));
+  }
+  EXPECT_EQ(expected_below.size(), 25u);
+  EXPECT_EQ(std::set<int>(below.begin(), below.end()), expected_below);
 
   // A hook on the flap's middle skin node pulls it up, before and after undermining.
   const int middle = 4 * kGrid + 4;
@@ -112,20 +121,35 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   const int hook = session.add_hook(BaryPoint::node(middle), target, 1e3);
   ASSERT_TRUE(session.step().converged);
   const double lift_attached = session.state().x(middle, 2);
-  std::vector<int> release;  // attachment keys = their index = surface vertex v (node 2S + v)
-  for (int node : below) release.push_back(node - 2 * S);
+  // Undermining releases the attachments of those nodes (key = index = surface vertex v of node
+  // 2S + v); the flap side's copies on the incision carry none (the cut freed them), the originals
+  // across the incision keep theirs.
+  std::vector<int> release;
+  for (int v = 0; v < S; ++v)
+    if (expected_below.count(2 * S + v)) release.push_back(v);
+  const int released = static_cast<int>(release.size());
+  EXPECT_GT(released, 0);
   session.remove_attachments(release);
-  EXPECT_EQ(session.num_attachments(), S - 25 + 1);  // the hook stays
+  EXPECT_EQ(session.num_attachments(), S - released + 1);  // the hook stays
+  for (int v = 0; v < S; ++v)  // an attachment is gone exactly when its node is under the flap
+    EXPECT_EQ(session.attachment_row(v) < 0, expected_below.count(2 * S + v) == 1) << "vertex " << v;
   ASSERT_TRUE(session.step().converged);
   const double lift_free = session.state().x(middle, 2);
-  double outside_moved = 0;
+  // The attached deep nodes outside the flap stay (their springs' stretch). A copy that a cut made
+  // of an attached node carries no attachment (a cut does not yet duplicate attachments): the
+  // outside's copies on the incision lines move with the tissue, reported apart.
+  double outside_moved = 0, outside_copies_moved = 0;
   for (int v = 0; v < S; ++v)
-    if (!std::binary_search(below.begin(), below.end(), 2 * S + v))
-      outside_moved =
-          std::max(outside_moved, (session.state().x.row(2 * S + v) - shell.mesh.nodes.row(2 * S + v)).norm());
+    if (!expected_below.count(2 * S + v))
+      outside_moved = std::max(outside_moved, (session.state().x.row(2 * S + v) - cm.nodes.row(2 * S + v)).norm());
+  for (Eigen::Index n = S * (so.layers + 1); n < cm.nodes.rows(); ++n)
+    if (cutter.original(static_cast<int>(n)) >= 2 * S && !expected_below.count(static_cast<int>(n)))
+      outside_copies_moved = std::max(outside_copies_moved, (session.state().x.row(n) - cm.nodes.row(n)).norm());
   if (test::verbose())
-    std::printf("  flap middle lifted %.3e attached, %.3e undermined; deep nodes outside moved <= %.3e\n",
-                lift_attached, lift_free, outside_moved);
+    std::printf(
+        "  %d attachments released (of 25 deep nodes under the flap); flap middle lifted %.3e attached, "
+        "%.3e undermined; attached deep nodes outside moved <= %.3e (unattached copies outside %.3e)\n",
+        released, lift_attached, lift_free, outside_moved, outside_copies_moved);
   EXPECT_GT(lift_free, 3 * lift_attached);
   EXPECT_LT(outside_moved, 1e-3 * lift_free);
   EXPECT_GE(session.attachment_row(hook), 0);

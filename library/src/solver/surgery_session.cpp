@@ -39,19 +39,23 @@ struct SurgerySession::Impl {
   // `targets`: the new model's attachment targets; null carries the current ones over.
   void follow(std::unique_ptr<Model> m, const FactorModification& mod, const std::vector<int>& copy_of,
               const Points* targets = nullptr) {
-    Timer t;
-    if (progressive() && !factor.modify(mod)) {
-      factor.compute(m->matrix());
-      ++stats.factor_fallback;
-    }
-    stats.factor_update_ms =
-        progressive() ? t.elapsed_ms() : m->factor().info().analyze_ms + m->factor().info().factorize_ms;
+    // The new state first (it allocates), then the factor, then only moves: an exception before
+    // the factor's change leaves everything as it was.
     State s = make_state(*m);
     const Eigen::Index n0 = state.x.rows();
     s.x.topRows(n0) = state.x;
     for (size_t k = 0; k < copy_of.size(); ++k) s.x.row(n0 + static_cast<Eigen::Index>(k)) = state.x.row(copy_of[k]);
     s.inputs.attachment_targets = targets ? *targets : state.inputs.attachment_targets;
     s.inputs.gravity = state.inputs.gravity;
+    Timer t;
+    bool fallback = false;
+    if (progressive() && !factor.modify(mod)) {
+      factor.compute(m->matrix());
+      fallback = true;
+    }
+    stats.factor_fallback += fallback ? 1 : 0;
+    stats.factor_update_ms =
+        progressive() ? t.elapsed_ms() : m->factor().info().analyze_ms + m->factor().info().factorize_ms;
     model = std::move(m);
     state = std::move(s);
     ++stats.topology_events;
@@ -66,6 +70,10 @@ SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
   if (!desc.strain_limits.empty() || !desc.shape_targets.empty() ||
       std::any_of(desc.lambda.begin(), desc.lambda.end(), [](double l) { return l != 0.0; }))
     throw SolverError("SurgerySession: corotated tets only (no strain limits, shape targets or lambda volume term)");
+  if (desc.allow_unattached)
+    throw SolverError(
+        "SurgerySession: allow_unattached is not supported (its regularization follows K's diagonal, "
+        "which the factor updates do not track); attach every part");
   if (desc.nodal_forces.rows() != 0)
     throw SolverError("SurgerySession: nodal forces are not carried through cuts; use gravity or attachments");
   impl_ = std::make_unique<Impl>(std::move(desc), std::move(options));
@@ -95,6 +103,7 @@ const State& SurgerySession::state() const { return impl_->state; }
 State& SurgerySession::state() { return impl_->state; }
 const SurgeryStats& SurgerySession::stats() const { return impl_->stats; }
 const SurgeryOptions& SurgerySession::options() const { return impl_->options; }
+const DynamicLdlt& SurgerySession::factor() const { return impl_->factor; }
 
 CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
   Impl& m = *impl_;
@@ -118,16 +127,25 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
 
 ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
   Impl& m = *impl_;
+  if (tets.empty()) return {};
   FaceCutter before = m.cutter;
   ExcisionEvent ev = m.cutter.excise(tets);  // MeshError: mesh unchanged
   try {
     const int nv = m.model->num_nodes();
     ModelDesc d = m.desc;
     d.mesh = m.cutter.mesh();
-    std::vector<double> stiffness;
-    for (size_t t = 0; t < ev.tet_map.size(); ++t)
-      if (ev.tet_map[t] >= 0) stiffness.push_back(m.tet_stiffness[t]);
-    if (d.mu.size() > 1) d.mu = stiffness;
+    // Per-tet parameters follow the renumbering.
+    auto kept = [&](const std::vector<double>& per_tet) {
+      if (per_tet.size() != ev.tet_map.size()) return per_tet;  // one value for all
+      std::vector<double> out;
+      for (size_t t = 0; t < ev.tet_map.size(); ++t)
+        if (ev.tet_map[t] >= 0) out.push_back(per_tet[t]);
+      return out;
+    };
+    std::vector<double> stiffness = kept(m.tet_stiffness);
+    d.mu = kept(d.mu);
+    d.density = kept(d.density);
+    d.lambda = kept(d.lambda);
     // Placeholders: each orphan keeps its current diagonal (any δ > 0 would do; this one keeps the
     // matrix's scale).
     std::vector<char> orphan(static_cast<size_t>(nv), 0);

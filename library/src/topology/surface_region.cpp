@@ -62,17 +62,80 @@ Triangles shell_skin(const Shell& shell, const FaceCutter& cutter) {
 
 std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
                                    const std::vector<int>& region) {
-  std::vector<int> out;
+  const TetMesh& mesh = cutter.mesh();
+  const int S = shell.surface_vertices;
+  auto column_key = [](std::array<int, 3> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  // The region's prism columns, by the original surface vertices of their triangles.
+  std::vector<std::array<int, 3>> columns;
+  std::vector<std::array<int, 3>> skin_faces;  // the region's skin triangles, current ids sorted
   for (int f : region) {
     if (f < 0 || f >= skin.rows())
       throw MeshError(fmt::format("shell_nodes_below: triangle {} out of range ({} triangles)", f, skin.rows()));
+    std::array<int, 3> v{}, cur{};
     for (int k = 0; k < 3; ++k) {
-      const int v = cutter.original(skin(f, k));
-      if (v >= shell.surface_vertices)
+      v[static_cast<size_t>(k)] = cutter.original(skin(f, k));
+      cur[static_cast<size_t>(k)] = skin(f, k);
+      if (v[static_cast<size_t>(k)] >= S)
         throw MeshError(fmt::format("shell_nodes_below: node {} of triangle {} is not on the skin", skin(f, k), f));
-      out.push_back(shell.layers * shell.surface_vertices + v);
     }
+    columns.push_back(column_key(v));
+    skin_faces.push_back(column_key(cur));
   }
+  std::sort(columns.begin(), columns.end());
+  std::sort(skin_faces.begin(), skin_faces.end());
+  // The tets of those columns (every node of a prism's tets descends from its triangle's vertices at
+  // some layer). A cut may run through a column, so only the tets reached from the region's skin
+  // faces through faces the tets still share (a separated face no longer has three common nodes)
+  // are the region's.
+  std::vector<int> in_column;
+  std::vector<char> seed;
+  for (int t = 0; t < mesh.tets.rows(); ++t) {
+    std::array<int, 4> v{};
+    for (int a = 0; a < 4; ++a) v[static_cast<size_t>(a)] = cutter.original(mesh.tets(t, a)) % S;
+    std::sort(v.begin(), v.end());
+    const std::array<int, 3> key{v[0], v[1] == v[0] ? v[2] : v[1], v[3]};
+    if (std::unique(v.begin(), v.end()) - v.begin() != 3 || !std::binary_search(columns.begin(), columns.end(), key))
+      continue;
+    in_column.push_back(t);
+    bool touches = false;
+    for (int skip = 0; skip < 4 && !touches; ++skip) {
+      std::array<int, 3> face{};
+      int k = 0;
+      for (int a = 0; a < 4; ++a)
+        if (a != skip) face[static_cast<size_t>(k++)] = mesh.tets(t, a);
+      touches = std::binary_search(skin_faces.begin(), skin_faces.end(), column_key(face));
+    }
+    seed.push_back(touches ? 1 : 0);
+  }
+  auto shared = [&](int t, int u) {
+    int common = 0;
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) common += mesh.tets(t, a) == mesh.tets(u, b) ? 1 : 0;
+    return common == 3;
+  };
+  std::vector<char> reached(seed);
+  std::vector<size_t> stack;
+  for (size_t i = 0; i < in_column.size(); ++i)
+    if (reached[i]) stack.push_back(i);
+  while (!stack.empty()) {  // columns hold few tets each: a quadratic scan over them is cheap
+    const size_t i = stack.back();
+    stack.pop_back();
+    for (size_t j = 0; j < in_column.size(); ++j)
+      if (!reached[j] && shared(in_column[i], in_column[j])) {
+        reached[j] = 1;
+        stack.push_back(j);
+      }
+  }
+  std::vector<int> out;
+  for (size_t i = 0; i < in_column.size(); ++i)
+    if (reached[i])
+      for (int a = 0; a < 4; ++a) {
+        const int node = mesh.tets(in_column[i], a);
+        if (cutter.original(node) >= shell.layers * S) out.push_back(node);
+      }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

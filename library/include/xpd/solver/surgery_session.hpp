@@ -18,7 +18,13 @@
 //
 // Limits (SolverError at construction): quasistatic models only (the cut's factor change has no
 // implicit-Euler mass shares yet), corotated tets only (no strain limits, shape targets or λ term:
-// their tet weights are not in cut_modification's per-tet stiffness), no nodal forces.
+// their tet weights are not in cut_modification's per-tet stiffness), no nodal forces, no
+// allow_unattached (its regularization follows K's diagonal, which the updates do not track).
+//
+// Cost: the factor follows an event without refactorization, but the event still copies the mesh
+// and rebuilds the Model (assembly and validation, no factorization): on box:48 about 0.5 s, more
+// than a small cut's update (xpd bench cut's `refills[].assemble_ms`); `factor_update_ms` counts
+// the factor only. Making the terms follow the event incrementally is the next step.
 #include <memory>
 #include <vector>
 #include <xpd/solver/dynamic_ldlt.hpp>
@@ -67,6 +73,8 @@ class SurgerySession {
   State& state();
   const SurgeryStats& stats() const;
   const SurgeryOptions& options() const;
+  /// The updatable factor (progressive mode; empty in refactor mode, where model().factor() solves).
+  const DynamicLdlt& factor() const;
 
   /// Separates the given interior faces (FaceCutter::cut: nodes split per side, the crack front
   /// single) and updates the factor. A cut of no new face changes nothing. Throws MeshError for
@@ -81,7 +89,7 @@ class SurgerySession {
   /// The factor: minus the removed tets' blocks, plus the placeholders, minus the dropped springs'
   /// columns. Throws MeshError (an id out of range or repeated, every tet) or SolverError (a
   /// fragment left without attachment) — state unchanged.
-  ExcisionEvent excise(const std::vector<int>& tets);
+  ExcisionEvent excise(const std::vector<int>& tets);  // no tets: nothing happens, empty event
 
   /// Adds a zero-rest-length spring of stiffness k between two points (a suture; a rank-1 update
   /// of the factor) and returns its id. Throws SolverError for a node out of range, two ends at the

@@ -25,10 +25,12 @@ std::vector<int> flood_fill_triangles(const Triangles& triangles, int seed,
 /// layer ℓ): the boundary faces of the cutter's mesh whose three nodes descend from layer-0 nodes.
 Triangles shell_skin(const Shell& shell, const FaceCutter& cutter);
 
-/// The deep-side nodes (layer `shell.layers`) under a set of skin triangles of a cut shell: for
-/// every vertex of the triangles, the original surface vertex v it descends from, and the node
-/// layers·S + v (ascending, unique). Undermining the region releases the attachments of these
-/// nodes.
+/// The deep-side nodes (current ids, descending from layer `shell.layers`) under a set of skin
+/// triangles of a cut shell: the nodes of the tets in those triangles' prism columns that are
+/// reached from the triangles through faces the tets still share — so on the region's side of
+/// every incision, whose deep nodes may be copies (a split node's original stays with the side of
+/// its lowest tet). Ascending, unique. Undermining the region releases the attachments of these
+/// nodes (a copy made by a cut carries none: the cut already freed it).
 std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
                                    const std::vector<int>& region);
 

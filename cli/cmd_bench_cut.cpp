@@ -128,35 +128,35 @@ void run_bench_cut(const BenchCutOptions& o) {
   // it, refactoring when nnz(L) has passed fill_ratio × the fresh ordering's.
   std::vector<double> fill_ms;
   nlohmann::ordered_json refills = nlohmann::ordered_json::array();
-  int fill_frames = 0, refactors = 0, checked_at = -1;
-  for (bool last = false; !last;) {
-    const double u = frames < total ? cut_frame(o.fill_k) : -1;
-    last = u < 0;  // the cut is over: the policy is checked once more, between interactions
-    if (!last) {
-      fill_ms.push_back(u);
-      ++fill_frames;
-    }
-    if (o.refill_every > 0 && fill_frames > 0 && checked_at != frames && (last || fill_frames % o.refill_every == 0)) {
-      checked_at = frames;
-      Timer ta;
-      ModelDesc dk = desc;
-      dk.mesh = cutter.mesh();
-      dk.factorize = false;
-      const Model mk = build_model(dk);
-      const double assemble_ms = ta.elapsed_ms();
-      const RefillResult r = dyn.refill(mk.matrix(), FillPolicy{o.fill_ratio, 10000});
-      refactors += r.refactored ? 1 : 0;
-      refills.push_back({{"frame", frames},
-                         {"nnz_L", r.nnz_L},
-                         {"nnz_L_fresh", r.nnz_L_fresh},
-                         {"refactored", r.refactored},
-                         {"reason", r.reason},
-                         {"assemble_ms", assemble_ms},
-                         {"analyze_ms", r.analyze_ms},
-                         {"factorize_ms", r.factorize_ms}});
-    }
-    if (!last) progress.update(frames, fmt::format("k = {}", o.fill_k));
+  int refactors = 0, checked_at = -1;
+  auto check_fill = [&] {
+    checked_at = frames;
+    Timer ta;
+    ModelDesc dk = desc;
+    dk.mesh = cutter.mesh();
+    dk.factorize = false;
+    const Model mk = build_model(dk);
+    const double assemble_ms = ta.elapsed_ms();
+    const RefillResult r = dyn.refill(mk.matrix(), FillPolicy{o.fill_ratio, 10000});
+    refactors += r.refactored ? 1 : 0;
+    refills.push_back({{"frame", frames},
+                       {"nnz_L", r.nnz_L},
+                       {"nnz_L_fresh", r.nnz_L_fresh},
+                       {"refactored", r.refactored},
+                       {"reason", r.reason},
+                       {"assemble_ms", assemble_ms},
+                       {"analyze_ms", r.analyze_ms},
+                       {"factorize_ms", r.factorize_ms}});
+  };
+  while (frames < total) {
+    const double u = cut_frame(o.fill_k);
+    if (u < 0) break;
+    fill_ms.push_back(u);
+    if (o.refill_every > 0 && fill_ms.size() % static_cast<size_t>(o.refill_every) == 0) check_fill();
+    progress.update(frames, fmt::format("k = {}", o.fill_k));
   }
+  // The cut is over: the policy is checked once more, between interactions.
+  if (o.refill_every > 0 && !fill_ms.empty() && checked_at != frames) check_fill();
   progress.finish();
 
   // The cut model, refactored from scratch: the oracle of the updated factor and the other side of

@@ -94,13 +94,6 @@ PdStep::PdStep(const Model& model, const DynamicLdlt& factor, bool store_project
         fmt::format("PdStep: the DynamicLdlt has order {}, the model {} nodes", factor.rows(), model.num_nodes()));
 }
 
-void PdStep::solve(Eigen::Ref<Eigen::MatrixXd> b) const {
-  if (dynamic_)
-    dynamic_->solve_in_place(b);
-  else
-    model_->factor().solve_in_place(b);
-}
-
 void PdStep::iterate(State& s, FrameStats& st) {
   PhaseTimer pt;
   if (dynamic_) {
@@ -113,7 +106,12 @@ void PdStep::iterate(State& s, FrameStats& st) {
   pt.lap(st.timings_ms.solve);
 }
 
-void PdStep::solve_with_matrix(Eigen::MatrixXd& b) const { solve(b); }
+void PdStep::solve_with_matrix(Eigen::MatrixXd& b) const {
+  if (dynamic_)
+    dynamic_->solve_in_place(b);
+  else
+    model_->factor().solve_in_place(b);
+}
 
 FrameStats step(const Model& model, State& s, const SolverOptions& opt) {
   PdStep pd(model, opt.store_projections);

@@ -34,6 +34,32 @@ struct SurgerySession::Impl {
     return std::make_unique<Model>(build_model(b));
   }
 
+  // The attachments kept when the marked rows go (their columns are appended to mod.removed):
+  // the kept list, their keys and their current targets, for the new model and state.
+  struct KeptAttachments {
+    std::vector<AttachmentDesc> list;
+    std::vector<int> keys;
+    Points targets;
+  };
+  KeptAttachments drop_attachments(const std::vector<char>& drop, FactorModification& mod) const {
+    KeptAttachments k;
+    std::vector<Eigen::Index> rows;
+    for (size_t r = 0; r < desc.attachments.size(); ++r) {
+      const AttachmentDesc& a = desc.attachments[r];
+      if (drop[r]) {
+        mod.removed.push_back(attachment_column(a.point, a.stiffness, model->num_nodes()));
+        continue;
+      }
+      k.list.push_back(a);
+      k.keys.push_back(attachment[r]);
+      rows.push_back(static_cast<Eigen::Index>(r));
+    }
+    k.targets.resize(static_cast<Eigen::Index>(rows.size()), 3);
+    for (size_t i = 0; i < rows.size(); ++i)
+      k.targets.row(static_cast<Eigen::Index>(i)) = state.inputs.attachment_targets.row(rows[i]);
+    return k;
+  }
+
   // Steps 3 and 4 of an event (header comment) once the new model is built: on an exception the
   // factor is unchanged (modify rolls back, compute throws before touching it).
   // `targets`: the new model's attachment targets; null carries the current ones over.
@@ -162,22 +188,10 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
       return false;
     };
     // Hooks and attachments on excised tissue go with it.
-    d.attachments.clear();
-    std::vector<int> keys;
-    std::vector<Eigen::Index> rows;
-    for (size_t r = 0; r < m.desc.attachments.size(); ++r) {
-      const AttachmentDesc& a = m.desc.attachments[r];
-      if (uses_orphan(a.point)) {
-        mod.removed.push_back(attachment_column(a.point, a.stiffness, nv));
-        continue;
-      }
-      d.attachments.push_back(a);
-      keys.push_back(m.attachment[r]);
-      rows.push_back(static_cast<Eigen::Index>(r));
-    }
-    Points targets(static_cast<Eigen::Index>(rows.size()), 3);
-    for (size_t k = 0; k < rows.size(); ++k)
-      targets.row(static_cast<Eigen::Index>(k)) = m.state.inputs.attachment_targets.row(rows[k]);
+    std::vector<char> drop(m.desc.attachments.size(), 0);
+    for (size_t r = 0; r < drop.size(); ++r) drop[r] = uses_orphan(m.desc.attachments[r].point) ? 1 : 0;
+    Impl::KeptAttachments kept_attachments = m.drop_attachments(drop, mod);
+    d.attachments = std::move(kept_attachments.list);
     // And sutures (and the desc's own springs) with an end on it.
     d.springs.clear();
     std::vector<int> spring_ids;
@@ -190,10 +204,10 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
       d.springs.push_back(sp);
       spring_ids.push_back(m.spring[k]);
     }
-    m.follow(m.build(d), mod, {}, &targets);
+    m.follow(m.build(d), mod, {}, &kept_attachments.targets);
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
-    m.attachment = std::move(keys);
+    m.attachment = std::move(kept_attachments.keys);
     m.spring = std::move(spring_ids);
   } catch (...) {
     m.cutter = std::move(before);
@@ -252,31 +266,21 @@ int SurgerySession::add_hook(const BaryPoint& point, const Vec3& target, double 
 void SurgerySession::remove_attachments(const std::vector<int>& keys) {
   Impl& m = *impl_;
   std::vector<char> drop(m.attachment.size(), 0);
-  FactorModification mod;
   for (int key : keys) {
     const int row = attachment_row(key);
     if (row < 0) throw SolverError(fmt::format("SurgerySession: no attachment with key {}", key));
     if (drop[static_cast<size_t>(row)])
       throw SolverError(fmt::format("SurgerySession: attachment {} listed twice", key));
     drop[static_cast<size_t>(row)] = 1;
-    const AttachmentDesc& a = m.desc.attachments[static_cast<size_t>(row)];
-    mod.removed.push_back(attachment_column(a.point, a.stiffness, m.model->num_nodes()));
   }
   if (keys.empty()) return;
+  FactorModification mod;
+  Impl::KeptAttachments kept = m.drop_attachments(drop, mod);
   ModelDesc d = m.desc;
-  d.attachments.clear();
-  std::vector<int> kept_keys;
-  Points targets(static_cast<Eigen::Index>(m.attachment.size() - keys.size()), 3);
-  for (size_t r = 0; r < m.attachment.size(); ++r)
-    if (!drop[r]) {
-      targets.row(static_cast<Eigen::Index>(kept_keys.size())) =
-          m.state.inputs.attachment_targets.row(static_cast<Eigen::Index>(r));
-      d.attachments.push_back(m.desc.attachments[r]);
-      kept_keys.push_back(m.attachment[r]);
-    }
-  m.follow(m.build(d), mod, {}, &targets);
+  d.attachments = std::move(kept.list);
+  m.follow(m.build(d), mod, {}, &kept.targets);
   m.desc.attachments = std::move(d.attachments);
-  m.attachment = std::move(kept_keys);
+  m.attachment = std::move(kept.keys);
 }
 
 int SurgerySession::attachment_row(int key) const {

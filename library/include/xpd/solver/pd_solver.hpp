@@ -56,7 +56,6 @@ class PdStep final : public GlobalStep {
   void solve_with_matrix(Eigen::MatrixXd& b) const override;
 
  private:
-  void solve(Eigen::Ref<Eigen::MatrixXd> b) const;
   const Model* model_;
   const DynamicLdlt* dynamic_ = nullptr;
   bool store_projections_;

@@ -12,6 +12,7 @@
 #include <xpd/solver/dynamic_ldlt.hpp>
 
 #include "blas.hpp"
+#include "ldlt_update_kernel.hpp"
 
 namespace xpd {
 
@@ -22,9 +23,11 @@ using Label = std::uint64_t;
 constexpr Label kLabelSpacing = Label{1} << 32;
 // Columns of one numeric pass. More columns per pass share one read of their union path (Davis &
 // Hager 2001's multiple-rank update) but pay r flops per entry of it, also for the columns whose own
-// path is shorter. Measured on the box:32 plane cut (xpd bench cut, k = 16 faces, 2026-11-26):
-// 158 ms per update with 4 columns per pass, 170 ms with 8, 196 ms with 2.
-constexpr int kMaxRank = 4;
+// path is shorter. Measured on the box:32 plane cut with the scalar kernel (xpd bench cut, k = 16
+// faces, 2026-11-26): 158 ms per update with 4 columns per pass, 170 ms with 8, 196 ms with 2; with
+// the vector kernel, prefetch and the split columns (box:48, k = 16, 2026-11-27, two runs each):
+// 300 and 547 ms with 4, 216 and 173 ms with 8.
+constexpr int kMaxRank = detail::kLdltRank;
 constexpr long kNoParent = -1;
 
 }  // namespace
@@ -45,6 +48,8 @@ struct DynamicLdlt::Impl {
   std::vector<double> kdiag;    // K(j,j), tracked
   double pivot_tol = 1e-12;
   DynamicLdltInfo info;
+  detail::LdltColumnKernel kernel = detail::ldlt_column_best();
+  bool split_columns = true;  // long columns of a pass on two threads (ColumnSplitter)
 
   // ---- tree-parallel substitution schedule (rebuilt lazily after a change of the tree) ----------
   // Disjoint subtrees of the elimination tree are substituted concurrently; the "top" (every
@@ -101,8 +106,19 @@ struct DynamicLdlt::Impl {
 
   // ---- workspaces (kept between calls) --------------------------------------------------------
   mutable std::vector<double> y;  // solve: n × k row-major
-  std::vector<double> W;          // numeric pass: n × kMaxRank row-major, zero outside a pass
-  std::vector<unsigned> mark;     // stamp per DOF
+  // Numeric pass workspace: n × kMaxRank row-major, zero outside a pass. Rows start on 64-byte
+  // boundaries (Wa), so the two halves of a split column never write one cache line.
+  std::vector<double> W;
+  double* Wa = nullptr;
+  void size_workspace(int m) {
+    const size_t need = static_cast<size_t>(m) * kMaxRank + 8;
+    if (W.size() >= need) return;  // rows past n are zero and unused
+    W.assign(std::max(need, W.size() + W.size() / 4), 0.0);
+    const auto a = reinterpret_cast<std::uintptr_t>(W.data());
+    Wa = W.data() + ((64 - a % 64) % 64) / sizeof(double);
+  }
+  detail::ColumnSplitter* splitter = nullptr;  // set by modify() for its passes
+  std::vector<unsigned> mark;                  // stamp per DOF
   unsigned stamp = 0;
   std::vector<int> carry, path;
 
@@ -139,7 +155,7 @@ struct DynamicLdlt::Impl {
     kdiag.resize(static_cast<size_t>(m));
     mark.resize(static_cast<size_t>(m), 0u);
     saved_in.resize(static_cast<size_t>(m), 0u);
-    W.resize(static_cast<size_t>(m) * kMaxRank, 0.0);
+    size_workspace(m);  // zero outside a pass, so nothing to keep
   }
 
   void save(int j) {
@@ -236,7 +252,7 @@ struct DynamicLdlt::Impl {
     for (int c = 0; c < r; ++c) {
       const SparseColumn& w = cols[c];
       for (size_t e = 0; e < w.rows.size(); ++e)
-        W[static_cast<size_t>(w.rows[e]) * kMaxRank + static_cast<size_t>(c)] = w.values[e];
+        Wa[static_cast<size_t>(w.rows[e]) * kMaxRank + static_cast<size_t>(c)] = w.values[e];
       for (int j = first_in_order(w.rows); j >= 0 && mark[static_cast<size_t>(j)] != st;
            j = parent[static_cast<size_t>(j)]) {
         mark[static_cast<size_t>(j)] = st;
@@ -246,6 +262,7 @@ struct DynamicLdlt::Impl {
     std::sort(path.begin(), path.end(),
               [&](int a, int b) { return label[static_cast<size_t>(a)] < label[static_cast<size_t>(b)]; });
     info.last_path_columns += static_cast<long>(path.size());
+    ++info.last_passes;
     double alpha[kMaxRank], beta[kMaxRank] = {};
     for (int c = 0; c < r; ++c) alpha[c] = sigma;
     bool ok = true;
@@ -253,7 +270,7 @@ struct DynamicLdlt::Impl {
     for (; done < path.size(); ++done) {
       const int j = path[done];
       const auto uj = static_cast<size_t>(j);
-      double* wj = &W[uj * kMaxRank];
+      double* wj = Wa + uj * kMaxRank;
       double dj = d[uj];
       for (int c = 0; c < r; ++c) {
         if (wj[c] == 0.0) {
@@ -274,21 +291,15 @@ struct DynamicLdlt::Impl {
       d[uj] = dj;
       const long s = start[uj];
       const int cnt = count[uj];
-      for (int e = 0; e < cnt; ++e) {
-        double* wi = &W[static_cast<size_t>(arow[static_cast<size_t>(s + e)]) * kMaxRank];
-        double l = aval[static_cast<size_t>(s + e)];
-        // All kMaxRank slots (a pass of r < kMaxRank has wj = β = 0 in the rest): a fixed trip
-        // count the compiler unrolls.
-        for (int c = 0; c < kMaxRank; ++c) {
-          wi[c] -= wj[c] * l;
-          l += beta[c] * wi[c];
-        }
-        aval[static_cast<size_t>(s + e)] = l;
-      }
+      info.last_path_entries += cnt;
+      if (splitter != nullptr)
+        splitter->apply(kernel, arow.data() + s, aval.data() + s, cnt, Wa, wj, beta);
+      else
+        kernel(arow.data() + s, aval.data() + s, cnt, Wa, wj, beta);
       std::fill_n(wj, kMaxRank, 0.0);
     }
     if (!ok)
-      for (; done < path.size(); ++done) std::fill_n(&W[static_cast<size_t>(path[done]) * kMaxRank], kMaxRank, 0.0);
+      for (; done < path.size(); ++done) std::fill_n(Wa + static_cast<size_t>(path[done]) * kMaxRank, kMaxRank, 0.0);
     return ok;
   }
 
@@ -369,6 +380,10 @@ DynamicLdlt& DynamicLdlt::operator=(DynamicLdlt&&) noexcept = default;
 int DynamicLdlt::rows() const { return impl_->n; }
 const DynamicLdltInfo& DynamicLdlt::info() const { return impl_->info; }
 void DynamicLdlt::set_pivot_tolerance(double tol) { impl_->pivot_tol = tol; }
+bool DynamicLdlt::use_vector_kernel(bool enabled) {
+  impl_->kernel = enabled ? detail::ldlt_column_best() : detail::ldlt_column_scalar;
+  return impl_->kernel != detail::ldlt_column_scalar;
+}
 std::vector<int> DynamicLdlt::elimination_order() const { return impl_->order; }
 double DynamicLdlt::matrix_diagonal(int j) const { return impl_->kdiag.at(static_cast<size_t>(j)); }
 
@@ -497,7 +512,7 @@ bool DynamicLdlt::compute_impl(const Eigen::SparseMatrix<double>& A, const FillP
   m.parent.assign(static_cast<size_t>(n), -1);
   m.mark.assign(static_cast<size_t>(n), 0u);
   m.saved_in.assign(static_cast<size_t>(n), 0u);
-  m.W.assign(static_cast<size_t>(n) * kMaxRank, 0.0);
+  m.size_workspace(n);
   m.resize_dofs(m.n);
   m.kdiag = diag;
   for (long k = 0; k < n; ++k) {
@@ -678,6 +693,8 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   }
   std::vector<std::pair<int, double>> kdiag0;
   m.info.last_path_columns = 0;
+  m.info.last_path_entries = 0;
+  m.info.last_passes = 0;
 
   // 1. Islands: the new DOFs with their placeholder diagonals δ_j = K_new(j,j).
   m.n = n_new;
@@ -760,7 +777,14 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   std::vector<SparseColumn> placeholders(static_cast<size_t>(mod.new_dofs));
   for (int k = 0; k < mod.new_dofs; ++k)
     placeholders[static_cast<size_t>(k)] = SparseColumn{{n_old + k}, {std::sqrt(delta[static_cast<size_t>(k)])}};
-  const bool ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);
+  bool ok = false;
+  {
+    detail::ColumnSplitter split(m.split_columns);
+    m.splitter = &split;
+    ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);
+    m.splitter = nullptr;
+    m.info.last_split_columns = split.splits();
+  }
   if (!ok) {
     m.rollback(order0, label0, arena0, kdiag0);
     ++m.info.rollbacks;

@@ -29,7 +29,9 @@
 // changes only the columns on the path from k to the root of the *new* elimination tree:
 // 𝓛_k ∪= 𝒲, then 𝓛_π(j) ∪= 𝓛_j ∖ {π(j)} up the path, π(j) = min(𝓛_j ∖ {j}). Patterns only grow
 // (downdates leave numerical zeros). Numeric rule: Gill, Golub, Murray & Saunders (1974) method C1
-// in LDLᵀ form, r columns per pass over each path column (Davis & Hager 2001, multiple-rank).
+// in LDLᵀ form, r ≤ 8 columns per pass over each path column (Davis & Hager 2001, multiple-rank);
+// the entries of a column are updated 4 at a time with AVX2 + FMA where the CPU has them (the W
+// rows of 4 entries transposed in registers), long columns in two halves on two threads.
 //
 // The elimination order is kept as order-maintenance labels (64-bit, spaced 2³² apart at build,
 // relabelled when a gap closes), so an insertion never renumbers row indices: rows are stored by
@@ -85,6 +87,9 @@ struct DynamicLdltInfo {
   long rollbacks = 0;       ///< modify() calls that failed and restored the factor
   double last_modify_ms = 0;
   long last_path_columns = 0;       ///< columns visited by the numeric passes of the last modify()
+  double last_path_entries = 0;     ///< entries of L those passes visited
+  long last_passes = 0;             ///< numeric passes of the last modify()
+  long last_split_columns = 0;      ///< columns of those passes split between two threads
   long solve_tasks = 0;             ///< independent subtrees of the tree-parallel solve (last schedule)
   double solve_top_fraction = 0;    ///< share of L's entries in the serial top of that schedule
   double solve_panel_fraction = 0;  ///< share of L's entries solved as dense panels
@@ -139,7 +144,9 @@ class DynamicLdlt {
   /// unchanged when A's order differs or A is not positive definite).
   RefillResult refill(const Eigen::SparseMatrix<double>& A, const FillPolicy& policy);
 
-  /// Applies a modification (order of steps in the header comment). Returns true on success. On a
+  /// Applies a modification (order of steps in the header comment). Columns of ≥ 384 entries are
+  /// split between the caller and one TBB helper (the pass is sequential over columns; a column's
+  /// entries are independent), bitwise the same result as on one thread. Returns true on success. On a
   /// loss of definiteness (pivot ≤ pivot_tolerance · K_new(j,j), or non-finite) the factor is
   /// restored exactly to its state before the call and false is returned: refactor K_new then.
   /// Throws SolverError (factor unchanged) for malformed input: a row out of range, a repeated row
@@ -161,6 +168,12 @@ class DynamicLdlt {
 
   /// Relative pivot threshold of modify() (default 1e-12).
   void set_pivot_tolerance(double tol);
+
+  /// The inner loop of modify()'s numeric passes: the CPU's vector kernel (AVX2 + FMA, 4 entries
+  /// of a column at a time; the default where the CPU has them) or the plain scalar loop. The two
+  /// round differently in the last bit (fused steps); tests compare them. Returns whether the
+  /// vector kernel is in use after the call (false on a CPU without AVX2 and FMA).
+  bool use_vector_kernel(bool enabled);
 
   /// The DOF ids in elimination order (a permutation of 0 … rows() − 1).
   std::vector<int> elimination_order() const;

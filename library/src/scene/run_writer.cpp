@@ -198,7 +198,10 @@ void RunWriter::write_geometry(int frame) {
       out_.write_surface(frame, *s, ext);
     } else {
       // No embedded surface: the tet mesh's own boundary, deformed (its triangles found once).
-      if (boundary_.rows() == 0) boundary_ = boundary_faces(sim.mesh().tets);
+      if (boundary_version_ != sim.topology_version()) {  // found again after a cut or an excision
+        boundary_ = boundary_faces(sim.mesh().tets);
+        boundary_version_ = sim.topology_version();
+      }
       out_.write_surface(frame, SurfaceMesh{sim.positions(), boundary_}, ext);
     }
   }
@@ -236,6 +239,19 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
         {"timings_ms",
          {{"total", p.ms_total}, {"search", p.ms_search}, {"backward", p.ms_backward}, {"forward", p.ms_forward}}}};
   }
+  if (const SurgerySession* s = sim_->surgery()) {
+    const SceneSimulation::SurgeryFrame& f = sim_->surgery_frame();
+    j["topology_events"] = f.events;
+    j["faces_cut"] = f.faces_cut;
+    j["tets_excised"] = f.tets_excised;
+    j["attachments_released"] = f.attachments_released;
+    j["factor_update_ms"] = f.factor_update_ms;
+    j["factor_fallback"] = s->stats().factor_fallback;
+    j["fill_refactored"] = f.fill_refactored;
+    j["nnz_L"] = s->stats().nnz_L;
+    j["nodes"] = sim_->mesh().nodes.rows();
+    j["tets"] = sim_->mesh().tets.rows();
+  }
   out_.append_stats(j);
 }
 
@@ -245,6 +261,16 @@ void RunWriter::finish(const RunSummary& summary) {
     out_.set_metadata("mean_edge_length", sim_->collision()->mean_edge_length);
   }
   out_.set_metadata("unconverged_frames", summary.unconverged_frames);
+  if (const SurgerySession* s = sim_->surgery()) {
+    const SurgeryStats& st = s->stats();
+    out_.set_metadata("surgery", nlohmann::ordered_json{{"topology_events", st.topology_events},
+                                                        {"factor_update_ms_total", st.factor_update_ms_total},
+                                                        {"factor_fallback", st.factor_fallback},
+                                                        {"fill_refactors", st.fill_refactors},
+                                                        {"nnz_L", st.nnz_L},
+                                                        {"nodes", sim_->mesh().nodes.rows()},
+                                                        {"tets", sim_->mesh().tets.rows()}});
+  }
   if (const int k = sim_->scene().solver.interactive_iterations; k > 0) {
     nlohmann::ordered_json j = {{"iterations_per_frame", k}};
     if (const SceneCollision* c = sim_->collision(); c && c->solver)

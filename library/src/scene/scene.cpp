@@ -900,13 +900,82 @@ TwoWaySettings parse_two_way(const JsonReader& r) {
   return t;
 }
 
+// ---- surgery -----------------------------------------------------------------------------------
+
+std::pair<Vec3, Vec3> parse_box(const JsonReader& r) {
+  r.allow_keys({"min", "max"});
+  const Vec3 lo = r.required<Vec3>("min"), hi = r.required<Vec3>("max");
+  if (!(lo.array() < hi.array()).all()) r.fail("min must be below max on every axis");
+  return {lo, hi};
+}
+
+SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
+  r.expect_object();
+  const std::string tool = r.child("tool").one_of({"cut", "excise", "release"});
+  SurgeryEvent e;
+  if (tool == "cut") {
+    e.tool = SurgeryEvent::Tool::Cut;
+    r.allow_keys({"tool", "frame", "frames", "plane", "advance", "box"});
+    const JsonReader plane = r.child("plane");
+    plane.allow_keys({"point", "normal"});
+    e.plane_point = plane.required<Vec3>("point");
+    e.plane_normal = nonzero_direction(plane.child("normal"));
+    if (const auto v = r.optional_child("advance")) e.advance = nonzero_direction(*v);
+    if (const auto v = r.optional_child("box")) e.box = parse_box(*v);
+  } else if (tool == "excise") {
+    e.tool = SurgeryEvent::Tool::Excise;
+    r.allow_keys({"tool", "frame", "sphere", "box"});
+    if (const auto v = r.optional_child("sphere")) {
+      v->allow_keys({"center", "radius"});
+      e.sphere = std::make_pair(v->required<Vec3>("center"), positive(v->child("radius")));
+    }
+    if (const auto v = r.optional_child("box")) e.box = parse_box(*v);
+    if (e.sphere.has_value() == e.box.has_value()) r.fail("an excision needs exactly one of 'sphere' and 'box'");
+  } else {
+    e.tool = SurgeryEvent::Tool::Release;
+    r.allow_keys({"tool", "frame", "selection"});
+    e.selection = ctx.selection_ref(r.child("selection"));
+  }
+  const int frames = ctx.solver.frames;
+  if (r.has("frame") == r.has("frames")) r.fail("give the event's 'frame' (or, for a cut, 'frames': [first, last])");
+  if (const auto v = r.optional_child("frame")) {
+    e.first_frame = e.last_frame = int_at_least(*v, 1);
+    if (e.first_frame > frames)
+      v->fail("frame " + std::to_string(e.first_frame) + " is after the last frame (" + std::to_string(frames) + ")");
+  } else {
+    const JsonReader f = r.child("frames");
+    const std::vector<int> ff = f.as<std::vector<int>>();
+    if (ff.size() != 2 || ff[0] < 1 || ff[1] < ff[0] || ff[1] > frames)
+      f.fail("must be [first, last] with 1 <= first <= last <= " + std::to_string(frames) + " (solver.frames)");
+    e.first_frame = ff[0];
+    e.last_frame = ff[1];
+  }
+  return e;
+}
+
+SurgerySettings parse_surgery(const JsonReader& r, const Context& ctx) {
+  r.allow_keys({"factor_update", "fill_ratio", "fill_check", "events"});
+  SurgerySettings s;
+  if (const auto v = r.optional_child("factor_update"))
+    s.factor_update =
+        v->one_of({"progressive", "refactor"}) == "progressive" ? FactorUpdate::Progressive : FactorUpdate::Refactor;
+  if (const auto v = r.optional_child("fill_ratio")) {
+    s.fill_ratio = v->as<double>();
+    if (!(s.fill_ratio >= 1)) v->fail("must be >= 1");
+  }
+  if (const auto v = r.optional_child("fill_check")) s.fill_check = v->as<bool>();
+  s.events =
+      parse_list<SurgeryEvent>(r.child("events"), [&](const JsonReader& e) { return parse_surgery_event(e, ctx); });
+  return s;
+}
+
 Scene parse_scene(const nlohmann::json& document, const std::string& name, const std::string& base_dir) {
   Context ctx;
   ctx.file = name;
   ctx.base_dir = base_dir;
   const JsonReader root(document, "", ctx.file);
   root.allow_keys({"version", "description", "mesh", "materials", "actuation", "selections", "attachments", "loads",
-                   "solver", "outputs", "collision", "two_way"});
+                   "solver", "outputs", "collision", "two_way", "surgery"});
   if (const auto v = root.optional_child("version"); v && v->as<int>() != 1)
     v->fail("unsupported scene version " + v->value().dump() + " (this xpd reads version 1)");
   Scene scene;
@@ -941,6 +1010,7 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
           "intersection-free by itself); use one");
     scene.two_way = parse_two_way(*t);
   }
+  if (const auto t = root.optional_child("surgery")) scene.surgery = parse_surgery(*t, ctx);
   return scene;
 }
 

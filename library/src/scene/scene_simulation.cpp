@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -98,14 +99,28 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     embedding_ = embed_points(mesh_, surface_->nodes, eo);
   }
 
-  try {
-    model_ = std::make_unique<Model>(build_model(desc));
-  } catch (const SolverError& e) {
-    // Name the scene (e.g. "scene.json: model: connected component #1 (...) has no attachment").
-    throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
+  if (scene_.surgery) {
+    check_surgery_scene();
+    SurgeryOptions so;
+    so.factor_update = scene_.surgery->factor_update;
+    so.fill.nnz_ratio = scene_.surgery->fill_ratio;
+    try {
+      surgery_ = std::make_unique<SurgerySession>(std::move(desc), so);
+    } catch (const SolverError& e) {
+      throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
+    }
+    cut_faces_.resize(scene_.surgery->events.size());
+    set_frame_inputs(1);
+  } else {
+    try {
+      model_ = std::make_unique<Model>(build_model(desc));
+    } catch (const SolverError& e) {
+      // Name the scene (e.g. "scene.json: model: connected component #1 (...) has no attachment").
+      throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
+    }
+    state_ = make_state(*model_);
+    state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), 1);
   }
-  state_ = make_state(*model_);
-  state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), 1);
   if (scene_.collision && scene_.solver.accelerator == Accelerator::Chebyshev)
     throw SceneError(scene_.file, "/solver/accelerator",
                      "chebyshev cannot be combined with collision handling (the contact set changes the matrix "
@@ -150,6 +165,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     options_.stagnation_window = 0;
   }
   options_.accelerator = scene_.solver.accelerator;
+  if (surgery_) surgery_->solver_options() = options_;
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -170,8 +186,13 @@ void SceneSimulation::set_frame_inputs(int frame) {
       bone_tf[a] = forward_kinematics(skeletons_[a], rel);
     }
   }
-  Points& targets = state_.inputs.attachment_targets;
+  State& state = surgery_ ? surgery_->state() : state_;
+  Points& targets = state.inputs.attachment_targets;
   for (std::size_t j = 0; j < attach_node_.size(); ++j) {
+    // A surgery scene's attachment j is the session's key j: its row moves when others are
+    // released or excised, and it has none once it is gone itself.
+    const int row = surgery_ ? surgery_->attachment_row(static_cast<int>(j)) : static_cast<int>(j);
+    if (row < 0) continue;
     const std::size_t a = static_cast<std::size_t>(attach_owner_[j]);
     const Vec3 rest = mesh_.nodes.row(attach_node_[j]).transpose();
     Vec3 t = rest;
@@ -185,7 +206,15 @@ void SceneSimulation::set_frame_inputs(int frame) {
         t = bone_tf[a][static_cast<std::size_t>(attach_bone_[j])].apply(rest);
         break;
     }
-    targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
+    targets.row(row) = t.transpose();
+  }
+  if (surgery_) {
+    // Gravity only (check_surgery_scene): the model applies it to its lumped masses, which follow
+    // every cut and excision.
+    Vec3 g = Vec3::Zero();
+    for (const Load& load : scene_.loads) g += load.scale_at(frame) * load.value;
+    state.inputs.gravity = g;
+    return;
   }
   state_.inputs.nodal_forces = external_forces(scene_, mesh_, model_->masses(), frame);
   // Keyframed actuation: each shape-target row takes its entry's b at this frame.
@@ -201,7 +230,7 @@ void SceneSimulation::set_frame_inputs(int frame) {
 }
 
 void SceneSimulation::set_actuation_frames(std::vector<ShapeTargetParams> frames) {
-  const Eigen::Index u = model_->initial_inputs().shape_targets.rows();
+  const Eigen::Index u = model().initial_inputs().shape_targets.rows();
   for (std::size_t k = 0; k < frames.size(); ++k) {
     const ShapeTargetParams& b = frames[k];
     if (b.rows() != u || b.cols() != 6)
@@ -216,8 +245,13 @@ FrameStats SceneSimulation::advance(int frame) {
   if (frame < 1) throw Error("SceneSimulation::advance: frames start at 1 (frame 0 is the initial state)");
   // solver.threads > 0 limits TBB and OpenBLAS while the simulation builds or advances (0 = all).
   const ThreadLimit limit(scene_.solver.threads);
-  set_frame_inputs(frame);
   last_extrapolated_ = false;
+  if (surgery_) {
+    apply_surgery_events(frame);
+    set_frame_inputs(frame);
+    return surgery_->step();
+  }
+  set_frame_inputs(frame);
   const Points current = state_.x;  // x_{k−1}
   // No extrapolation with collisions: the guess is judged by the elastic energy alone, which happily
   // drives contacting parts through each other, deeper than detection can see.
@@ -275,6 +309,143 @@ FrameStats SceneSimulation::advance(int frame) {
   }
   previous_x_ = current;
   return st;
+}
+
+const TetMesh& SceneSimulation::mesh() const { return surgery_ ? surgery_->mesh() : mesh_; }
+const Model& SceneSimulation::model() const { return surgery_ ? surgery_->model() : *model_; }
+const State& SceneSimulation::state() const { return surgery_ ? surgery_->state() : state_; }
+
+void SceneSimulation::check_surgery_scene() const {
+  const auto refuse = [&](const std::string& what) {
+    throw SceneError(scene_.file, "/surgery", "a surgery scene " + what);
+  };
+  if (scene_.solver.type != Integrator::Quasistatic)
+    refuse("is quasistatic (solver.type): the factor updates have no implicit-Euler mass shares yet");
+  if (scene_.collision) refuse("has no collision handling (the contact region does not follow cuts yet)");
+  if (scene_.two_way) refuse("has no two_way projection");
+  if (!scene_.mesh.embedded_surface.empty()) refuse("has no embedded surface (its binding does not follow cuts yet)");
+  if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
+  for (const Material& m : scene_.materials)
+    if (m.lambda != 0 || m.strain_limit)
+      refuse("uses corotated materials only (lambda 0, no strain_limit): the factor updates carry the mu term");
+  for (const Load& l : scene_.loads)
+    if (l.type != Load::Type::Gravity)
+      refuse("has gravity as its only load (node and total forces on selections do not follow cuts yet)");
+}
+
+namespace {
+
+// Centroid of the face two tets share (the mean of their three common nodes).
+Vec3 shared_face_centroid(const TetMesh& mesh, const TetPair& f) {
+  Vec3 c = Vec3::Zero();
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (mesh.tets(f.first, a) == mesh.tets(f.second, b)) c += mesh.nodes.row(mesh.tets(f.first, a)).transpose() / 3.0;
+  return c;
+}
+
+bool in_box(const std::optional<std::pair<Vec3, Vec3>>& box, const Vec3& p) {
+  return !box || ((p.array() >= box->first.array()).all() && (p.array() <= box->second.array()).all());
+}
+
+}  // namespace
+
+void SceneSimulation::apply_surgery_events(int frame) {
+  surgery_frame_ = {};
+  const double update_ms_before = surgery_->stats().factor_update_ms_total;
+  const std::vector<SurgeryEvent>& events = scene_.surgery->events;
+  bool ended = false;  // an event had its last frame here
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const SurgeryEvent& e = events[i];
+    if (frame < e.first_frame || frame > e.last_frame) continue;
+    ended = ended || frame == e.last_frame;
+    const std::string where = "/surgery/events/" + std::to_string(i);
+    const TetMesh& mesh = surgery_->mesh();
+    try {
+      switch (e.tool) {
+        case SurgeryEvent::Tool::Cut: {
+          std::vector<TetPair>& faces = cut_faces_[i];
+          if (frame == e.first_frame) {
+            faces = faces_across_plane(mesh, e.plane_normal, e.plane_normal.dot(e.plane_point), e.advance);
+            if (e.box)
+              faces.erase(
+                  std::remove_if(faces.begin(), faces.end(),
+                                 [&](const TetPair& f) { return !in_box(e.box, shared_face_centroid(mesh, f)); }),
+                  faces.end());
+            if (faces.empty())
+              throw SceneError(
+                  scene_.file, where,
+                  "the cut's plane crosses no interior face of the mesh" + std::string(e.box ? " inside its box" : ""));
+          }
+          // An equal share of the faces per frame: frame k of a span of s frames cuts [n k/s, n (k+1)/s).
+          const std::size_t n = faces.size(), span = static_cast<std::size_t>(e.last_frame - e.first_frame + 1),
+                            k = static_cast<std::size_t>(frame - e.first_frame);
+          const std::vector<TetPair> now(faces.begin() + static_cast<long>(n * k / span),
+                                         faces.begin() + static_cast<long>(n * (k + 1) / span));
+          const CutEvent ev = surgery_->cut(now);
+          surgery_frame_.faces_cut += ev.faces_cut;
+          if (ev.faces_cut > 0) {
+            ++surgery_frame_.events;
+            ++topology_version_;
+          }
+          break;
+        }
+        case SurgeryEvent::Tool::Excise: {
+          std::vector<int> tets;
+          for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t) {
+            Vec3 c = Vec3::Zero();
+            for (int a = 0; a < 4; ++a) c += mesh.nodes.row(mesh.tets(t, a)).transpose() / 4.0;
+            const bool inside = e.sphere ? (c - e.sphere->first).norm() <= e.sphere->second : in_box(e.box, c);
+            if (inside) tets.push_back(static_cast<int>(t));
+          }
+          if (tets.empty()) throw SceneError(scene_.file, where, "the excision's region holds no tet centroid");
+          const ExcisionEvent ev = surgery_->excise(tets);
+          // Per-tet data and the faces of cuts still under way follow the renumbering.
+          std::vector<int> material;
+          for (std::size_t t = 0; t < ev.tet_map.size(); ++t)
+            if (ev.tet_map[t] >= 0) material.push_back(tet_material_[t]);
+          tet_material_ = std::move(material);
+          for (std::vector<TetPair>& faces : cut_faces_) {
+            std::vector<TetPair> kept;
+            for (const TetPair& f : faces) {
+              const int a = ev.tet_map[static_cast<std::size_t>(f.first)],
+                        b = ev.tet_map[static_cast<std::size_t>(f.second)];
+              if (a >= 0 && b >= 0) kept.emplace_back(std::min(a, b), std::max(a, b));
+            }
+            faces = std::move(kept);
+          }
+          surgery_frame_.tets_excised += static_cast<int>(ev.removed.size());
+          ++surgery_frame_.events;
+          ++topology_version_;
+          break;
+        }
+        case SurgeryEvent::Tool::Release: {
+          const std::vector<int> nodes = select_nodes(e.selection, scene_.selections, mesh_);
+          std::vector<char> in(static_cast<std::size_t>(mesh_.nodes.rows()), 0);
+          for (int v : nodes) in[static_cast<std::size_t>(v)] = 1;
+          std::vector<int> keys;
+          for (std::size_t j = 0; j < attach_node_.size(); ++j)
+            if (in[static_cast<std::size_t>(attach_node_[j])] && surgery_->attachment_row(static_cast<int>(j)) >= 0)
+              keys.push_back(static_cast<int>(j));
+          if (keys.empty())
+            throw SceneError(scene_.file, where, "selection '" + e.selection + "' carries no attachment to release");
+          surgery_->remove_attachments(keys);
+          surgery_frame_.attachments_released += static_cast<int>(keys.size());
+          ++surgery_frame_.events;
+          break;
+        }
+      }
+    } catch (const SceneError&) {
+      throw;
+    } catch (const Error& err) {
+      // The session is unchanged (every event is transactional); name the event and the frame.
+      throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, err.what()));
+    }
+  }
+  surgery_frame_.factor_update_ms = surgery_->stats().factor_update_ms_total - update_ms_before;
+  if (ended && surgery_frame_.events > 0 && scene_.surgery->fill_check &&
+      scene_.surgery->factor_update == FactorUpdate::Progressive)
+    surgery_frame_.fill_refactored = surgery_->check_fill().refactored;
 }
 
 SceneSimulation::~SceneSimulation() = default;

@@ -129,6 +129,7 @@ const State& SurgerySession::state() const { return impl_->state; }
 State& SurgerySession::state() { return impl_->state; }
 const SurgeryStats& SurgerySession::stats() const { return impl_->stats; }
 const SurgeryOptions& SurgerySession::options() const { return impl_->options; }
+SolverOptions& SurgerySession::solver_options() { return impl_->options.solver; }
 const DynamicLdlt& SurgerySession::factor() const { return impl_->factor; }
 
 CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {

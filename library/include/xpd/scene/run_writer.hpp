@@ -3,10 +3,12 @@
 // the tests, the Python module, programs embedding the library). The folder layout, the files and
 // every key are described in docs/output-format.md:
 //   OUT/frames/NNNN.vtu      frame 0 (initial state), then every outputs.every-th frame and the
-//                            last, with "displacement" and the scene's outputs.fields
+//                            last, each with its own connectivity (surgery scenes change it),
+//                            with "displacement" and the scene's outputs.fields
 //                            (velocity, external_force, material, volume_ratio);
 //   OUT/surfaces/NNNN.EXT    the embedded surface of those frames (outputs.surface: obj | ply);
-//   OUT/stats.json           {"frames": [...], metadata}, rewritten after every frame;
+//   OUT/stats.json           {"frames": [...], metadata}, rewritten after every frame (surgery
+//                            scenes: each frame's topology events, factor update time, nnz(L));
 //   OUT/scene.json           attachments, selections and obstacles for the viewer, written once.
 // Files are written atomically (io::RunOutput): an interrupted run leaves complete files only.
 #include <functional>
@@ -80,7 +82,8 @@ class RunWriter {
   const SceneSimulation* sim_;
   io::RunOutput out_;
   int frames_;
-  Triangles boundary_;  // boundary faces of the tet mesh, for "surface" outputs without an embedded surface
+  Triangles boundary_;         // boundary faces of the tet mesh, for "surface" outputs without an embedded surface
+  int boundary_version_ = -1;  // the simulation's topology_version() boundary_ was found for
 };
 
 /// Runs the scene into `out_dir` (RunWriter) and returns the summary. This is `xpd run`.

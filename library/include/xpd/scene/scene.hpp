@@ -20,6 +20,7 @@
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/schur.hpp>
 #include <xpd/solver/solver_options.hpp>
+#include <xpd/solver/surgery_session.hpp>
 
 namespace xpd {
 
@@ -206,6 +207,39 @@ struct TwoWaySettings {
   int start_frame = 1;  ///< first projected frame (≥ 1); the state before it must be intersection-free
 };
 
+/// One surgical event of the "surgery" key (docs/scene-format.md §9b), applied before its frame is
+/// solved. Geometry is in rest coordinates (the mesh's own, which cuts and excisions keep).
+struct SurgeryEvent {
+  enum class Tool { Cut, Excise, Release };
+  Tool tool = Tool::Cut;
+  int first_frame = 1;  ///< "frame" (one frame) or "frames": [first, last]
+  int last_frame = 1;
+  /// Cut: interior faces whose two tets' centroids lie strictly on opposite sides of the plane
+  /// (faces_across_plane), listed on the mesh as it is at first_frame, ordered by `advance` ·
+  /// (face centroid), an equal share of them per frame from first_frame to last_frame.
+  Vec3 plane_point = Vec3::Zero();
+  Vec3 plane_normal = Vec3::UnitX();  ///< unit
+  Vec3 advance = Vec3::UnitY();       ///< unit; the direction the blade advances
+  /// Cut: only faces whose centroid lies in this box; Excise: tets whose centroid lies in it.
+  std::optional<std::pair<Vec3, Vec3>> box;  ///< (min, max)
+  /// Excise: tets whose centroid lies in this sphere (center, radius).
+  std::optional<std::pair<Vec3, double>> sphere;
+  /// Release: the attachments on this selection's nodes are removed (the tissue let go, e.g. the
+  /// tissue under an undermined flap).
+  std::string selection;
+};
+
+/// The "surgery" key: topology events during a quasistatic run, the factor kept by progressive
+/// Cholesky updates (solver/surgery_session.hpp).
+struct SurgerySettings {
+  FactorUpdate factor_update = FactorUpdate::Progressive;  ///< "progressive" | "refactor"
+  double fill_ratio = 1.15;                                ///< the fill policy's ratio (FillPolicy::nnz_ratio), ≥ 1
+  /// Progressive mode: check the fill policy (DynamicLdlt::refill: an analysis of the current
+  /// matrix, about 1 s on 10⁵ nodes) after the last frame of each event.
+  bool fill_check = true;
+  std::vector<SurgeryEvent> events;  ///< in the file's order; several may share a frame
+};
+
 /// A parsed, validated scene.
 struct Scene {
   std::string file;      ///< the scene's file name (or the name given to parse_scene)
@@ -221,6 +255,7 @@ struct Scene {
   OutputSettings outputs;
   std::optional<CollisionSettings> collision;  ///< absent: no collision handling
   std::optional<TwoWaySettings> two_way;       ///< absent: no two-way projection
+  std::optional<SurgerySettings> surgery;      ///< absent: the topology never changes
 };
 
 /// Reads and validates a scene file. Relative paths inside are resolved against the file's

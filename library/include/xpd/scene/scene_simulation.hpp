@@ -28,6 +28,14 @@
 // to the frame's result; implicit Euler velocities become (x_projected − x_{k−1})/h, which carries
 // the projection's damping (Wang, Chen et al. 2023, §7.2). The surface must be intersection-free
 // before the first projected frame (CollisionError naming the two triangles otherwise).
+// With a "surgery" key (docs/scene-format.md §9b), the model is a SurgerySession
+// (solver/surgery_session.hpp): the events of frame k (cuts, excisions, released attachments) are
+// applied before frame k is solved, the factor following by progressive Cholesky updates (or by a
+// refactorization per event); mesh(), model(), state() and tet_material() then change between
+// frames (nodes are only appended by cuts; excision renumbers tets). Surgery scenes are
+// quasistatic, corotated (no λ, strain limits or actuation), with gravity as their only load, and
+// without collision handling, two-way projection or an embedded surface (SceneError otherwise).
+// Frames start from the previous frame's positions (no extrapolation: the node count changes).
 // Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
 // anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
 // caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
@@ -41,6 +49,7 @@
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/state.hpp>
+#include <xpd/solver/surgery_session.hpp>
 
 namespace xpd {
 
@@ -58,10 +67,10 @@ class SceneSimulation {
   SceneSimulation& operator=(const SceneSimulation&) = delete;
 
   const Scene& scene() const { return scene_; }
-  const TetMesh& mesh() const { return mesh_; }
-  const Model& model() const { return *model_; }
-  const State& state() const { return state_; }
-  const Points& positions() const { return state_.x; }
+  const TetMesh& mesh() const;
+  const Model& model() const;
+  const State& state() const;
+  const Points& positions() const { return state().x; }
   /// Material index (into scene().materials) of every tet.
   const std::vector<int>& tet_material() const { return tet_material_; }
   int num_frames() const { return scene_.solver.frames; }
@@ -99,6 +108,21 @@ class SceneSimulation {
   /// then carries the same frame with active_proxies = the active barrier pairs.
   const std::optional<IpcFrameStats>& ipc_stats() const { return ipc_stats_; }
 
+  /// The surgery session of the scene (null without a "surgery" key).
+  const SurgerySession* surgery() const { return surgery_.get(); }
+  /// What the last advance() did to the topology (zeros without a "surgery" key).
+  struct SurgeryFrame {
+    int events = 0;        ///< topology events applied before the frame (cut steps, excisions, releases)
+    int faces_cut = 0;     ///< faces newly separated
+    int tets_excised = 0;  ///< tets removed
+    int attachments_released = 0;
+    double factor_update_ms = 0;   ///< the factor's updates (or refactorizations) of those events
+    bool fill_refactored = false;  ///< the fill policy refactored after the frame's events
+  };
+  const SurgeryFrame& surgery_frame() const { return surgery_frame_; }
+  /// Increases whenever the mesh's connectivity changes (a cut or an excision).
+  int topology_version() const { return topology_version_; }
+
   /// The two-way projector of the scene (null without a "two_way" key).
   const TwoWayProjector* two_way() const { return two_way_.get(); }
   /// Two-way figures of the last advance(): the projection's, and the tets of the mesh with
@@ -111,6 +135,8 @@ class SceneSimulation {
 
  private:
   void set_frame_inputs(int frame);
+  void check_surgery_scene() const;
+  void apply_surgery_events(int frame);
 
   Scene scene_;
   TetMesh mesh_;
@@ -130,6 +156,10 @@ class SceneSimulation {
   std::optional<IpcFrameStats> ipc_stats_;
   std::unique_ptr<TwoWayProjector> two_way_;
   std::optional<TwoWayFrame> two_way_stats_;
+  std::unique_ptr<SurgerySession> surgery_;
+  std::vector<std::vector<TetPair>> cut_faces_;  // per surgery event: its faces, listed at its first frame
+  SurgeryFrame surgery_frame_;
+  int topology_version_ = 0;
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;

@@ -73,6 +73,8 @@ class SurgerySession {
   State& state();
   const SurgeryStats& stats() const;
   const SurgeryOptions& options() const;
+  /// The frames' solver options (editable between frames).
+  SolverOptions& solver_options();
   /// The updatable factor (progressive mode; empty in refactor mode, where model().factor() solves).
   const DynamicLdlt& factor() const;
 

@@ -123,6 +123,29 @@ TEST(SurgeryScene, ACutBarHangsAsTwoCantileversAndProgressiveEqualsRefactorizati
   EXPECT_GT(sag_after, 0.0);
 }
 
+// The same cut given as a swept path (an incision along y at the top, swept through the bar's
+// depth) instead of a plane: the same faces, so once both cuts are complete the same equilibrium.
+TEST(SurgeryScene, ACutAlongASweptPathEqualsThePlaneCut) {
+  json plane = bar_scene(), path = bar_scene();
+  json by_plane = middle_cut();
+  by_plane["advance"] = {0, 1, 0};
+  plane["surgery"] = {{"events", {by_plane}}};
+  path["surgery"] = {{"events", {json::parse(R"({ "tool": "cut", "frames": [2, 5],
+      "path": [[0.6, -0.1, 0.5], [0.6, 0.5, 0.5]], "sweep": [0, 0, -0.6] })")}}};
+  SceneSimulation a = make_sim(plane), b = make_sim(path);
+  for (int f = 1; f <= 8; ++f) {
+    ASSERT_TRUE(a.advance(f).converged);
+    ASSERT_TRUE(b.advance(f).converged);
+  }
+  ASSERT_EQ(a.mesh().nodes.rows(), b.mesh().nodes.rows());
+  EXPECT_EQ(a.mesh().nodes, b.mesh().nodes);
+  EXPECT_EQ(a.mesh().tets, b.mesh().tets);
+  const double sag = -(a.positions() - a.mesh().nodes).col(2).minCoeff();
+  const double diff = (a.positions() - b.positions()).cwiseAbs().maxCoeff();
+  test::report("path cut vs plane cut", diff / sag, 1e-6);
+  EXPECT_LT(diff, 1e-6 * sag);
+}
+
 TEST(SurgeryScene, ExcisionRemovesExactlyItsTetsMassAndTheRunWritesChangingTopology) {
   json j = bar_scene();
   j["surgery"] = {{"events", {middle_cut(), json::parse(R"({ "tool": "excise", "frame": 7,

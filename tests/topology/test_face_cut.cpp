@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <random>
 #include <set>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
@@ -170,6 +174,100 @@ TEST(FaceCut, IncisionUnderLateralTensionOpensAtEveryInteriorNodeAndNotPastItsEn
   for (Eigen::Index i = 0; i < box.nodes.rows(); ++i)
     if (std::abs(box.nodes(i, 0) - 0.5) < 1e-9 && (box.nodes(i, 1) < 0.25 + 1e-9 || box.nodes(i, 1) > 0.75 - 1e-9))
       EXPECT_EQ(std::count(ev.copy_of.begin(), ev.copy_of.end(), static_cast<int>(i)), 0);
+}
+
+// A box with its nodes jittered (no face lies in any of the planes below), 9 × 8 × 8 nodes on
+// [0, 1.1] × [0, 1] × [0, 1].
+TetMesh jittered_box() {
+  TetMesh m = make_box(9, 8, 8, Vec3::Zero(), Vec3(1.1, 1.0, 1.0));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-0.012, 0.012);
+  for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
+    for (int c = 0; c < 3; ++c) m.nodes(i, c) += u(rng);
+  return m;
+}
+
+// Where the dual segment of face f (centroid to centroid) crosses the plane coordinate[axis] = v,
+// or nothing when both centroids lie on one side.
+std::optional<Vec3> dual_crossing(const TetMesh& m, const TetPair& f, int axis, double v) {
+  auto centroid = [&](int t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += m.nodes.row(m.tets(t, a)).transpose() / 4.0;
+    return c;
+  };
+  const Vec3 a = centroid(f.first), b = centroid(f.second);
+  if ((a[axis] - v) * (b[axis] - v) >= 0) return std::nullopt;
+  return Vec3(a + (v - a[axis]) / (b[axis] - a[axis]) * (b - a));
+}
+
+// Every interior face of a mesh, as tet pairs.
+std::vector<TetPair> interior_faces(const TetMesh& m) {
+  std::vector<TetPair> out;
+  std::map<std::array<int, 3>, int> first;
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t)
+    for (int skip = 0; skip < 4; ++skip) {
+      std::array<int, 3> k{};
+      for (int a = 0, j = 0; a < 4; ++a)
+        if (a != skip) k[static_cast<size_t>(j++)] = m.tets(t, a);
+      std::sort(k.begin(), k.end());
+      const auto [it, fresh] = first.emplace(k, static_cast<int>(t));
+      if (!fresh)
+        out.emplace_back(std::min(it->second, static_cast<int>(t)), std::max(it->second, static_cast<int>(t)));
+    }
+  return out;
+}
+
+TEST(FaceCut, SweptPathsCutTheFacesTheirSurfaceCrosses) {
+  const TetMesh m = jittered_box();
+  const double x0 = 0.47;
+  const std::vector<TetPair> all = interior_faces(m);
+  auto as_set = [](const std::vector<TetPair>& v) { return std::set<TetPair>(v.begin(), v.end()); };
+  auto expected = [&](auto keep) {
+    std::set<TetPair> out;
+    for (const TetPair& f : all)
+      if (keep(f)) out.insert(f);
+    return out;
+  };
+
+  // A straight path swept through the whole mesh: the faces of the plane x = x0, in the order of
+  // their crossings along the path (y).
+  SweptPath full{{Vec3(x0, -0.1, 1.1), Vec3(x0, 1.1, 1.1)}, {Vec3(0, 0, -1.3)}};
+  const auto cut_full = faces_across_swept_path(m, full);
+  const auto plane = faces_across_plane(m, Vec3::UnitX(), x0, Vec3::UnitY());
+  ASSERT_GT(plane.size(), 100u);
+  EXPECT_EQ(as_set(cut_full), as_set(plane));
+  EXPECT_EQ(as_set(cut_full), expected([&](const TetPair& f) { return dual_crossing(m, f, 0, x0).has_value(); }));
+  for (size_t i = 1; i < cut_full.size(); ++i)
+    EXPECT_LE((*dual_crossing(m, cut_full[i - 1], 0, x0))[1], (*dual_crossing(m, cut_full[i], 0, x0))[1] + 1e-12)
+        << "order along the path at " << i;
+
+  // A shallow incision: swept 0.45 down from z = 1.1, so only crossings with z ≥ 0.65.
+  SweptPath shallow{{Vec3(x0, -0.1, 1.1), Vec3(x0, 1.1, 1.1)}, {Vec3(0, 0, -0.45)}};
+  const auto cut_shallow = as_set(faces_across_swept_path(m, shallow));
+  EXPECT_EQ(cut_shallow, expected([&](const TetPair& f) {
+              const auto c = dual_crossing(m, f, 0, x0);
+              return c && (*c)[2] >= 0.65;
+            }));
+  EXPECT_LT(cut_shallow.size(), plane.size());
+  EXPECT_GT(cut_shallow.size(), 0u);
+
+  // A bent path with one sweep vector per point: along x = x0 up to y = 0.5, then along y = 0.5
+  // to x = 0.8; full depth.
+  SweptPath bent{{Vec3(x0, -0.1, 1.1), Vec3(x0, 0.5, 1.1), Vec3(0.8, 0.5, 1.1)},
+                 {Vec3(0, 0, -1.3), Vec3(0, 0, -1.3), Vec3(0, 0, -1.3)}};
+  EXPECT_EQ(as_set(faces_across_swept_path(m, bent)), expected([&](const TetPair& f) {
+              const auto c = dual_crossing(m, f, 0, x0), d = dual_crossing(m, f, 1, 0.5);
+              return (c && (*c)[1] <= 0.5) || (d && (*d)[0] >= x0 && (*d)[0] <= 0.8);
+            }));
+
+  // A path beside the mesh crosses nothing; malformed paths are refused.
+  EXPECT_TRUE(faces_across_swept_path(m, SweptPath{{Vec3(3, 0, 0), Vec3(3, 1, 0)}, {Vec3(0, 0, 1)}}).empty());
+  EXPECT_THROW((void)faces_across_swept_path(m, SweptPath{{Vec3(0, 0, 0)}, {Vec3(0, 0, 1)}}), MeshError);
+  EXPECT_THROW((void)faces_across_swept_path(
+                   m, SweptPath{{Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(1, 1, 0)}, {Vec3(0, 0, 1), Vec3(0, 0, 1)}}),
+               MeshError);
+  EXPECT_THROW((void)faces_across_swept_path(m, SweptPath{{Vec3(0, 0, 0), Vec3(1, 0, std::nan(""))}, {Vec3(0, 0, 1)}}),
+               MeshError);
 }
 
 }  // namespace

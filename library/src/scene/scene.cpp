@@ -915,12 +915,31 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
   SurgeryEvent e;
   if (tool == "cut") {
     e.tool = SurgeryEvent::Tool::Cut;
-    r.allow_keys({"tool", "frame", "frames", "plane", "advance", "box"});
-    const JsonReader plane = r.child("plane");
-    plane.allow_keys({"point", "normal"});
-    e.plane_point = plane.required<Vec3>("point");
-    e.plane_normal = nonzero_direction(plane.child("normal"));
-    if (const auto v = r.optional_child("advance")) e.advance = nonzero_direction(*v);
+    r.allow_keys({"tool", "frame", "frames", "plane", "advance", "path", "sweep", "box"});
+    if (r.has("plane") == r.has("path")) r.fail("a cut needs exactly one of 'plane' and 'path'");
+    if (const auto plane = r.optional_child("plane")) {
+      plane->allow_keys({"point", "normal"});
+      e.plane_point = plane->required<Vec3>("point");
+      e.plane_normal = nonzero_direction(plane->child("normal"));
+      if (const auto v = r.optional_child("advance")) e.advance = nonzero_direction(*v);
+      if (r.has("sweep")) r.child("sweep").fail("'sweep' belongs to a cut along a 'path'");
+    } else {
+      const JsonReader path = r.child("path");
+      if (!path.is_array() || path.size() < 2) path.fail("must be an array of at least 2 points [x, y, z]");
+      for (std::size_t i = 0; i < path.size(); ++i) e.path.points.push_back(path.element(i).as<Vec3>());
+      const JsonReader sweep = r.child("sweep");
+      if (sweep.is_array() && sweep.size() > 0 && sweep.element(0).is_array()) {
+        if (sweep.size() != path.size())
+          sweep.fail("one sweep vector per path point (" + std::to_string(path.size()) + "), or a single vector");
+        for (std::size_t i = 0; i < sweep.size(); ++i) e.path.sweep.push_back(sweep.element(i).as<Vec3>());
+      } else {
+        e.path.sweep.push_back(sweep.as<Vec3>());
+      }
+      for (const Vec3& v : e.path.sweep)
+        if (v.norm() == 0) sweep.fail("a sweep vector (the blade's depth direction × depth) must be nonzero");
+      if (r.has("advance"))
+        r.child("advance").fail("'advance' belongs to a 'plane' cut (a path cut advances along the path)");
+    }
     if (const auto v = r.optional_child("box")) e.box = parse_box(*v);
   } else if (tool == "excise") {
     e.tool = SurgeryEvent::Tool::Excise;

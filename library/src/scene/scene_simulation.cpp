@@ -366,7 +366,9 @@ void SceneSimulation::apply_surgery_events(int frame) {
         case SurgeryEvent::Tool::Cut: {
           std::vector<TetPair>& faces = cut_faces_[i];
           if (frame == e.first_frame) {
-            faces = faces_across_plane(mesh, e.plane_normal, e.plane_normal.dot(e.plane_point), e.advance);
+            faces = e.path.points.empty()
+                        ? faces_across_plane(mesh, e.plane_normal, e.plane_normal.dot(e.plane_point), e.advance)
+                        : faces_across_swept_path(mesh, e.path);
             if (e.box)
               faces.erase(
                   std::remove_if(faces.begin(), faces.end(),

@@ -1,8 +1,10 @@
 #include <fmt/format.h>
 
+#include <Eigen/Geometry>
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <optional>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/topology/face_cut.hpp>
@@ -190,6 +192,87 @@ std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal,
     Vec3 c = Vec3::Zero();
     for (int k : faces[i].key) c += mesh.nodes.row(k).transpose();
     keyed.emplace_back(order.dot(c / 3.0), TetPair{std::min(a, b), std::max(a, b)});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<TetPair> out;
+  out.reserve(keyed.size());
+  for (const auto& k : keyed) out.push_back(k.second);
+  return out;
+}
+
+namespace {
+
+// Segment a→b against triangle (v0, v1, v2) (Möller & Trumbore 1997): the segment parameter
+// t ∈ [0, 1] and barycentrics (u, v) of the crossing, or nothing when it misses or lies in the
+// triangle's plane.
+std::optional<std::array<double, 3>> segment_triangle(const Vec3& a, const Vec3& b, const Vec3& v0, const Vec3& v1,
+                                                      const Vec3& v2) {
+  const Vec3 d = b - a, e1 = v1 - v0, e2 = v2 - v0;
+  const Vec3 p = d.cross(e2);
+  const double det = e1.dot(p);
+  if (std::abs(det) <= 1e-14 * d.norm() * e1.norm() * e2.norm()) return std::nullopt;
+  const Vec3 s = a - v0;
+  const double u = s.dot(p) / det;
+  if (u < 0 || u > 1) return std::nullopt;
+  const Vec3 q = s.cross(e1);
+  const double v = d.dot(q) / det;
+  if (v < 0 || u + v > 1) return std::nullopt;
+  const double t = e2.dot(q) / det;
+  if (t < 0 || t > 1) return std::nullopt;
+  return std::array<double, 3>{t, u, v};
+}
+
+}  // namespace
+
+std::vector<TetPair> faces_across_swept_path(const TetMesh& mesh, const SweptPath& path) {
+  const size_t m = path.points.size();
+  if (m < 2) throw MeshError(fmt::format("swept path: {} point(s), at least 2 needed", m));
+  if (path.sweep.size() != 1 && path.sweep.size() != m)
+    throw MeshError(fmt::format("swept path: {} sweep vectors for {} points (give 1 or {})", path.sweep.size(), m, m));
+  for (const auto* list : {&path.points, &path.sweep})
+    for (const Vec3& v : *list)
+      if (!v.allFinite()) throw MeshError("swept path: a point or sweep vector is not finite");
+  auto sweep = [&](size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
+  // The surface's triangles, with the arc length at each corner (the far side of a patch carries
+  // its polyline point's arc length).
+  struct Tri {
+    Vec3 v[3];
+    double arc[3];
+  };
+  std::vector<Tri> tris;
+  Eigen::AlignedBox3d box;
+  double arc = 0;
+  for (size_t i = 0; i + 1 < m; ++i) {
+    const Vec3 &p0 = path.points[i], &p1 = path.points[i + 1];
+    const double next = arc + (p1 - p0).norm();
+    const Vec3 q0 = p0 + sweep(i), q1 = p1 + sweep(i + 1);
+    tris.push_back(Tri{{p0, p1, q1}, {arc, next, next}});
+    tris.push_back(Tri{{p0, q1, q0}, {arc, next, arc}});
+    for (const Vec3& v : {p0, p1, q0, q1}) box.extend(v);
+    arc = next;
+  }
+  const auto faces = sorted_faces(mesh.tets);
+  auto centroid = [&](int t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += mesh.nodes.row(mesh.tets(t, a)).transpose();
+    return Vec3(c / 4.0);
+  };
+  std::vector<std::pair<double, TetPair>> keyed;
+  for (size_t i = 0; i + 1 < faces.size(); ++i) {
+    if (faces[i].key != faces[i + 1].key) continue;
+    const int ta = faces[i].tet, tb = faces[i + 1].tet;
+    const Vec3 a = centroid(ta), b = centroid(tb);
+    Eigen::AlignedBox3d seg(a.cwiseMin(b), a.cwiseMax(b));
+    if (!seg.intersects(box)) continue;
+    // The first triangle crossed (a segment through an edge between two triangles is one face).
+    for (const Tri& tri : tris) {
+      const auto hit = segment_triangle(a, b, tri.v[0], tri.v[1], tri.v[2]);
+      if (!hit) continue;
+      const double u = (*hit)[1], v = (*hit)[2];
+      keyed.emplace_back((1 - u - v) * tri.arc[0] + u * tri.arc[1] + v * tri.arc[2],
+                         TetPair{std::min(ta, tb), std::max(ta, tb)});
+      break;
+    }
   }
   std::sort(keyed.begin(), keyed.end());
   std::vector<TetPair> out;

@@ -21,6 +21,7 @@
 #include <xpd/solver/schur.hpp>
 #include <xpd/solver/solver_options.hpp>
 #include <xpd/solver/surgery_session.hpp>
+#include <xpd/topology/face_cut.hpp>
 
 namespace xpd {
 
@@ -214,12 +215,15 @@ struct SurgeryEvent {
   Tool tool = Tool::Cut;
   int first_frame = 1;  ///< "frame" (one frame) or "frames": [first, last]
   int last_frame = 1;
-  /// Cut: interior faces whose two tets' centroids lie strictly on opposite sides of the plane
-  /// (faces_across_plane), listed on the mesh as it is at first_frame, ordered by `advance` ·
-  /// (face centroid), an equal share of them per frame from first_frame to last_frame.
+  /// Cut by a plane (`path` empty): interior faces whose two tets' centroids lie strictly on
+  /// opposite sides of it (faces_across_plane), ordered by `advance` · (face centroid). Cut along a
+  /// swept path (an incision or a deep cut): the faces whose dual segment crosses the surface the
+  /// polyline sweeps (faces_across_swept_path), ordered along the polyline. Either list is made on
+  /// the mesh as it is at first_frame and cut in equal shares per frame up to last_frame.
   Vec3 plane_point = Vec3::Zero();
   Vec3 plane_normal = Vec3::UnitX();  ///< unit
   Vec3 advance = Vec3::UnitY();       ///< unit; the direction the blade advances
+  SweptPath path;                     ///< points empty: a plane cut
   /// Cut: only faces whose centroid lies in this box; Excise: tets whose centroid lies in it.
   std::optional<std::pair<Vec3, Vec3>> box;  ///< (min, max)
   /// Excise: tets whose centroid lies in this sphere (center, radius).

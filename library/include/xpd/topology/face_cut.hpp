@@ -76,6 +76,23 @@ class FaceCutter {
 /// tet ids), so that a cut can advance along `order`. n need not be unit length.
 std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal, double offset, const Vec3& order);
 
+/// A blade's swept surface (the thesis's incision and deep cut, Wang 2025 ch. 5): a polyline of
+/// points p_i on (or in) the tissue, each with a sweep vector s_i (the blade's depth direction
+/// times its depth, e.g. the inward normal × depth), spans bilinear patches p_i, p_{i+1},
+/// p_{i+1} + s_{i+1}, p_i + s_i, each taken as two triangles.
+struct SweptPath {
+  std::vector<Vec3> points;  ///< ≥ 2
+  std::vector<Vec3> sweep;   ///< one per point, or one for all
+};
+
+/// Interior faces of `mesh` whose dual segment (from one tet's centroid to the other's) crosses the
+/// swept surface, ordered by the arc length along the polyline of the crossing point (the blade's
+/// progress; ties by tet ids). A straight path swept through the whole mesh gives the faces of
+/// faces_across_plane; a shallow sweep only the faces whose dual segment crosses above its depth.
+/// Throws MeshError for fewer than two points, a sweep count other than 1 or the point count, or
+/// a non-finite coordinate.
+std::vector<TetPair> faces_across_swept_path(const TetMesh& mesh, const SweptPath& path);
+
 /// Checks the invariants of a cut mesh: every tet has positive volume, every node is used (unless
 /// `allow_unused`: nodes orphaned by an excision), no face is shared by more than two tets and the
 /// two tets of a face agree on its orientation (the boundary_faces checks). Returns an empty string

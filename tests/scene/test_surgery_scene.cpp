@@ -13,6 +13,7 @@
 #include <string>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
@@ -241,6 +242,99 @@ TEST(SurgeryScene, ShippedBarCutSceneCutsUntilTheHalvesHangApart) {
   EXPECT_GT(gap, 0.1);
 }
 
+// A hook on a node of the cantilever's tip pulled up 0.1 over frames 1–4 is a rigid attachment of
+// that node keyframed the same way (the located point is the node, its weights 1, 0, 0, 0).
+TEST(SurgeryScene, AHookPullsLikeAKeyframedAttachmentOfItsPoint) {
+  json hooked = bar_scene(false, 0.6), rigid = bar_scene(false, 0.6);
+  hooked["surgery"] = {{"events", {json::parse(R"({ "tool": "hook", "frames": [1, 4], "point": [0.6, 0.2, 0.2],
+      "target": [0.6, 0.2, 0.3], "stiffness": 1e8, "release_frame": 7 })")}}};
+  rigid["selections"]["tip"] =
+      json::parse(R"({ "type": "box", "min": [0.59, 0.19, 0.19], "max": [0.61, 0.21, 0.21] })");
+  rigid["attachments"].push_back(json::parse(R"({ "type": "rigid", "selection": "tip", "stiffness": 1e8,
+      "keyframes": [{ "frame": 0 }, { "frame": 4, "translation": [0, 0, 0.1] }] })"));
+  SceneSimulation a = make_sim(hooked), b = make_sim(rigid), free = make_sim(bar_scene(false, 0.6));
+  double worst = 0;
+  for (int f = 1; f <= 8; ++f) {
+    ASSERT_TRUE(a.advance(f).converged) << "frame " << f;
+    ASSERT_TRUE(free.advance(f).converged);
+    if (f < 7) {
+      ASSERT_TRUE(b.advance(f).converged);
+      worst = std::max(worst, (a.positions() - b.positions()).cwiseAbs().maxCoeff());
+    }
+    if (f == 1) EXPECT_EQ(a.surgery_frame().hooks_placed, 1);
+    if (f == 7) EXPECT_EQ(a.surgery_frame().attachments_released, 1);
+  }
+  test::report("hook vs keyframed attachment (of the lift)", worst / 0.1, 1e-6);
+  EXPECT_LT(worst, 1e-6 * 0.1);
+  // Released at frame 7: the cantilever hangs as if never hooked.
+  const double sag = -(free.positions() - free.mesh().nodes).col(2).minCoeff();
+  EXPECT_LT((a.positions() - free.positions()).cwiseAbs().maxCoeff(), 1e-6 * sag);
+}
+
+// Sutures across the middle cut of the clamped bar (ends 0.01 on either side of the cut face, in
+// the tets next to it): once the halves hang apart, each stitch holds its two points together
+// (zero rest length: the distance drops from the open wound's to about force / stiffness);
+// progressive updates equal refactorization throughout.
+TEST(SurgeryScene, SuturesHoldTheirPointsTogetherAcrossTheCut) {
+  json j = bar_scene();
+  json cut = middle_cut();
+  cut["frames"] = {2, 3};
+  j["surgery"] = {{"events", {cut}}};
+  std::vector<std::pair<Vec3, Vec3>> ends;
+  for (double y : {0.05, 0.2, 0.35})
+    for (double z : {0.05, 0.2, 0.35}) {
+      ends.emplace_back(Vec3(0.59, y, z), Vec3(0.61, y, z));
+      j["surgery"]["events"].push_back(
+          {{"tool", "suture"}, {"frame", 5}, {"a", {0.59, y, z}}, {"b", {0.61, y, z}}, {"stiffness", 1e8}});
+    }
+  json r = j;
+  r["surgery"]["factor_update"] = "refactor";
+  SceneSimulation prog = make_sim(j), ref = make_sim(r);
+  // The stitched points where the mesh is now (after the cut: each end in a tet of its own side).
+  auto widest_stitch = [&](const SceneSimulation& s) {
+    const TetLocator loc(s.mesh().nodes, s.mesh().tets);
+    double d = 0;
+    for (const auto& [a, b] : ends) {
+      const TetLocation la = loc.find_tet(a), lb = loc.find_tet(b);
+      EXPECT_TRUE(la.found() && lb.found());
+      Vec3 xa = Vec3::Zero(), xb = Vec3::Zero();
+      for (int k = 0; k < 4; ++k) {
+        xa += la.weights[k] * s.positions().row(s.mesh().tets(la.tet, k)).transpose();
+        xb += lb.weights[k] * s.positions().row(s.mesh().tets(lb.tet, k)).transpose();
+      }
+      d = std::max(d, (xa - xb).norm());
+    }
+    return d;
+  };
+  double open = 0, worst = 0;
+  for (int f = 1; f <= 8; ++f) {
+    ASSERT_TRUE(prog.advance(f).converged) << "frame " << f;
+    ASSERT_TRUE(ref.advance(f).converged) << "frame " << f;
+    worst =
+        std::max(worst, (prog.positions() - ref.positions()).cwiseAbs().maxCoeff() / bbox_diagonal(prog.positions()));
+    if (f == 4) open = widest_stitch(prog);
+    if (f == 5) EXPECT_EQ(prog.surgery_frame().sutures_placed, 9);
+  }
+  const double closed = widest_stitch(prog);
+  // A penalty spring leaves force / stiffness: ten times stiffer stitches, about a tenth of it.
+  json stiffer = j;
+  for (std::size_t e = 1; e < stiffer["surgery"]["events"].size(); ++e)
+    stiffer["surgery"]["events"][e]["stiffness"] = 1e9;
+  SceneSimulation tight = make_sim(stiffer);
+  for (int f = 1; f <= 8; ++f) ASSERT_TRUE(tight.advance(f).converged) << "frame " << f;
+  const double closed_tight = widest_stitch(tight);
+  if (test::verbose())
+    std::printf("  sutures: widest stitch %.3e open, %.3e stitched at k = 1e8, %.3e at 1e9\n", open, closed,
+                closed_tight);
+  EXPECT_EQ(prog.surgery()->num_sutures(), 9);
+  EXPECT_GT(open, 0.02);  // at least their rest distance
+  EXPECT_LT(closed, 0.01 * open);
+  EXPECT_GT(closed / closed_tight, 5.0);
+  EXPECT_LT(closed / closed_tight, 20.0);
+  test::report("sutures: progressive vs refactor (bbox)", worst, 1e-8);
+  EXPECT_LT(worst, 1e-8);
+}
+
 TEST(SurgeryScene, BadEventsAreSceneErrorsNamingTheEventAndLeaveTheSimulationUnchanged) {
   auto parse_error = [](json j) -> std::string {
     try {
@@ -261,6 +355,28 @@ TEST(SurgeryScene, BadEventsAreSceneErrorsNamingTheEventAndLeaveTheSimulationUnc
   EXPECT_NE(parse_error(j).find("exactly one of"), std::string::npos) << parse_error(j);
   j["surgery"]["events"][0] = json::parse(R"({ "tool": "release", "frame": 2, "selection": "nowhere" })");
   EXPECT_NE(parse_error(j).find("unknown selection"), std::string::npos) << parse_error(j);
+
+  j["surgery"]["events"][0] = json::parse(R"({ "tool": "hook", "frames": [2, 4], "point": [0, 0, 0],
+      "target": [0, 0, 1], "stiffness": 1e5, "release_frame": 3 })");
+  EXPECT_NE(parse_error(j).find("release_frame"), std::string::npos) << parse_error(j);
+  for (const char* event :
+       {R"({ "tool": "suture", "frame": 2, "a": [0.33, 0.23, 0.24], "b": [0.33, 0.23, 0.24], "stiffness": 1e5 })",
+        R"({ "tool": "hook", "frame": 2, "point": [3, 0, 0], "target": [3, 0, 1], "stiffness": 1e5 })"}) {
+    json s = bar_scene();
+    s["surgery"] = {{"events", {json::parse(event)}}};
+    SceneSimulation sim = make_sim(s);
+    (void)sim.advance(1);
+    try {
+      (void)sim.advance(2);
+      ADD_FAILURE() << "no error for " << event;
+    } catch (const SceneError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("one tet") != std::string::npos || what.find("lies in no tet") != std::string::npos)
+          << what;
+    }
+    EXPECT_EQ(sim.surgery()->num_sutures(), 0);
+    EXPECT_EQ(sim.surgery()->num_attachments(), 50);
+  }
 
   // What the session does not support is refused when the simulation is built.
   json dyn = bar_scene();

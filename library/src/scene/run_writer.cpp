@@ -245,6 +245,8 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
     j["faces_cut"] = f.faces_cut;
     j["tets_excised"] = f.tets_excised;
     j["attachments_released"] = f.attachments_released;
+    j["hooks_placed"] = f.hooks_placed;
+    j["sutures_placed"] = f.sutures_placed;
     j["factor_update_ms"] = f.factor_update_ms;
     j["factor_fallback"] = s->stats().factor_fallback;
     j["fill_refactored"] = f.fill_refactored;

@@ -911,7 +911,7 @@ std::pair<Vec3, Vec3> parse_box(const JsonReader& r) {
 
 SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
   r.expect_object();
-  const std::string tool = r.child("tool").one_of({"cut", "excise", "release"});
+  const std::string tool = r.child("tool").one_of({"cut", "excise", "release", "hook", "suture"});
   SurgeryEvent e;
   if (tool == "cut") {
     e.tool = SurgeryEvent::Tool::Cut;
@@ -950,10 +950,22 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
     }
     if (const auto v = r.optional_child("box")) e.box = parse_box(*v);
     if (e.sphere.has_value() == e.box.has_value()) r.fail("an excision needs exactly one of 'sphere' and 'box'");
-  } else {
+  } else if (tool == "release") {
     e.tool = SurgeryEvent::Tool::Release;
     r.allow_keys({"tool", "frame", "selection"});
     e.selection = ctx.selection_ref(r.child("selection"));
+  } else if (tool == "hook") {
+    e.tool = SurgeryEvent::Tool::Hook;
+    r.allow_keys({"tool", "frame", "frames", "point", "target", "stiffness", "release_frame"});
+    e.point = r.required<Vec3>("point");
+    e.target = r.required<Vec3>("target");
+    e.stiffness = positive(r.child("stiffness"));
+  } else {
+    e.tool = SurgeryEvent::Tool::Suture;
+    r.allow_keys({"tool", "frame", "a", "b", "stiffness"});
+    e.a = r.required<Vec3>("a");
+    e.b = r.required<Vec3>("b");
+    e.stiffness = positive(r.child("stiffness"));
   }
   const int frames = ctx.solver.frames;
   if (r.has("frame") == r.has("frames")) r.fail("give the event's 'frame' (or, for a cut, 'frames': [first, last])");
@@ -968,6 +980,12 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
       f.fail("must be [first, last] with 1 <= first <= last <= " + std::to_string(frames) + " (solver.frames)");
     e.first_frame = ff[0];
     e.last_frame = ff[1];
+  }
+  if (const auto v = r.optional_child("release_frame")) {
+    e.release_frame = int_at_least(*v, e.last_frame + 1);
+    if (e.release_frame > frames)
+      v->fail("release_frame " + std::to_string(e.release_frame) + " is after the last frame (" +
+              std::to_string(frames) + ")");
   }
   return e;
 }

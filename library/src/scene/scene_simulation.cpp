@@ -11,6 +11,7 @@
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
+#include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 namespace xpd {
@@ -110,6 +111,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
     }
     cut_faces_.resize(scene_.surgery->events.size());
+    hook_key_.assign(scene_.surgery->events.size(), -1);
+    hook_start_.assign(scene_.surgery->events.size(), Vec3::Zero());
     set_frame_inputs(1);
   } else {
     try {
@@ -209,6 +212,16 @@ void SceneSimulation::set_frame_inputs(int frame) {
     targets.row(row) = t.transpose();
   }
   if (surgery_) {
+    // Hooks: the target moves linearly from where the point was when placed to the event's
+    // target, reached at its last frame.
+    for (std::size_t i = 0; i < hook_key_.size(); ++i) {
+      const int row = hook_key_[i] >= 0 ? surgery_->attachment_row(hook_key_[i]) : -1;
+      if (row < 0) continue;
+      const SurgeryEvent& e = scene_.surgery->events[i];
+      const double s =
+          std::min(1.0, static_cast<double>(frame - e.first_frame + 1) / (e.last_frame - e.first_frame + 1));
+      targets.row(row) = (hook_start_[i] + s * (e.target - hook_start_[i])).transpose();
+    }
     // Gravity only (check_surgery_scene): the model applies it to its lumped masses, which follow
     // every cut and excision.
     Vec3 g = Vec3::Zero();
@@ -344,6 +357,18 @@ Vec3 shared_face_centroid(const TetMesh& mesh, const TetPair& f) {
   return c;
 }
 
+// The material point at rest position p: the tet of `mesh` containing it and its weights.
+std::optional<BaryPoint> locate_rest_point(const TetMesh& mesh, const Vec3& p) {
+  const TetLocation l = TetLocator(mesh.nodes, mesh.tets).find_tet(p);
+  if (!l.found()) return std::nullopt;
+  BaryPoint b;
+  for (int a = 0; a < 4; ++a) {
+    b.nodes[static_cast<std::size_t>(a)] = mesh.tets(l.tet, a);
+    b.weights[static_cast<std::size_t>(a)] = l.weights[a];
+  }
+  return b;
+}
+
 bool in_box(const std::optional<std::pair<Vec3, Vec3>>& box, const Vec3& p) {
   return !box || ((p.array() >= box->first.array()).all() && (p.array() <= box->second.array()).all());
 }
@@ -355,6 +380,22 @@ void SceneSimulation::apply_surgery_events(int frame) {
   const double update_ms_before = surgery_->stats().factor_update_ms_total;
   const std::vector<SurgeryEvent>& events = scene_.surgery->events;
   bool ended = false;  // an event had its last frame here
+  // Hooks let go first (their release frame lies after their own frames).
+  for (std::size_t i = 0; i < events.size(); ++i)
+    if (events[i].tool == SurgeryEvent::Tool::Hook && events[i].release_frame == frame && hook_key_[i] >= 0) {
+      surgery_->remove_attachments({hook_key_[i]});
+      hook_key_[i] = -1;
+      ++surgery_frame_.attachments_released;
+      ++surgery_frame_.events;
+    }
+  auto rest_point = [&](const Vec3& p, const std::string& where, const char* what) {
+    const auto b = locate_rest_point(surgery_->mesh(), p);
+    if (!b)
+      throw SceneError(
+          scene_.file, where,
+          fmt::format("the {} ({}, {}, {}) lies in no tet of the mesh (rest coordinates)", what, p.x(), p.y(), p.z()));
+    return *b;
+  };
   for (std::size_t i = 0; i < events.size(); ++i) {
     const SurgeryEvent& e = events[i];
     if (frame < e.first_frame || frame > e.last_frame) continue;
@@ -433,6 +474,26 @@ void SceneSimulation::apply_surgery_events(int frame) {
             throw SceneError(scene_.file, where, "selection '" + e.selection + "' carries no attachment to release");
           surgery_->remove_attachments(keys);
           surgery_frame_.attachments_released += static_cast<int>(keys.size());
+          ++surgery_frame_.events;
+          break;
+        }
+        case SurgeryEvent::Tool::Hook: {
+          if (frame != e.first_frame) break;  // placed once; set_frame_inputs moves its target
+          const BaryPoint p = rest_point(e.point, where + "/point", "hook's point");
+          hook_start_[i] = p.eval(surgery_->state().x);
+          hook_key_[i] = surgery_->add_hook(p, hook_start_[i], e.stiffness);
+          ++surgery_frame_.hooks_placed;
+          ++surgery_frame_.events;
+          break;
+        }
+        case SurgeryEvent::Tool::Suture: {
+          const BaryPoint a = rest_point(e.a, where + "/a", "suture's end a");
+          const BaryPoint b = rest_point(e.b, where + "/b", "suture's end b");
+          if (a.nodes == b.nodes)
+            throw SceneError(scene_.file, where,
+                             "both ends of the suture lie in one tet: place them on either side of the wound");
+          (void)surgery_->add_suture(a, b, e.stiffness);
+          ++surgery_frame_.sutures_placed;
           ++surgery_frame_.events;
           break;
         }

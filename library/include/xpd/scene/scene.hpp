@@ -211,7 +211,7 @@ struct TwoWaySettings {
 /// One surgical event of the "surgery" key (docs/scene-format.md §9b), applied before its frame is
 /// solved. Geometry is in rest coordinates (the mesh's own, which cuts and excisions keep).
 struct SurgeryEvent {
-  enum class Tool { Cut, Excise, Release };
+  enum class Tool { Cut, Excise, Release, Hook, Suture };
   Tool tool = Tool::Cut;
   int first_frame = 1;  ///< "frame" (one frame) or "frames": [first, last]
   int last_frame = 1;
@@ -231,6 +231,18 @@ struct SurgeryEvent {
   /// Release: the attachments on this selection's nodes are removed (the tissue let go, e.g. the
   /// tissue under an undermined flap).
   std::string selection;
+  /// Hook: a zero-rest-length spring of `stiffness` from the material point at rest position
+  /// `point` (in the tet containing it at first_frame) to a target that moves linearly from where
+  /// that point is at first_frame to `target`, reached at last_frame and held; removed before
+  /// `release_frame` is solved (0 = never).
+  Vec3 point = Vec3::Zero();
+  Vec3 target = Vec3::Zero();
+  int release_frame = 0;
+  /// Suture: a zero-rest-length spring of `stiffness` between the material points at rest
+  /// positions `a` and `b` (each in the tet containing it; two different tets: one on each side
+  /// of the wound).
+  Vec3 a = Vec3::Zero(), b = Vec3::Zero();
+  double stiffness = 0;
 };
 
 /// The "surgery" key: topology events during a quasistatic run, the factor kept by progressive

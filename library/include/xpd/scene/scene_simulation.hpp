@@ -30,15 +30,14 @@
 // before the first projected frame (CollisionError naming the two triangles otherwise).
 // With a "surgery" key (docs/scene-format.md §9b), the model is a SurgerySession
 // (solver/surgery_session.hpp): the events of frame k (cuts, excisions, released attachments) are
-// applied before frame k is solved, the factor following by progressive Cholesky updates (or by a
-// refactorization per event); mesh(), model(), state() and tet_material() then change between
-// frames (nodes are only appended by cuts; excision renumbers tets). Surgery scenes are
-// quasistatic, corotated (no λ, strain limits or actuation), with gravity as their only load, and
-// without collision handling, two-way projection or an embedded surface (SceneError otherwise).
-// Frames start from the previous frame's positions (no extrapolation: the node count changes).
-// Solver settings used: max_iterations, min_iterations, tolerance (relative), accelerator (none /
-// anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a tbb::global_control
-// caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
+// applied before frame k is solved (cuts, excisions, released attachments, hooks, sutures), the factor following by
+// progressive Cholesky updates (or by a refactorization per event); mesh(), model(), state() and tet_material() then
+// change between frames (nodes are only appended by cuts; excision renumbers tets). Surgery scenes are quasistatic,
+// corotated (no λ, strain limits or actuation), with gravity as their only load, and without collision handling,
+// two-way projection or an embedded surface (SceneError otherwise). Frames start from the previous frame's positions
+// (no extrapolation: the node count changes). Solver settings used: max_iterations, min_iterations, tolerance
+// (relative), accelerator (none / anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a
+// tbb::global_control caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
 #include <optional>
 #include <vector>
 #include <xpd/collision/two_way.hpp>
@@ -112,10 +111,12 @@ class SceneSimulation {
   const SurgerySession* surgery() const { return surgery_.get(); }
   /// What the last advance() did to the topology (zeros without a "surgery" key).
   struct SurgeryFrame {
-    int events = 0;        ///< topology events applied before the frame (cut steps, excisions, releases)
-    int faces_cut = 0;     ///< faces newly separated
-    int tets_excised = 0;  ///< tets removed
-    int attachments_released = 0;
+    int events = 0;                ///< topology events applied before the frame (cut steps, excisions, releases)
+    int faces_cut = 0;             ///< faces newly separated
+    int tets_excised = 0;          ///< tets removed
+    int attachments_released = 0;  ///< scene attachments released, and hooks removed
+    int hooks_placed = 0;
+    int sutures_placed = 0;
     double factor_update_ms = 0;   ///< the factor's updates (or refactorizations) of those events
     bool fill_refactored = false;  ///< the fill policy refactored after the frame's events
   };
@@ -158,6 +159,8 @@ class SceneSimulation {
   std::optional<TwoWayFrame> two_way_stats_;
   std::unique_ptr<SurgerySession> surgery_;
   std::vector<std::vector<TetPair>> cut_faces_;  // per surgery event: its faces, listed at its first frame
+  std::vector<int> hook_key_;                    // per surgery event: the hook's attachment key, or −1
+  std::vector<Vec3> hook_start_;                 // per surgery event: where the hooked point was when placed
   SurgeryFrame surgery_frame_;
   int topology_version_ = 0;
   SolverOptions options_;

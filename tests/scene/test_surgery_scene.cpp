@@ -6,6 +6,8 @@
 // name the event and leave the simulation as it was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -203,6 +205,45 @@ TEST(SurgeryScene, ReleasingASupportEqualsNeverHavingIt) {
   const double diff = (sim.positions() - free.positions()).cwiseAbs().maxCoeff();
   test::report("released support vs never attached", diff / sag, 1e-6);
   EXPECT_LT(diff, 1e-6 * sag);
+}
+
+// An excision in the middle of a cut: the blade keeps going through the faces left (none is
+// skipped when the excision shortens its list), and a hook whose tissue was excised is simply gone
+// at its release frame.
+TEST(SurgeryScene, ACutContinuesThroughAnExcisionAndAnExcisedHookIsGone) {
+  json j = bar_scene();
+  j["surgery"] = {{"events",
+                   {middle_cut(), json::parse(R"({ "tool": "hook", "frame": 2, "point": [0.55, 0.2, 0.35],
+                        "target": [0.55, 0.2, 0.45], "stiffness": 1e5, "release_frame": 7 })"),
+                    json::parse(R"({ "tool": "excise", "frame": 3,
+                        "box": { "min": [0.499, -1, 0.299], "max": [0.701, 1, 1] } })")}}};
+  j["solver"]["tolerance"] = 1e-6;
+  SceneSimulation sim = make_sim(j);
+  for (int f = 1; f <= 8; ++f) {
+    ASSERT_NO_THROW((void)sim.advance(f)) << "frame " << f;
+    if (f == 3) EXPECT_EQ(sim.surgery_frame().tets_excised, 2 * 4 * 6);
+    if (f == 7) EXPECT_EQ(sim.surgery_frame().attachments_released, 0);  // the hook went with its tissue
+  }
+  // The cut is complete: no face joins a tet left of x = 0.6 to one right of it.
+  const TetMesh& m = sim.mesh();
+  auto centroid_x = [&](int t) {
+    double x = 0;
+    for (int a = 0; a < 4; ++a) x += m.nodes(m.tets(t, a), 0) / 4;
+    return x;
+  };
+  std::map<std::array<int, 3>, int> first;
+  int joined = 0;
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t)
+    for (int skip = 0; skip < 4; ++skip) {
+      std::array<int, 3> k{};
+      for (int a = 0, n = 0; a < 4; ++a)
+        if (a != skip) k[static_cast<std::size_t>(n++)] = m.tets(t, a);
+      std::sort(k.begin(), k.end());
+      const auto [it, fresh] = first.emplace(k, static_cast<int>(t));
+      if (!fresh && (centroid_x(it->second) - 0.6) * (centroid_x(static_cast<int>(t)) - 0.6) < 0) ++joined;
+    }
+  EXPECT_EQ(joined, 0);
+  EXPECT_EQ(sim.surgery()->num_attachments(), 50);
 }
 
 // The shipped scene (paper 003's bar): clamped at both ends, cut through x = 5 by a blade descending

@@ -306,7 +306,7 @@ TEST(DynamicLdlt, VectorKernelAndSplitColumnsAgreeWithThePlainPasses) {
   const double x_cut = h * std::round(0.5 * box.nodes.col(0).maxCoeff() / h);
   const auto faces = faces_across_plane(box, Vec3::UnitX(), x_cut, Vec3(0.0, 1.0, 0.01));
   FaceCutter cutter(box);
-  long split = 0;
+  long split = 0, helped = 0;
   double worst_kernels = 0, worst_res = 0;
   Sparse K;
   const size_t per_event = 2 * 21 + 24;  // the first event completes a row: nodes split from then on
@@ -316,6 +316,7 @@ TEST(DynamicLdlt, VectorKernelAndSplitColumnsAgreeWithThePlainPasses) {
     const FactorModification mod = cut_modification(ev, cutter.mesh(), d0.mu);
     ASSERT_TRUE(fast.modify(mod));
     split += fast.info().last_split_columns;
+    helped += fast.info().last_helper_columns;
     {
       const ThreadLimit one(1);
       ASSERT_TRUE(one_thread.modify(mod));
@@ -346,9 +347,10 @@ TEST(DynamicLdlt, VectorKernelAndSplitColumnsAgreeWithThePlainPasses) {
   EXPECT_LT(res, 1e-10);
   EXPECT_LT(vs_cholmod, 1e-9);
   if (!vector) std::printf("  [ NOTE ] no AVX2 + FMA on this CPU: the vector kernel was not compared\n");
-  if (tbb_threads() >= 2)
+  if (tbb_threads() >= 2) {
     EXPECT_GT(split, 0) << "no column was long enough to split: the test does not cover the helper";
-  else
+    EXPECT_GT(helped, 0) << "the helper thread never ran a half: the bitwise check covered one thread only";
+  } else
     std::printf("  [ NOTE ] one thread here: the split columns were not exercised\n");
 }
 

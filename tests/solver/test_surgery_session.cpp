@@ -350,6 +350,58 @@ TEST(SurgerySession, HooksAndReleasedAttachmentsFollowTheRefactorizedModel) {
 // excised tissue goes with it, both sessions give the same positions; hooks or sutures on excised
 // nodes, excising everything, or cutting the body off its clamp are refused with the session
 // unchanged.
+// A cut through a clamp: a 7 × 5 × 5 cantilever clamped at x = 0 (node attachments), gravity, cut
+// along the plane z = 0.5 through its whole length. The 5 clamp nodes on that plane split; their
+// copies get the same attachment, so each layer hangs from its whole share of the clamp. Oracle: a
+// model built directly from the cut mesh with every node at x = 0 attached (copies included).
+TEST(SurgerySession, CopiesOfAttachedNodesKeepTheirAttachments) {
+  const TetMesh box = make_box(7, 5, 5, Vec3::Zero(), Vec3(1.2, 1.0, 1.0));
+  ModelDesc d;
+  d.mesh = box;
+  d.mu = {1e4};
+  d.gravity = Vec3(0, 0, -9.81);
+  test::attach_min_face(d, 0, 1e7);
+  auto [ref, prog] = session_pair(d);
+  for (SurgerySession* s : {&ref, &prog}) (void)s->cut(faces_across_plane(box, Vec3::UnitZ(), 0.5, Vec3::UnitX()));
+  EXPECT_EQ(prog.num_attachments(), 25 + 5);
+  EXPECT_EQ(ref.num_attachments(), 25 + 5);
+  for (int key : prog.attachment_keys()) {
+    const int node = prog.attachment_point(key).nodes[0];
+    EXPECT_LT(prog.mesh().nodes(node, 0), 1e-9) << "key " << key;
+    if (key >= 25) {
+      EXPECT_GE(node, static_cast<int>(box.nodes.rows()));  // a copy
+      EXPECT_LT(prog.attachment_origin(key), 25);
+    }
+  }
+  ASSERT_TRUE(ref.step().converged);
+  ASSERT_TRUE(prog.step().converged);
+  ModelDesc direct = d;
+  direct.mesh = prog.mesh();
+  direct.attachments.clear();
+  test::attach_min_face(direct, 0, 1e7);
+  ASSERT_EQ(direct.attachments.size(), 30u);
+  const Model m = build_model(direct);
+  State st = make_state(m);
+  st.inputs.gravity = d.gravity;
+  SolverOptions o = test::anderson_options(3000, 1e-10);
+  o.abs_tolerance = 1e-10 * force_scale(d);
+  ASSERT_TRUE(step(m, st, o).converged);
+  const double diag = test::bbox_diagonal(box.nodes);
+  const double vs_direct = max_node_distance(prog.state().x, st.x) / diag,
+               vs_refactor = max_node_distance(prog.state().x, ref.state().x) / diag;
+  test::report("cut clamp: session vs model built with every clamp node attached", vs_direct, 1e-8);
+  test::report("cut clamp: progressive vs refactor", vs_refactor, 1e-8);
+  EXPECT_LT(vs_direct, 1e-8);
+  EXPECT_LT(vs_refactor, 1e-8);
+  // The copies stay at the clamp like their originals (within their springs' stretch).
+  double clamp_moved = 0;
+  for (int key : prog.attachment_keys()) {
+    const int node = prog.attachment_point(key).nodes[0];
+    clamp_moved = std::max(clamp_moved, (prog.state().x.row(node) - prog.mesh().nodes.row(node)).norm());
+  }
+  EXPECT_LT(clamp_moved, 1e-3 * (prog.state().x - prog.mesh().nodes).rowwise().norm().maxCoeff());
+}
+
 TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
   const TetMesh box = make_box(7, 7, 7, Vec3::Zero(), Vec3::Ones());
   ModelDesc d;

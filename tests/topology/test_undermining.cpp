@@ -121,23 +121,30 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   const int hook = session.add_hook(BaryPoint::node(middle), target, 1e3);
   ASSERT_TRUE(session.step().converged);
   const double lift_attached = session.state().x(middle, 2);
-  // Undermining releases the attachments of those nodes (key = index = surface vertex v of node
-  // 2S + v); the flap side's copies on the incision carry none (the cut freed them), the originals
-  // across the incision keep theirs.
+  // Undermining releases the attachments of those nodes: the originals' (key = index = surface
+  // vertex v of node 2S + v) and, on the incision lines, the flap side's copies' (a cut gives each
+  // copy of an attached node the same attachment); the originals across the incision keep theirs.
+  const std::vector<int> keys_before = session.attachment_keys();
   std::vector<int> release;
-  for (int v = 0; v < S; ++v)
-    if (expected_below.count(2 * S + v)) release.push_back(v);
+  for (int key : keys_before)
+    if (session.attachment_point(key).nodes[0] >= 0 && expected_below.count(session.attachment_point(key).nodes[0]))
+      release.push_back(key);
   const int released = static_cast<int>(release.size());
-  EXPECT_GT(released, 0);
+  EXPECT_EQ(released, 25);  // every deep node under the flap was attached, copies included
+  EXPECT_GT(static_cast<int>(keys_before.size()), S + 1);  // copies of attached nodes carry attachments
+  for (int key : keys_before)
+    if (key >= S && key != hook) EXPECT_LT(session.attachment_origin(key), S) << "key " << key;
   session.remove_attachments(release);
-  EXPECT_EQ(session.num_attachments(), S - released + 1);  // the hook stays
-  for (int v = 0; v < S; ++v)  // an attachment is gone exactly when its node is under the flap
-    EXPECT_EQ(session.attachment_row(v) < 0, expected_below.count(2 * S + v) == 1) << "vertex " << v;
+  EXPECT_EQ(session.num_attachments(), static_cast<int>(keys_before.size()) - released);  // the hook stays
+  for (int key : keys_before)  // an attachment is gone exactly when its node is under the flap
+    if (key != hook) {
+      const bool under = std::find(release.begin(), release.end(), key) != release.end();
+      EXPECT_EQ(session.attachment_row(key) < 0, under) << "key " << key;
+    }
   ASSERT_TRUE(session.step().converged);
   const double lift_free = session.state().x(middle, 2);
-  // The attached deep nodes outside the flap stay (their springs' stretch). A copy that a cut made
-  // of an attached node carries no attachment (a cut does not yet duplicate attachments): the
-  // outside's copies on the incision lines move with the tissue, reported apart.
+  // The attached deep nodes outside the flap stay (their springs' stretch), the outside's copies
+  // on the incision lines too (they inherited their originals' attachments).
   double outside_moved = 0, outside_copies_moved = 0;
   for (int v = 0; v < S; ++v)
     if (!expected_below.count(2 * S + v))
@@ -148,10 +155,11 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   if (test::verbose())
     std::printf(
         "  %d attachments released (of 25 deep nodes under the flap); flap middle lifted %.3e attached, "
-        "%.3e undermined; attached deep nodes outside moved <= %.3e (unattached copies outside %.3e)\n",
+        "%.3e undermined; attached deep nodes outside moved <= %.3e (their copies %.3e)\n",
         released, lift_attached, lift_free, outside_moved, outside_copies_moved);
   EXPECT_GT(lift_free, 3 * lift_attached);
   EXPECT_LT(outside_moved, 1e-3 * lift_free);
+  EXPECT_LT(outside_copies_moved, 1e-3 * lift_free);
   EXPECT_GE(session.attachment_row(hook), 0);
 
   EXPECT_THROW(flood_fill_triangles(skin, static_cast<int>(skin.rows())), MeshError);

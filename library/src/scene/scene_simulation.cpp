@@ -112,6 +112,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     }
     cut_faces_.resize(scene_.surgery->events.size());
     hook_key_.assign(scene_.surgery->events.size(), -1);
+    cut_done_.assign(scene_.surgery->events.size(), 0);
+    applied_frame_.assign(scene_.surgery->events.size(), 0);
     hook_start_.assign(scene_.surgery->events.size(), Vec3::Zero());
     set_frame_inputs(1);
   } else {
@@ -191,11 +193,20 @@ void SceneSimulation::set_frame_inputs(int frame) {
   }
   State& state = surgery_ ? surgery_->state() : state_;
   Points& targets = state.inputs.attachment_targets;
+  // A surgery scene's attachment j is the session's key j: its row moves when others are released
+  // or excised, it has none once it is gone, and the copies of its node that cuts made carry keys
+  // of their own whose origin is j (same rest position, so the same target).
+  std::vector<std::vector<int>> rows_of(surgery_ ? attach_node_.size() : 0);
+  if (surgery_) {
+    const std::vector<int>& keys = surgery_->attachment_keys();
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      const int origin = surgery_->attachment_origin(keys[r]);
+      if (origin >= 0 && static_cast<std::size_t>(origin) < attach_node_.size())
+        rows_of[static_cast<std::size_t>(origin)].push_back(static_cast<int>(r));
+    }
+  }
   for (std::size_t j = 0; j < attach_node_.size(); ++j) {
-    // A surgery scene's attachment j is the session's key j: its row moves when others are
-    // released or excised, and it has none once it is gone itself.
-    const int row = surgery_ ? surgery_->attachment_row(static_cast<int>(j)) : static_cast<int>(j);
-    if (row < 0) continue;
+    if (surgery_ && rows_of[j].empty()) continue;
     const std::size_t a = static_cast<std::size_t>(attach_owner_[j]);
     const Vec3 rest = mesh_.nodes.row(attach_node_[j]).transpose();
     Vec3 t = rest;
@@ -209,7 +220,11 @@ void SceneSimulation::set_frame_inputs(int frame) {
         t = bone_tf[a][static_cast<std::size_t>(attach_bone_[j])].apply(rest);
         break;
     }
-    targets.row(row) = t.transpose();
+    if (!surgery_) {
+      targets.row(static_cast<Eigen::Index>(j)) = t.transpose();
+      continue;
+    }
+    for (int row : rows_of[j]) targets.row(row) = t.transpose();
   }
   if (surgery_) {
     // Hooks: the target moves linearly from where the point was when placed to the event's
@@ -379,27 +394,25 @@ void SceneSimulation::apply_surgery_events(int frame) {
   surgery_frame_ = {};
   const double update_ms_before = surgery_->stats().factor_update_ms_total;
   const std::vector<SurgeryEvent>& events = scene_.surgery->events;
-  bool ended = false;  // an event had its last frame here
-  // Hooks let go first (their release frame lies after their own frames).
-  for (std::size_t i = 0; i < events.size(); ++i)
-    if (events[i].tool == SurgeryEvent::Tool::Hook && events[i].release_frame == frame && hook_key_[i] >= 0) {
-      surgery_->remove_attachments({hook_key_[i]});
-      hook_key_[i] = -1;
-      ++surgery_frame_.attachments_released;
-      ++surgery_frame_.events;
-    }
+  bool ended = false;  // an event that did something had its last frame here
+  // Every error names the event and the frame. Events are applied in the file's order, each one
+  // transactionally (the session is unchanged by a failed event); one that already ran at this
+  // frame is not applied again if advance(frame) is called again after an error.
+  auto fail = [&](const std::string& where, const std::string& what) {
+    throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
+  };
   auto rest_point = [&](const Vec3& p, const std::string& where, const char* what) {
     const auto b = locate_rest_point(surgery_->mesh(), p);
     if (!b)
-      throw SceneError(
-          scene_.file, where,
-          fmt::format("the {} ({}, {}, {}) lies in no tet of the mesh (rest coordinates)", what, p.x(), p.y(), p.z()));
+      fail(where,
+           fmt::format("the {} ({}, {}, {}) lies in no tet of the mesh (rest coordinates)", what, p.x(), p.y(), p.z()));
     return *b;
   };
   for (std::size_t i = 0; i < events.size(); ++i) {
     const SurgeryEvent& e = events[i];
-    if (frame < e.first_frame || frame > e.last_frame) continue;
-    ended = ended || frame == e.last_frame;
+    const bool release_hook = e.tool == SurgeryEvent::Tool::Hook && e.release_frame == frame;
+    if ((frame < e.first_frame || frame > e.last_frame) && !release_hook) continue;
+    if (applied_frame_[i] == frame) continue;
     const std::string where = "/surgery/events/" + std::to_string(i);
     const TetMesh& mesh = surgery_->mesh();
     try {
@@ -416,20 +429,23 @@ void SceneSimulation::apply_surgery_events(int frame) {
                                  [&](const TetPair& f) { return !in_box(e.box, shared_face_centroid(mesh, f)); }),
                   faces.end());
             if (faces.empty())
-              throw SceneError(
-                  scene_.file, where,
-                  "the cut's plane crosses no interior face of the mesh" + std::string(e.box ? " inside its box" : ""));
+              fail(where, std::string(e.path.points.empty() ? "the cut's plane" : "the cut's swept path") +
+                              " crosses no interior face of the mesh" + (e.box ? " inside its box" : ""));
+            cut_done_[i] = 0;
           }
-          // An equal share of the faces per frame: frame k of a span of s frames cuts [n k/s, n (k+1)/s).
-          const std::size_t n = faces.size(), span = static_cast<std::size_t>(e.last_frame - e.first_frame + 1),
-                            k = static_cast<std::size_t>(frame - e.first_frame);
-          const std::vector<TetPair> now(faces.begin() + static_cast<long>(n * k / span),
-                                         faces.begin() + static_cast<long>(n * (k + 1) / span));
+          // The faces left, in equal shares over the frames left (an excision may have removed some).
+          const std::size_t left = faces.size() - cut_done_[i],
+                            frames_left = static_cast<std::size_t>(e.last_frame - frame + 1);
+          const std::size_t count = left - left * (frames_left - 1) / frames_left;
+          const std::vector<TetPair> now(faces.begin() + static_cast<long>(cut_done_[i]),
+                                         faces.begin() + static_cast<long>(cut_done_[i] + count));
           const CutEvent ev = surgery_->cut(now);
+          cut_done_[i] += count;
           surgery_frame_.faces_cut += ev.faces_cut;
           if (ev.faces_cut > 0) {
             ++surgery_frame_.events;
             ++topology_version_;
+            ended = ended || frame == e.last_frame;
           }
           break;
         }
@@ -441,47 +457,68 @@ void SceneSimulation::apply_surgery_events(int frame) {
             const bool inside = e.sphere ? (c - e.sphere->first).norm() <= e.sphere->second : in_box(e.box, c);
             if (inside) tets.push_back(static_cast<int>(t));
           }
-          if (tets.empty()) throw SceneError(scene_.file, where, "the excision's region holds no tet centroid");
+          if (tets.empty()) fail(where, "the excision's region holds no tet centroid");
           const ExcisionEvent ev = surgery_->excise(tets);
           // Per-tet data and the faces of cuts still under way follow the renumbering.
           std::vector<int> material;
           for (std::size_t t = 0; t < ev.tet_map.size(); ++t)
             if (ev.tet_map[t] >= 0) material.push_back(tet_material_[t]);
           tet_material_ = std::move(material);
-          for (std::vector<TetPair>& faces : cut_faces_) {
+          for (std::size_t c = 0; c < cut_faces_.size(); ++c) {
             std::vector<TetPair> kept;
-            for (const TetPair& f : faces) {
-              const int a = ev.tet_map[static_cast<std::size_t>(f.first)],
-                        b = ev.tet_map[static_cast<std::size_t>(f.second)];
-              if (a >= 0 && b >= 0) kept.emplace_back(std::min(a, b), std::max(a, b));
+            std::size_t done = 0;
+            for (std::size_t k = 0; k < cut_faces_[c].size(); ++k) {
+              const TetPair& f = cut_faces_[c][k];
+              const int ta = ev.tet_map[static_cast<std::size_t>(f.first)],
+                        tb = ev.tet_map[static_cast<std::size_t>(f.second)];
+              if (ta < 0 || tb < 0) continue;
+              kept.emplace_back(std::min(ta, tb), std::max(ta, tb));
+              if (k < cut_done_[c]) ++done;
             }
-            faces = std::move(kept);
+            cut_faces_[c] = std::move(kept);
+            cut_done_[c] = done;
           }
           surgery_frame_.tets_excised += static_cast<int>(ev.removed.size());
           ++surgery_frame_.events;
           ++topology_version_;
+          ended = true;
           break;
         }
         case SurgeryEvent::Tool::Release: {
           const std::vector<int> nodes = select_nodes(e.selection, scene_.selections, mesh_);
           std::vector<char> in(static_cast<std::size_t>(mesh_.nodes.rows()), 0);
           for (int v : nodes) in[static_cast<std::size_t>(v)] = 1;
+          // The scene attachments on the selection's nodes, and the copies cuts made of them.
           std::vector<int> keys;
-          for (std::size_t j = 0; j < attach_node_.size(); ++j)
-            if (in[static_cast<std::size_t>(attach_node_[j])] && surgery_->attachment_row(static_cast<int>(j)) >= 0)
-              keys.push_back(static_cast<int>(j));
-          if (keys.empty())
-            throw SceneError(scene_.file, where, "selection '" + e.selection + "' carries no attachment to release");
+          for (const int key : surgery_->attachment_keys()) {
+            const int origin = surgery_->attachment_origin(key);
+            if (origin >= 0 && static_cast<std::size_t>(origin) < attach_node_.size() &&
+                in[static_cast<std::size_t>(attach_node_[static_cast<std::size_t>(origin)])])
+              keys.push_back(key);
+          }
+          if (keys.empty()) fail(where, "selection '" + e.selection + "' carries no attachment to release");
           surgery_->remove_attachments(keys);
           surgery_frame_.attachments_released += static_cast<int>(keys.size());
           ++surgery_frame_.events;
+          ended = true;
           break;
         }
         case SurgeryEvent::Tool::Hook: {
+          if (release_hook) {
+            // An excision may have taken the hook with its tissue already.
+            if (hook_key_[i] >= 0 && surgery_->attachment_row(hook_key_[i]) >= 0) {
+              surgery_->remove_attachments({hook_key_[i]});
+              ++surgery_frame_.attachments_released;
+              ++surgery_frame_.events;
+            }
+            hook_key_[i] = -1;
+            break;
+          }
           if (frame != e.first_frame) break;  // placed once; set_frame_inputs moves its target
           const BaryPoint p = rest_point(e.point, where + "/point", "hook's point");
-          hook_start_[i] = p.eval(surgery_->state().x);
-          hook_key_[i] = surgery_->add_hook(p, hook_start_[i], e.stiffness);
+          const Vec3 start = p.eval(surgery_->state().x);
+          hook_key_[i] = surgery_->add_hook(p, start, e.stiffness);
+          hook_start_[i] = start;
           ++surgery_frame_.hooks_placed;
           ++surgery_frame_.events;
           break;
@@ -490,8 +527,7 @@ void SceneSimulation::apply_surgery_events(int frame) {
           const BaryPoint a = rest_point(e.a, where + "/a", "suture's end a");
           const BaryPoint b = rest_point(e.b, where + "/b", "suture's end b");
           if (a.nodes == b.nodes)
-            throw SceneError(scene_.file, where,
-                             "both ends of the suture lie in one tet: place them on either side of the wound");
+            fail(where, "both ends of the suture lie in one tet: place them on either side of the wound");
           (void)surgery_->add_suture(a, b, e.stiffness);
           ++surgery_frame_.sutures_placed;
           ++surgery_frame_.events;
@@ -502,12 +538,12 @@ void SceneSimulation::apply_surgery_events(int frame) {
       throw;
     } catch (const Error& err) {
       // The session is unchanged (every event is transactional); name the event and the frame.
-      throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, err.what()));
+      fail(where, err.what());
     }
+    applied_frame_[i] = frame;
   }
   surgery_frame_.factor_update_ms = surgery_->stats().factor_update_ms_total - update_ms_before;
-  if (ended && surgery_frame_.events > 0 && scene_.surgery->fill_check &&
-      scene_.surgery->factor_update == FactorUpdate::Progressive)
+  if (ended && scene_.surgery->fill_check && scene_.surgery->factor_update == FactorUpdate::Progressive)
     surgery_frame_.fill_refactored = surgery_->check_fill().refactored;
 }
 

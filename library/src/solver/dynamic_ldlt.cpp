@@ -513,6 +513,7 @@ bool DynamicLdlt::compute_impl(const Eigen::SparseMatrix<double>& A, const FillP
   m.mark.assign(static_cast<size_t>(n), 0u);
   m.saved_in.assign(static_cast<size_t>(n), 0u);
   m.size_workspace(n);
+  std::fill(m.W.begin(), m.W.end(), 0.0);  // zero outside a pass, whatever happened before
   m.resize_dofs(m.n);
   m.kdiag = diag;
   for (long k = 0; k < n; ++k) {
@@ -781,9 +782,18 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
   {
     detail::ColumnSplitter split(m.split_columns);
     m.splitter = &split;
-    ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);
+    try {
+      ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);
+    } catch (...) {
+      // Out of memory mid-pass (the only way here): the factor as it was, the workspace zero.
+      m.splitter = nullptr;
+      std::fill(m.W.begin(), m.W.end(), 0.0);
+      m.rollback(order0, label0, arena0, kdiag0);
+      throw;
+    }
     m.splitter = nullptr;
     m.info.last_split_columns = split.splits();
+    m.info.last_helper_columns = split.helped();
   }
   if (!ok) {
     m.rollback(order0, label0, arena0, kdiag0);

@@ -194,6 +194,7 @@ struct ColumnSplitter::Impl {
   bool enabled = false;  // may start the helper (on the first long column: short passes never do)
   bool running = false;
   long splits = 0;
+  std::atomic<long> helped{0};  // jobs the helper ran
 
   void helper_loop() {
     unsigned idle = 0;
@@ -202,6 +203,7 @@ struct ColumnSplitter::Impl {
       if (state.load(std::memory_order_relaxed) == kPosted &&
           state.compare_exchange_strong(expected, kClaimed, std::memory_order_acquire)) {
         kernel(rows, vals, count, W, wj, beta);
+        helped.fetch_add(1, std::memory_order_relaxed);
         state.store(kDone, std::memory_order_release);
         idle = 0;
         continue;
@@ -229,6 +231,7 @@ ColumnSplitter::~ColumnSplitter() {
 }
 
 long ColumnSplitter::splits() const { return impl_->splits; }
+long ColumnSplitter::helped() const { return impl_->helped.load(std::memory_order_relaxed); }
 
 void ColumnSplitter::apply(LdltColumnKernel kernel, const int* rows, double* vals, int count, double* W,
                            const double* wj, const double* beta) {
@@ -257,7 +260,12 @@ void ColumnSplitter::apply(LdltColumnKernel kernel, const int* rows, double* val
   if (m.state.compare_exchange_strong(expected, Impl::kClaimed, std::memory_order_acquire)) {
     kernel(m.rows, m.vals, m.count, W, wj, beta);  // the helper did not come: the caller's job
   } else {
-    while (m.state.load(std::memory_order_acquire) != Impl::kDone) cpu_relax();
+    // The helper has the half: wait for it (yielding if it is descheduled mid-job).
+    for (unsigned spins = 0; m.state.load(std::memory_order_acquire) != Impl::kDone; ++spins)
+      if (spins < 4096)
+        cpu_relax();
+      else
+        std::this_thread::yield();
   }
   m.state.store(Impl::kIdle, std::memory_order_relaxed);
 }

@@ -58,6 +58,8 @@ class ColumnSplitter {
 
   /// Columns handed to the helper (taken by it or, when it did not come, by the caller).
   long splits() const;
+  /// Of those, the ones the helper ran.
+  long helped() const;
 
   /// Columns shorter than this run whole on the caller (a hand-over costs about a cache-line round
   /// trip each way).

@@ -17,6 +17,7 @@ struct SurgerySession::Impl {
   std::vector<double> tet_stiffness;  // per tet: μ (cut_modification's weight stiffness)
   std::vector<int> attachment;        // per desc.attachments entry: its key (the desc's own: their index)
   int next_attachment = 0;
+  std::vector<int> origin;  // per attachment key: the key it was copied from by cuts (transitively), or itself
   FaceCutter cutter;
   std::unique_ptr<Model> model;
   DynamicLdlt factor;
@@ -111,6 +112,7 @@ SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
   m.spring.assign(m.desc.springs.size(), -1);
   for (size_t a = 0; a < m.desc.attachments.size(); ++a) m.attachment.push_back(static_cast<int>(a));
   m.next_attachment = static_cast<int>(m.desc.attachments.size());
+  m.origin = m.attachment;
   m.model = m.build(m.desc);
   if (m.progressive()) {
     m.factor.compute(m.model->matrix());
@@ -140,11 +142,43 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
   try {
     ModelDesc d = m.desc;
     d.mesh = m.cutter.mesh();
-    std::unique_ptr<Model> model = m.build(d);
-    const FactorModification mod =
+    // An attached node that splits holds every piece: each copy gets the attachments of the node
+    // it duplicates (same stiffness, same current target; rank-1 columns after the cut's change).
+    const auto nv = static_cast<int>(d.mesh.nodes.rows());
+    std::vector<std::vector<int>> on_node(static_cast<size_t>(ev.nodes_before));
+    for (size_t r = 0; r < m.desc.attachments.size(); ++r) {
+      const BaryPoint& p = m.desc.attachments[r].point;
+      if (p.nodes[0] >= 0 && p.weights[0] == 1.0 && p.nodes[1] < 0 && p.nodes[2] < 0 && p.nodes[3] < 0)
+        on_node[static_cast<size_t>(p.nodes[0])].push_back(static_cast<int>(r));
+    }
+    std::vector<int> keys = m.attachment, origin = m.origin;
+    Points targets = m.state.inputs.attachment_targets;
+    std::vector<std::pair<int, int>> inherited;  // (copy, attachment row it copies)
+    for (size_t k = 0; k < ev.copy_of.size(); ++k)
+      for (int r : on_node[static_cast<size_t>(ev.copy_of[k])])
+        inherited.emplace_back(ev.nodes_before + static_cast<int>(k), r);
+    FactorModification mod =
         m.progressive() ? cut_modification(ev, m.cutter.mesh(), m.tet_stiffness) : FactorModification{};
-    m.follow(std::move(model), mod, ev.copy_of);
+    if (!inherited.empty()) {
+      targets.conservativeResize(targets.rows() + static_cast<Eigen::Index>(inherited.size()), 3);
+      for (size_t i = 0; i < inherited.size(); ++i) {
+        const auto [copy, r] = inherited[i];
+        const AttachmentDesc& a = m.desc.attachments[static_cast<size_t>(r)];
+        d.attachments.push_back({BaryPoint::node(copy), a.stiffness, a.target});
+        targets.row(targets.rows() - static_cast<Eigen::Index>(inherited.size() - i)) =
+            m.state.inputs.attachment_targets.row(r);
+        keys.push_back(m.next_attachment + static_cast<int>(i));
+        origin.push_back(m.origin[static_cast<size_t>(m.attachment[static_cast<size_t>(r)])]);
+        if (m.progressive()) mod.added.push_back(attachment_column(BaryPoint::node(copy), a.stiffness, nv));
+      }
+    }
+    std::unique_ptr<Model> model = m.build(d);
+    m.follow(std::move(model), mod, ev.copy_of, &targets);
     m.desc.mesh = std::move(d.mesh);
+    m.desc.attachments = std::move(d.attachments);
+    m.attachment = std::move(keys);
+    m.origin = std::move(origin);
+    m.next_attachment += static_cast<int>(inherited.size());
   } catch (...) {
     m.cutter = std::move(before);
     throw;
@@ -261,6 +295,7 @@ int SurgerySession::add_hook(const BaryPoint& point, const Vec3& target, double 
   m.follow(m.build(d), mod, {}, &targets);
   m.desc.attachments = std::move(d.attachments);
   m.attachment.push_back(m.next_attachment);
+  m.origin.push_back(m.next_attachment);
   return m.next_attachment++;
 }
 
@@ -291,6 +326,16 @@ int SurgerySession::attachment_row(int key) const {
 }
 
 int SurgerySession::num_attachments() const { return static_cast<int>(impl_->attachment.size()); }
+const std::vector<int>& SurgerySession::attachment_keys() const { return impl_->attachment; }
+const BaryPoint& SurgerySession::attachment_point(int key) const {
+  const int row = attachment_row(key);
+  if (row < 0) throw SolverError(fmt::format("SurgerySession: no attachment with key {}", key));
+  return impl_->desc.attachments[static_cast<size_t>(row)].point;
+}
+int SurgerySession::attachment_origin(int key) const {
+  if (key < 0 || key >= impl_->next_attachment) return -1;
+  return impl_->origin[static_cast<size_t>(key)];
+}
 
 FrameStats SurgerySession::step() {
   Impl& m = *impl_;

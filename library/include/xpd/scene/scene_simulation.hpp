@@ -29,8 +29,8 @@
 // the projection's damping (Wang, Chen et al. 2023, §7.2). The surface must be intersection-free
 // before the first projected frame (CollisionError naming the two triangles otherwise).
 // With a "surgery" key (docs/scene-format.md §9b), the model is a SurgerySession
-// (solver/surgery_session.hpp): the events of frame k (cuts, excisions, released attachments) are
-// applied before frame k is solved (cuts, excisions, released attachments, hooks, sutures), the factor following by
+// (solver/surgery_session.hpp): the events of frame k (cuts, excisions, released attachments, hooks,
+// sutures) are applied before frame k is solved, the factor following by
 // progressive Cholesky updates (or by a refactorization per event); mesh(), model(), state() and tet_material() then
 // change between frames (nodes are only appended by cuts; excision renumbers tets). Surgery scenes are quasistatic,
 // corotated (no λ, strain limits or actuation), with gravity as their only load, and without collision handling,
@@ -159,6 +159,8 @@ class SceneSimulation {
   std::optional<TwoWayFrame> two_way_stats_;
   std::unique_ptr<SurgerySession> surgery_;
   std::vector<std::vector<TetPair>> cut_faces_;  // per surgery event: its faces, listed at its first frame
+  std::vector<std::size_t> cut_done_;            // per surgery event: faces of its list cut so far
+  std::vector<int> applied_frame_;               // per surgery event: the last frame it was applied at
   std::vector<int> hook_key_;                    // per surgery event: the hook's attachment key, or −1
   std::vector<Vec3> hook_start_;                 // per surgery event: where the hooked point was when placed
   SurgeryFrame surgery_frame_;

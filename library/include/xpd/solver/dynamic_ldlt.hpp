@@ -90,6 +90,7 @@ struct DynamicLdltInfo {
   double last_path_entries = 0;     ///< entries of L those passes visited
   long last_passes = 0;             ///< numeric passes of the last modify()
   long last_split_columns = 0;      ///< columns of those passes split between two threads
+  long last_helper_columns = 0;     ///< of those, the halves the helper thread ran (the caller ran the rest)
   long solve_tasks = 0;             ///< independent subtrees of the tree-parallel solve (last schedule)
   double solve_top_fraction = 0;    ///< share of L's entries in the serial top of that schedule
   double solve_panel_fraction = 0;  ///< share of L's entries solved as dense panels

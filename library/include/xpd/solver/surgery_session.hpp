@@ -79,8 +79,9 @@ class SurgerySession {
   const DynamicLdlt& factor() const;
 
   /// Separates the given interior faces (FaceCutter::cut: nodes split per side, the crack front
-  /// single) and updates the factor. A cut of no new face changes nothing. Throws MeshError for
-  /// faces that are not two tets sharing a face, SolverError when the cut mesh is not a valid
+  /// single) and updates the factor. Each copy of a split node attached by a node attachment gets
+  /// the same attachment (new key, attachment_origin() names the original's). A cut of no new face changes nothing.
+  /// Throws MeshError for faces that are not two tets sharing a face, SolverError when the cut mesh is not a valid
   /// model (e.g. a fragment without attachment) — state unchanged.
   CutEvent cut(const std::vector<TetPair>& faces);
 
@@ -117,6 +118,15 @@ class SurgerySession {
   /// term), or −1 when there is none with that key.
   int attachment_row(int key) const;
   int num_attachments() const;
+  /// The keys of the attachments in place, in row order.
+  const std::vector<int>& attachment_keys() const;
+  /// The point an attachment in place holds. Throws SolverError for a key not in place.
+  const BaryPoint& attachment_point(int key) const;
+  /// The key an attachment was copied from: a cut gives each copy of a split node the attachments
+  /// of the node it duplicates (same stiffness and target; origin = the first ancestor's key), so
+  /// that a clamp holds every piece it held; other attachments are their own origin. −1 for a key
+  /// never issued.
+  int attachment_origin(int key) const;
 
   /// Solves the frame (quasistatic equilibrium from the current positions) with the current factor.
   FrameStats step();

@@ -86,7 +86,9 @@ TEST(SurgeryScene, ACutBarHangsAsTwoCantileversAndProgressiveEqualsRefactorizati
     ASSERT_EQ(prog.positions().rows(), ref.positions().rows());
     worst =
         std::max(worst, (prog.positions() - ref.positions()).cwiseAbs().maxCoeff() / bbox_diagonal(prog.positions()));
-    if (f >= 2 && f <= 5) EXPECT_GT(prog.surgery_frame().faces_cut, 0) << "frame " << f;
+    if (f >= 2 && f <= 5) {
+      EXPECT_GT(prog.surgery_frame().faces_cut, 0) << "frame " << f;
+    }
   }
   test::report("surgery scene: progressive vs refactor (bbox)", worst, 1e-8);
   EXPECT_LT(worst, 1e-8);
@@ -221,8 +223,12 @@ TEST(SurgeryScene, ACutContinuesThroughAnExcisionAndAnExcisedHookIsGone) {
   SceneSimulation sim = make_sim(j);
   for (int f = 1; f <= 8; ++f) {
     ASSERT_NO_THROW((void)sim.advance(f)) << "frame " << f;
-    if (f == 3) EXPECT_EQ(sim.surgery_frame().tets_excised, 2 * 4 * 6);
-    if (f == 7) EXPECT_EQ(sim.surgery_frame().attachments_released, 0);  // the hook went with its tissue
+    if (f == 3) {
+      EXPECT_EQ(sim.surgery_frame().tets_excised, 2 * 4 * 6);
+    }
+    if (f == 7) {
+      EXPECT_EQ(sim.surgery_frame().attachments_released, 0);  // the hook went with its tissue
+    }
   }
   // The cut is complete: no face joins a tet left of x = 0.6 to one right of it.
   const TetMesh& m = sim.mesh();
@@ -302,8 +308,12 @@ TEST(SurgeryScene, AHookPullsLikeAKeyframedAttachmentOfItsPoint) {
       ASSERT_TRUE(b.advance(f).converged);
       worst = std::max(worst, (a.positions() - b.positions()).cwiseAbs().maxCoeff());
     }
-    if (f == 1) EXPECT_EQ(a.surgery_frame().hooks_placed, 1);
-    if (f == 7) EXPECT_EQ(a.surgery_frame().attachments_released, 1);
+    if (f == 1) {
+      EXPECT_EQ(a.surgery_frame().hooks_placed, 1);
+    }
+    if (f == 7) {
+      EXPECT_EQ(a.surgery_frame().attachments_released, 1);
+    }
   }
   test::report("hook vs keyframed attachment (of the lift)", worst / 0.1, 1e-6);
   EXPECT_LT(worst, 1e-6 * 0.1);
@@ -354,7 +364,9 @@ TEST(SurgeryScene, SuturesHoldTheirPointsTogetherAcrossTheCut) {
     worst =
         std::max(worst, (prog.positions() - ref.positions()).cwiseAbs().maxCoeff() / bbox_diagonal(prog.positions()));
     if (f == 4) open = widest_stitch(prog);
-    if (f == 5) EXPECT_EQ(prog.surgery_frame().sutures_placed, 9);
+    if (f == 5) {
+      EXPECT_EQ(prog.surgery_frame().sutures_placed, 9);
+    }
   }
   const double closed = widest_stitch(prog);
   // A penalty spring leaves force / stiffness: ten times stiffer stitches, about a tenth of it.

@@ -133,7 +133,9 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   EXPECT_EQ(released, 25);  // every deep node under the flap was attached, copies included
   EXPECT_GT(static_cast<int>(keys_before.size()), S + 1);  // copies of attached nodes carry attachments
   for (int key : keys_before)
-    if (key >= S && key != hook) EXPECT_LT(session.attachment_origin(key), S) << "key " << key;
+    if (key >= S && key != hook) {
+      EXPECT_LT(session.attachment_origin(key), S) << "key " << key;
+    }
   session.remove_attachments(release);
   EXPECT_EQ(session.num_attachments(), static_cast<int>(keys_before.size()) - released);  // the hook stays
   for (int key : keys_before)  // an attachment is gone exactly when its node is under the flap

@@ -10,11 +10,13 @@
 #include <optional>
 #include <vector>
 #include <xpd/core/error.hpp>
+#include <xpd/io/file.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 #include "commands.hpp"
+#include "live_session.hpp"
 #include "progress.hpp"
 
 namespace xpd::cli {
@@ -25,6 +27,7 @@ struct RunCliOptions {
   std::string out;
   bool quiet = false;
   int max_frames = 0;  // 0 = all frames of the scene
+  std::string events;  // OUT/events.json of `xpd view --live`: its events replayed
 };
 
 // Per-iteration phase table, laid out like Figure 4 of Wang et al. 2021 (averages over all iterations).
@@ -104,7 +107,18 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
 }
 
 void run(const RunCliOptions& o) {
-  SceneSimulation sim(load_scene(o.scene));
+  nlohmann::json recorded;
+  if (!o.events.empty()) {
+    const std::string data = io::read_file_bytes(o.events);
+    try {
+      recorded = nlohmann::json::parse(data);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw IoError(o.events, 0, std::string("malformed JSON: ") + e.what());
+    }
+  }
+  SceneSimulation sim(o.events.empty() ? load_scene(o.scene) : load_scene(o.scene, [&](nlohmann::json& doc) {
+    merge_recorded_events(doc, recorded);
+  }));
   const int frames = o.max_frames > 0 ? std::min(o.max_frames, sim.num_frames()) : sim.num_frames();
   Progress progress("frames", frames);
   RunOptions ro;
@@ -202,6 +216,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scene", o->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
   cmd->add_option("-o,--output", o->out, "Output folder (frames/NNNN.vtu, stats.json, scene.json)")->required();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
+  cmd->add_option("--events", o->events,
+                  "Replay a live session: add the surgical events of OUT/events.json (xpd view --live) to the "
+                  "scene's, and run to its last frame")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--frames", o->max_frames,
                   "Compute only frames 1..N (ramps and keyframes still use the scene's frame count)")
       ->check(CLI::Range(1, 1 << 30));

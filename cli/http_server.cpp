@@ -126,6 +126,16 @@ const char* status_text(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 503:
+      return "Service Unavailable";
     default:
       return "Internal Server Error";
   }
@@ -306,8 +316,14 @@ void HttpServer::handle(int fd) {
   }
   const RequestLine line = parse_request_line(req);
   const bool head = line.method == "HEAD";
+  if (line.method == "POST" && post_handler_) {
+    const int status = handle_post(fd, req, line);
+    if (!quiet_) std::fprintf(stderr, "%s %s %d\n", line.method.c_str(), line.target.c_str(), status);
+    return;
+  }
   if (line.method != "GET" && !head) {
-    send_error(fd, 405, "only GET and HEAD are served", false);
+    send_error(fd, 405,
+               post_handler_ ? "only GET, HEAD and POST (to /api/) are served" : "only GET and HEAD are served", false);
     return;
   }
   const Target target = parse_target(line.target);
@@ -321,6 +337,64 @@ void HttpServer::handle(int fd) {
   else
     send_error(fd, target.status, target.reason, head);
   if (!quiet_) std::fprintf(stderr, "%s %s %d\n", line.method.c_str(), line.target.c_str(), status);
+}
+
+std::optional<long long> content_length(std::string_view head) {
+  // Header names are case-insensitive (RFC 9110 §5.1).
+  std::size_t pos = head.find("\r\n");
+  while (pos != std::string_view::npos && pos + 2 < head.size()) {
+    const std::size_t start = pos + 2, end = head.find("\r\n", start);
+    const std::string_view field = head.substr(start, end == std::string_view::npos ? head.npos : end - start);
+    if (field.empty()) break;
+    const std::size_t colon = field.find(':');
+    if (colon != std::string_view::npos) {
+      std::string name(field.substr(0, colon));
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (name == "content-length") {
+        std::string_view v = field.substr(colon + 1);
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        if (v.empty() || v.size() > 18) return std::nullopt;
+        long long n = 0;
+        for (const char c : v) {
+          if (c < '0' || c > '9') return std::nullopt;
+          n = n * 10 + (c - '0');
+        }
+        return n;
+      }
+    }
+    pos = end;
+  }
+  return std::nullopt;
+}
+
+int HttpServer::handle_post(int fd, std::string& req, const RequestLine& line) {
+  const Target target = parse_target(line.target);
+  if (!target.ok() || target.segments.size() != 2 || target.segments[0] != "api") {
+    send_error(fd, 405, "POST is served under /api/ only", false);
+    return 405;
+  }
+  const std::size_t header_end = req.find("\r\n\r\n") + 4;
+  const auto length = content_length(std::string_view(req).substr(0, header_end));
+  if (!length) {
+    send_error(fd, 411, "a POST needs a Content-Length", false);
+    return 411;
+  }
+  if (*length > kMaxPostBytes) {
+    send_error(fd, 413, fmt::format("the body may hold at most {} bytes", kMaxPostBytes), false);
+    return 413;
+  }
+  std::string body = req.substr(header_end);
+  char buf[4096];
+  while (static_cast<long long>(body.size()) < *length) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return 400;  // the client went away (or timed out) before sending its body
+    body.append(buf, static_cast<std::size_t>(n));
+  }
+  body.resize(static_cast<std::size_t>(*length));
+  const PostReply reply = post_handler_(target.path, body);
+  send_response(fd, reply.status, reply.content_type, reply.body, false);
+  return reply.status;
 }
 
 int HttpServer::route(int fd, const Target& target, bool head) {

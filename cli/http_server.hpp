@@ -1,6 +1,7 @@
 #pragma once
 // The small HTTP/1.1 server behind `xpd view` and `xpd render`: POSIX sockets, one thread per
-// connection, Connection: close, GET and HEAD only. It serves two folders, the bundled viewer at /
+// connection, Connection: close, GET and HEAD (plus POST to /api/NAME where a handler is set, as
+// `xpd view --live` does for surgical events). It serves two folders, the bundled viewer at /
 // and a run folder at /data/, plus a generated /data/index.json and /api/ready?ok=1|error=MSG, the
 // endpoint through which the page tells `xpd render` that it has drawn (or why it could not).
 //
@@ -99,8 +100,25 @@ struct ReadyState {
   std::string error;
 };
 
+/// The answer of a POST handler.
+struct PostReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+/// Handles a POST to /api/NAME: (request path, body) -> reply. Called on the connection's thread,
+/// so it may block (e.g. until a simulation has applied what was posted) and must be thread-safe.
+using PostHandler = std::function<PostReply(const std::string& path, const std::string& body)>;
+
+/// The Content-Length of a request head (the text up to the blank line), or nullopt when it has
+/// none or it is not a plain decimal number.
+std::optional<long long> content_length(std::string_view head);
+
 class HttpServer {
  public:
+  /// Largest POST body accepted (413 above it).
+  static constexpr long long kMaxPostBytes = 1 << 20;
+
   /// Listens on host:port (port 0: any free port); `run_index` makes the body of /data/index.json.
   /// `quiet` off logs every request to stderr. Throws xpd::Error when it cannot listen.
   HttpServer(ServedFolders folders, std::function<std::string()> run_index, const std::string& host, int port,
@@ -119,13 +137,18 @@ class HttpServer {
   /// serve() on a thread of its own; stop() ends it and the destructor joins it.
   void start_background();
   void stop() { stop_ = true; }
+  /// Accepts POST requests to /api/NAME and hands them to `handler` (without one, POST is refused
+  /// with 405). Set before serve().
+  void set_post_handler(PostHandler handler) { post_handler_ = std::move(handler); }
 
  private:
   void handle(int fd);
   int route(int fd, const Target& target, bool head);
+  int handle_post(int fd, std::string& req, const RequestLine& line);
 
   ServedFolders folders_;
   std::function<std::string()> run_index_;
+  PostHandler post_handler_;
   bool quiet_;
   int fd_ = -1;
   int port_ = 0;

@@ -252,5 +252,17 @@ TEST_F(HttpResolveFile, SymbolicLinksLeadingOutsideAreRefused) {
   }
 }
 
+TEST(HttpContentLength, ReadsTheHeaderOfAnyCaseAndRefusesOddValues) {
+  EXPECT_EQ(content_length("POST /api/event HTTP/1.1\r\nHost: x\r\nContent-Length: 42\r\n\r\n"), 42);
+  EXPECT_EQ(content_length("POST / HTTP/1.1\r\ncontent-length:7\r\n\r\n"), 7);
+  EXPECT_EQ(content_length("POST / HTTP/1.1\r\nCONTENT-LENGTH: \t0 \r\n\r\n"), 0);
+  EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n"));
+  EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: 12abc\r\n\r\n"));
+  EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"));
+  // A body line that looks like the header is not read.
+  EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nHost: x\r\n\r\nContent-Length: 5"));
+}
+
 }  // namespace
 }  // namespace xpd::cli::http

@@ -257,6 +257,11 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
   out_.append_stats(j);
 }
 
+void RunWriter::set_frames_computed(int frames) {
+  frames_ = frames;
+  out_.set_metadata("frames_computed", frames);
+}
+
 void RunWriter::finish(const RunSummary& summary) {
   if (summary.collision) {
     out_.set_metadata("max_penetration", summary.max_penetration);

@@ -1006,6 +1006,20 @@ SurgerySettings parse_surgery(const JsonReader& r, const Context& ctx) {
   return s;
 }
 
+SurgeryEvent parse_surgery_event(const nlohmann::json& event, const Scene& scene, int frames,
+                                 const std::string& pointer) {
+  if (!scene.surgery) throw SceneError(scene.file, pointer, "the scene has no \"surgery\" key");
+  if (frames < 1) throw Error("parse_surgery_event: frames must be >= 1");
+  Context ctx;
+  ctx.file = scene.file;
+  ctx.base_dir = scene.base_dir;
+  ctx.solver = scene.solver;
+  ctx.solver.frames = frames;
+  ctx.selection_names = {"all"};
+  for (const auto& [name, sel] : scene.selections) ctx.selection_names.push_back(name);
+  return parse_surgery_event(JsonReader(event, pointer, ctx.file), ctx);
+}
+
 Scene parse_scene(const nlohmann::json& document, const std::string& name, const std::string& base_dir) {
   Context ctx;
   ctx.file = name;
@@ -1051,7 +1065,9 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
   return scene;
 }
 
-Scene load_scene(const std::string& path) {
+Scene load_scene(const std::string& path) { return load_scene(path, nullptr); }
+
+Scene load_scene(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
   const std::string data = io::read_file_bytes(path);
   json document;
   try {
@@ -1072,6 +1088,7 @@ Scene load_scene(const std::string& path) {
     const std::string key = finder.duplicate->substr(finder.duplicate->rfind('/') + 1);
     throw SceneError(path, *finder.duplicate, "duplicate key '" + key + "' (JSON keeps only one; remove the other)");
   }
+  if (edit) edit(document);
   return parse_scene(document, path, fs::path(path).parent_path().string());
 }
 

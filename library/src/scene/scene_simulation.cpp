@@ -277,7 +277,9 @@ FrameStats SceneSimulation::advance(int frame) {
   if (surgery_) {
     apply_surgery_events(frame);
     set_frame_inputs(frame);
-    return surgery_->step();
+    const FrameStats st = surgery_->step();
+    frames_done_ = frame;
+    return st;
   }
   set_frame_inputs(frame);
   const Points current = state_.x;  // x_{k−1}
@@ -336,7 +338,38 @@ FrameStats SceneSimulation::advance(int frame) {
     two_way_stats_ = tw;
   }
   previous_x_ = current;
+  frames_done_ = frame;
   return st;
+}
+
+int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
+  if (!surgery_) throw Error("add_surgery_event: the scene has no \"surgery\" key");
+  if (event.first_frame <= frames_done_ || event.last_frame < event.first_frame ||
+      (event.release_frame != 0 && event.release_frame <= event.last_frame))
+    throw Error(fmt::format(
+        "add_surgery_event: the event's frames ({}..{}) must come after the last frame solved ({}), in order",
+        event.first_frame, event.last_frame, frames_done_));
+  scene_.surgery->events.push_back(event);
+  cut_faces_.emplace_back();
+  hook_key_.push_back(-1);
+  cut_done_.push_back(0);
+  applied_frame_.push_back(0);
+  hook_start_.push_back(Vec3::Zero());
+  return static_cast<int>(scene_.surgery->events.size()) - 1;
+}
+
+void SceneSimulation::discard_last_surgery_event() {
+  if (!surgery_ || scene_.surgery->events.empty())
+    throw Error("discard_last_surgery_event: there is no surgical event to discard");
+  const SurgeryEvent& e = scene_.surgery->events.back();
+  if (applied_frame_.back() != 0 || e.first_frame <= frames_done_)
+    throw Error("discard_last_surgery_event: the last event has already been applied");
+  scene_.surgery->events.pop_back();
+  cut_faces_.pop_back();
+  hook_key_.pop_back();
+  cut_done_.pop_back();
+  applied_frame_.pop_back();
+  hook_start_.pop_back();
 }
 
 const TetMesh& SceneSimulation::mesh() const { return surgery_ ? surgery_->mesh() : mesh_; }

@@ -75,6 +75,9 @@ class RunWriter {
   void write_frame(int frame, const FrameStats& stats);
   /// Run metadata after the last frame (unconverged frames, collision figures).
   void finish(const RunSummary& summary);
+  /// The run's frame count when it differs from the constructor's (a live session runs on past
+  /// the scene's frames): the "frames_computed" metadata and the last frame, always written.
+  void set_frames_computed(int frames);
   const io::RunOutput& output() const { return out_; }
 
  private:

@@ -5,6 +5,7 @@
 // types, out-of-range values and references to undefined selections are SceneErrors that name the
 // JSON pointer of the offending value ("/materials/0/mu"). CLI, Python and tests share this loader.
 #include <array>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -277,11 +278,22 @@ struct Scene {
 /// Reads and validates a scene file. Relative paths inside are resolved against the file's
 /// directory. Throws IoError (missing file; malformed JSON with line:column) or SceneError.
 Scene load_scene(const std::string& path);
+/// load_scene with an edit of the JSON document between reading and validation (a front end's
+/// overrides: `xpd run --events` adds recorded surgical events, `xpd view --live` a "surgery" key).
+/// Errors still name the file; paths resolve against its directory.
+Scene load_scene(const std::string& path, const std::function<void(nlohmann::json&)>& edit);
 
 /// Validates an in-memory scene; `name` is used in error messages, `base_dir` resolves relative
 /// paths. Referenced index files and skeletons are read (IoError if unreadable); other referenced
 /// files must exist. Throws SceneError.
 Scene parse_scene(const nlohmann::json& json, const std::string& name, const std::string& base_dir);
+
+/// Parses one surgical event (docs/scene-format.md §9b) outside a scene file, as `xpd view --live`
+/// receives it: the same keys and checks as an entry of "surgery.events" of `scene` (selections are
+/// the scene's), with frames allowed up to `frames` (≥ 1) instead of solver.frames. `pointer` names
+/// the event in error messages. Throws SceneError (also when the scene has no "surgery" key).
+SurgeryEvent parse_surgery_event(const nlohmann::json& event, const Scene& scene, int frames,
+                                 const std::string& pointer = "/event");
 
 /// Builds the mesh of a generator source (Kind::Box with its carving, Kind::Lattice). Throws Error
 /// for Kind::File.

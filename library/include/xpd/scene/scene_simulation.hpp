@@ -123,6 +123,17 @@ class SceneSimulation {
   const SurgeryFrame& surgery_frame() const { return surgery_frame_; }
   /// Increases whenever the mesh's connectivity changes (a cut or an excision).
   int topology_version() const { return topology_version_; }
+  /// The last frame advance() completed (0 before the first).
+  int frames_done() const { return frames_done_; }
+  /// Adds a surgical event while the simulation runs (the live viewer, a front end's tool): it is
+  /// applied like a scene event from its first frame on, which must come after frames_done();
+  /// frames may go past solver.frames (the inputs of such frames are those of frame k as the scene
+  /// defines them: keyframes and ramps hold their last values). Returns its index in
+  /// scene().surgery->events. Throws Error without a "surgery" key or for a frame already solved.
+  int add_surgery_event(const SurgeryEvent& event);
+  /// Removes the last added event if no frame has applied it yet (after advance() refused it:
+  /// a cut that crosses no face, a hook in no tet); throws Error otherwise.
+  void discard_last_surgery_event();
 
   /// The two-way projector of the scene (null without a "two_way" key).
   const TwoWayProjector* two_way() const { return two_way_.get(); }
@@ -165,6 +176,7 @@ class SceneSimulation {
   std::vector<Vec3> hook_start_;                 // per surgery event: where the hooked point was when placed
   SurgeryFrame surgery_frame_;
   int topology_version_ = 0;
+  int frames_done_ = 0;
   SolverOptions options_;
   Points previous_x_;  // x_{k−2} when the frame k is about to be solved (empty before frame 2)
   bool last_extrapolated_ = false;

@@ -190,5 +190,39 @@ check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) ===
   }
 }
 
+// --- live mode (live.js): a click on a deformed boundary triangle mapped back to rest space
+{
+  const { restPick, insetPoint, incisionEvent, hookEvent, sutureEvent } = await import('../../viewer/src/live.js');
+  // Rest triangle in z = 1 (outward normal +z), deformed by a stretch of 2 in x, a shear and a shift.
+  const rest = [[0, 0, 1], [1, 0, 1], [0, 1, 1]];
+  const F = (p) => [2 * p[0] + 0.5 * p[1] + 0.1, p[1] - 0.2, p[2] + 0.3];
+  const def = rest.map(F);
+  const points = def.flat(), displacement = def.flatMap((d, i) => d.map((x, k) => x - rest[i][k]));
+  const w = [0.2, 0.3, 0.5];
+  const hit = [0, 1, 2].map((k) => w[0] * def[0][k] + w[1] * def[1][k] + w[2] * def[2][k]);
+  const pick = restPick(points, displacement, 0, 1, 2, hit);
+  const want = [0, 1, 2].map((k) => w[0] * rest[0][k] + w[1] * rest[1][k] + w[2] * rest[2][k]);
+  const err = Math.max(...pick.rest.map((x, k) => Math.abs(x - want[k])));
+  check(err < 1e-12 && Math.abs(pick.restNormal[2] - 1) < 1e-12 && pick.normal[2] > 0.99,
+    `live: a hit maps to rest space with the triangle's weights (error ${err.toExponential(1)}, rest normal ${pick.restNormal.join(',')})`);
+  const edge = (1 + Math.SQRT2 + 1) / 3;
+  check(Math.abs(pick.edge - edge) < 1e-12 && Math.abs(insetPoint(pick)[2] - (1 - 0.1 * edge)) < 1e-12,
+    'live: hooks and sutures sit a tenth of an edge inside the surface');
+  // A hit a hair outside the triangle (round-off) is clamped onto it.
+  const out = restPick(points, displacement, 0, 1, 2, def[1].map((x, k) => x + (k === 0 ? 1e-9 : 0)));
+  check(out.weights.every((x) => x >= 0) && Math.abs(out.weights.reduce((a, b) => a + b) - 1) < 1e-12, 'live: weights clamped into the triangle');
+  pick.point = hit;
+  const ev = incisionEvent([pick, { ...pick, rest: [0.5, 0.5, 1] }], 0.25, 3);
+  check(ev.tool === 'cut' && ev.path.length === 2 && ev.sweep[1][2] === -0.25 && ev.duration === 3 && !('frame' in ev),
+    `live: incision event ${JSON.stringify(ev)}`);
+  let threw = '';
+  try { incisionEvent([pick], 0.1); } catch (e) { threw = e.message; }
+  check(/two points/.test(threw), `live: one point is not an incision (${threw})`);
+  const hk = hookEvent(pick, 0.5, 1);
+  check(hk.tool === 'hook' && Math.abs(hk.target[2] - (hit[2] + 0.5 * pick.normal[2])) < 1e-12 && !('duration' in hk), 'live: a hook pulls along the deformed normal');
+  const su = sutureEvent(pick, pick);
+  check(su.tool === 'suture' && su.a.length === 3 && su.b.length === 3, 'live: suture event');
+}
+
 console.log(failures === 0 ? 'viewer_unit: all checks passed' : `viewer_unit: ${failures} check(s) failed`);
 process.exit(failures === 0 ? 0 : 1);

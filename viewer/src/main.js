@@ -11,6 +11,7 @@ import { Plots } from './plots.js';
 import { headlightMaterial, setOpacity, updateUp } from './shading.js';
 import { parseSceneOverlay } from './overlay.js';
 import { OverlayView } from './overlay3d.js';
+import { LiveMode } from './live.js';
 
 const params = new URLSearchParams(location.search);
 const DATA = (params.get('data') || 'data/').replace(/\/?$/, '/');
@@ -440,16 +441,17 @@ async function interactive(run, cache) {
   const fpsLabel = document.getElementById('fps');
   const speedSel = document.getElementById('speed');
   const info = document.getElementById('info');
-  const n = run.frames.length;
+  let n = run.frames.length;  // grows in live mode
   slider.max = String(n - 1);
   let current = -1;
   let wanted = 0;
   let playing = false;
   let fitted = false;
-  const plots = new Plots(document.getElementById('plots'), run.stats, (i) => { setPlaying(false); seek(i); });
+  const onPlotSeek = (i) => { setPlaying(false); seek(i); };
+  let plots = new Plots(document.getElementById('plots'), run.stats, onPlotSeek);
   // Interactive runs (solver.interactive): the solver's frames per second and the residual each
   // frame left, beside the frame number.
-  const statsByFrame = new Map((run.stats.frames || []).map((fr) => [fr.frame, fr]));
+  let statsByFrame = new Map((run.stats.frames || []).map((fr) => [fr.frame, fr]));
   function frameText(k) {
     let t = `frame ${run.frames[k].frame} / ${run.frames[n - 1].frame}`;
     const st = statsByFrame.get(run.frames[k].frame);
@@ -478,7 +480,11 @@ async function interactive(run, cache) {
     applyFrame(fd);
     current = i;
     window.__xpdStats.framesShown++;
-    if (!fitted) { fitCamera(boxOf(fd.vtu), camera.aspect); fitted = true; }
+    if (!fitted) {
+      fitCamera(boxOf(fd.vtu), camera.aspect);
+      fitted = true;
+      if (live) live.setDefaults(boxOf(fd.vtu));
+    }
     const np = fd.vtu.points.length / 3;
     info.textContent = `${np.toLocaleString()} nodes, ${topology.nTets.toLocaleString()} tets, ${topology.nBoundaryFaces.toLocaleString()} boundary faces` +
       (activeName ? ` — nodes coloured by "${activeName}" (red = active)` : '') + (fd.surface ? ' — embedded surface shown' : '') +
@@ -563,9 +569,36 @@ async function interactive(run, cache) {
       drawCount++;
     }
   }
+  // Live mode (xpd view --live): new frames are appended as the session writes them, and the view
+  // follows the last frame while it was showing the last one.
+  let live = null;
+  if (run.meta.live) {
+    live = new LiveMode({
+      panel: document.getElementById('live-panel'), dataUrl: DATA, meta: run.meta, camera, renderer, body, scene,
+      currentFrame: () => cache.ready(current), requestDraw,
+      onFrames: (fresh) => {
+        const follow = wanted >= n - 1;
+        run.frames.push(...fresh);
+        n = run.frames.length;
+        slider.max = String(n - 1);
+        if (follow && !playing) seek(n - 1);
+        else frameLabel.textContent = frameText(wanted);
+        // The plots again, with the new frames' statistics.
+        fetchJson(`${DATA}stats.json`).then((stats) => {
+          if (!stats || !Array.isArray(stats.frames)) return;
+          run.stats = stats;
+          statsByFrame = new Map(stats.frames.map((fr) => [fr.frame, fr]));
+          plots.destroy();
+          plots = new Plots(document.getElementById('plots'), stats, onPlotSeek);
+          plots.setFrame(wanted);
+        }).catch(() => {});
+      },
+    });
+    window.__xpdLive = live;
+  }
   resize();
   plots.resize();
-  const start = params.has('frame') ? indexOfFrame(run, parseInt(params.get('frame'), 10)) : 0;
+  const start = params.has('frame') ? indexOfFrame(run, parseInt(params.get('frame'), 10)) : live ? n - 1 : 0;
   await seek(start);
   renderer.render(scene, camera);
   requestAnimationFrame(tick);

@@ -122,6 +122,13 @@ export class Plots {
     cursor.style.display = Number.isFinite(px) ? 'block' : 'none';
   }
 
+  /** Removes the charts (before a rebuild with more frames, in live mode). */
+  destroy() {
+    for (const { u } of this.charts) u.destroy();
+    this.charts = [];
+    this.container.innerHTML = '';
+  }
+
   resize() {
     const width = Math.max(240, this.container.clientWidth - 16);
     for (const { u } of this.charts) u.setSize({ width, height: 150 });

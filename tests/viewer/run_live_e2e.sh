@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# End-to-end test of the live viewer (`xpd view --live`): usage run_live_e2e.sh XPD_EXECUTABLE WORKDIR.
+# Exits 77 (CTest SKIP_RETURN_CODE) with a message when Chromium, node or the viewer's
+# node_modules are missing, so machines without the front-end toolchain still pass the suite.
+set -euo pipefail
+xpd="$1"
+work="$2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+chromium="${XPD_CHROMIUM:-/usr/bin/chromium}"
+
+skip() { echo "SKIP viewer_live_e2e: $*" >&2; exit 77; }
+[ -x "$chromium" ] || skip "no Chromium at $chromium (run scripts/setup)"
+command -v node >/dev/null 2>&1 || skip "node is not installed (run scripts/setup)"
+[ -d "$root/viewer/node_modules/playwright-core" ] || skip "viewer/node_modules is missing (run scripts/setup-viewer)"
+[ -f "${XPD_VIEWER_DIST:-/nonexistent}/viewer.js" ] || [ -f "$(dirname "$xpd")/../viewer/dist/viewer.js" ] ||
+  skip "the viewer bundle was not built (configure again after scripts/setup-viewer)"
+
+rm -rf "$work"
+mkdir -p "$work"
+exec node "$here/live_e2e.mjs" "$xpd" "$work" "$chromium" "$here/live_slab.json"

@@ -191,7 +191,8 @@ PYBIND11_MODULE(_xpd, m) {
   });
 
   py::class_<Scene>(m, "Scene", "A parsed, validated scene file (docs/scene-format.md).")
-      .def_static("load", &load_scene, py::arg("path"), "Reads and validates a scene file.")
+      .def_static("load", py::overload_cast<const std::string&>(&load_scene), py::arg("path"),
+                  "Reads and validates a scene file.")
       .def_property_readonly("file", [](const Scene& s) { return s.file; })
       .def_property_readonly("description", [](const Scene& s) { return s.description; })
       .def_property_readonly("frames", [](const Scene& s) { return s.solver.frames; })

@@ -5,6 +5,7 @@
 // PdStep's factor override.
 #include <gtest/gtest.h>
 
+#include <Eigen/SparseCholesky>
 #include <algorithm>
 #include <cmath>
 #include <xpd/core/error.hpp>
@@ -249,12 +250,71 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   ModelDesc ie = d;
   ie.integrator = Integrator::ImplicitEuler;
   EXPECT_THROW(SurgerySession{ie}, SolverError);
+  ModelDesc st = d;
+  st.shape_targets.push_back({0, {}});
+  EXPECT_THROW(SurgerySession{st}, SolverError);
   ModelDesc sl = d;
-  sl.strain_limits.push_back({});
+  sl.strain_limits.push_back({static_cast<int>(box.tets.rows()), 1e4, 0.9, 1.1});  // no such tet
   EXPECT_THROW(SurgerySession{sl}, SolverError);
   ModelDesc fr = d;
   fr.allow_unattached = true;
   EXPECT_THROW(SurgerySession{fr}, SolverError);
+}
+
+// Biphasic (strain-limited) tissue, Wang 2025 §3: every other tet of a block stretched by ~33%
+// carries a strain limit σ ∈ [0.95, 1.05] with μ′ = 5 μ, so the limits are active. A partial cut,
+// then an excision, in a progressive and a refactorizing session: equal positions after each event;
+// the progressive factor solves like a fresh factorization of the session's model matrix (which
+// has the limits' G_tᵀ G_t blocks); and the limits matter (positions far from unlimited tissue's).
+TEST(SurgerySession, StrainLimitedTissueFollowsCutsAndExcisions) {
+  const TetMesh box = make_box(7, 7, 7, Vec3::Zero(), Vec3(0.6, 1.0, 1.0));
+  ModelDesc d = pulled_desc(box, 0.1, 1e7);
+  const ModelDesc unlimited = d;
+  for (int t = 0; t < box.tets.rows(); t += 2)
+    d.strain_limits.push_back({t, 5 * d.mu[static_cast<size_t>(t)], 0.95, 1.05});
+  auto [ref, prog] = session_pair(d);
+  auto [free_ref, free_prog] = session_pair(unlimited);
+  const double diag = test::bbox_diagonal(box.nodes);
+  auto check_event = [&](const char* what) {
+    ASSERT_TRUE(ref.step().converged) << what;
+    ASSERT_TRUE(prog.step().converged) << what;
+    ASSERT_TRUE(free_prog.step().converged) << what;
+    const double diff = max_node_distance(ref.state().x, prog.state().x) / diag;
+    test::report((std::string("strain-limited ") + what + ": progressive vs refactorized / bbox").c_str(), diff, 1e-8);
+    EXPECT_LT(diff, 1e-8) << what;
+    // The factor against a fresh one of the model's matrix, on random right-hand sides.
+    const Eigen::SparseMatrix<double> K = prog.model().matrix();
+    const Eigen::MatrixXd b = Eigen::MatrixXd::Random(K.rows(), 3);
+    Eigen::MatrixXd x = b;
+    prog.factor().solve_in_place(x);
+    Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> fresh(K);
+    ASSERT_EQ(fresh.info(), Eigen::Success);
+    const double rel = (x - fresh.solve(b)).norm() / fresh.solve(b).norm();
+    const double res = (K * x - b).norm() / b.norm();
+    test::report((std::string("strain-limited ") + what + ": factor vs fresh LDLT").c_str(), rel, 1e-9);
+    EXPECT_LT(rel, 1e-9) << what;
+    EXPECT_LT(res, 1e-10) << what;
+    const double effect = max_node_distance(prog.state().x, free_prog.state().x) / diag;
+    if (test::verbose()) std::printf("  %s: the limits move the equilibrium by %.3e of the diagonal\n", what, effect);
+    EXPECT_GT(effect, 1e-3) << what;
+  };
+  check_event("before any event");
+  const auto faces = faces_across_plane(box, Vec3::UnitX(), 0.3, Vec3(0.0, 1.0, 0.01));
+  const std::vector<TetPair> half(faces.begin(), faces.begin() + static_cast<long>(faces.size() / 2));
+  ASSERT_EQ(prog.cut(half).copy_of, ref.cut(half).copy_of);
+  free_prog.cut(half);
+  check_event("after a partial cut");
+  std::vector<int> bite;
+  for (int t = 0; t < box.tets.rows(); ++t) {
+    Vec3 c = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) c += prog.mesh().nodes.row(prog.mesh().tets(t, a)).transpose() / 4.0;
+    if ((c - Vec3(0.45, 0.5, 1.0)).norm() < 0.2) bite.push_back(t);
+  }
+  ASSERT_GT(bite.size(), 10u);
+  ASSERT_EQ(prog.excise(bite).orphaned, ref.excise(bite).orphaned);
+  free_prog.excise(bite);
+  check_event("after an excision");
+  EXPECT_EQ(prog.stats().factor_fallback, 0);
 }
 
 // Hooks (springs to targets) and released attachments (undermining's factor side) on a cantilever

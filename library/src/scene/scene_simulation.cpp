@@ -387,8 +387,10 @@ void SceneSimulation::check_surgery_scene() const {
   if (!scene_.mesh.embedded_surface.empty()) refuse("has no embedded surface (its binding does not follow cuts yet)");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
   for (const Material& m : scene_.materials)
-    if (m.lambda != 0 || m.strain_limit)
-      refuse("uses corotated materials only (lambda 0, no strain_limit): the factor updates carry the mu term");
+    if (m.lambda != 0)
+      refuse(
+          "uses corotated materials (lambda 0; a strain_limit may be added): the factor updates carry the mu and "
+          "strain-limit terms");
   for (const Load& l : scene_.loads)
     if (l.type != Load::Type::Gravity)
       refuse("has gravity as its only load (node and total forces on selections do not follow cuts yet)");

@@ -14,7 +14,7 @@ struct SurgerySession::Impl {
   SurgeryOptions options;
   ModelDesc desc;                     // the current model's description (mesh = cutter.mesh())
   std::vector<int> spring;            // per desc.springs entry: the suture id, −1 for the desc's own springs
-  std::vector<double> tet_stiffness;  // per tet: μ (cut_modification's weight stiffness)
+  std::vector<double> tet_stiffness;  // per tet: μ + strain-limit μ′ (cut_modification's weight stiffness)
   std::vector<int> attachment;        // per desc.attachments entry: its key (the desc's own: their index)
   int next_attachment = 0;
   std::vector<int> origin;  // per attachment key: the key it was copied from by cuts (transitively), or itself
@@ -94,9 +94,10 @@ struct SurgerySession::Impl {
 SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
   if (desc.integrator != Integrator::Quasistatic)
     throw SolverError("SurgerySession: quasistatic models only (the cut's factor change has no mass shares yet)");
-  if (!desc.strain_limits.empty() || !desc.shape_targets.empty() ||
+  if (!desc.shape_targets.empty() ||
       std::any_of(desc.lambda.begin(), desc.lambda.end(), [](double l) { return l != 0.0; }))
-    throw SolverError("SurgerySession: corotated tets only (no strain limits, shape targets or lambda volume term)");
+    throw SolverError(
+        "SurgerySession: corotated tets, optionally strain-limited (no shape targets or lambda volume term)");
   if (desc.allow_unattached)
     throw SolverError(
         "SurgerySession: allow_unattached is not supported (its regularization follows K's diagonal, "
@@ -109,6 +110,13 @@ SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
   if (m.desc.mu.size() != 1 && m.desc.mu.size() != nt)
     throw SolverError(fmt::format("SurgerySession: mu needs 1 or {} values, got {}", nt, m.desc.mu.size()));
   m.tet_stiffness = m.desc.mu.size() == 1 ? std::vector<double>(nt, m.desc.mu.front()) : m.desc.mu;
+  // A strain limit on a tet adds its stiffness μ′ to the tet's weight: its term has the same
+  // G_tᵀ G_t block with w = 2 μ′ Vol_t (make_tet_elements), so cuts and excisions carry it alike.
+  for (const StrainLimitDesc& s : m.desc.strain_limits) {
+    if (s.tet < 0 || static_cast<size_t>(s.tet) >= nt)
+      throw SolverError(fmt::format("SurgerySession: strain limit on tet {} of {}", s.tet, nt));
+    m.tet_stiffness[static_cast<size_t>(s.tet)] += s.stiffness;
+  }
   m.spring.assign(m.desc.springs.size(), -1);
   for (size_t a = 0; a < m.desc.attachments.size(); ++a) m.attachment.push_back(static_cast<int>(a));
   m.next_attachment = static_cast<int>(m.desc.attachments.size());
@@ -207,6 +215,13 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
     d.mu = kept(d.mu);
     d.density = kept(d.density);
     d.lambda = kept(d.lambda);
+    // Strain limits follow the tets they limit (those on excised tets go).
+    std::vector<StrainLimitDesc> limits;
+    for (StrainLimitDesc sl : d.strain_limits) {
+      sl.tet = ev.tet_map[static_cast<size_t>(sl.tet)];
+      if (sl.tet >= 0) limits.push_back(sl);
+    }
+    d.strain_limits = std::move(limits);
     // Placeholders: each orphan keeps its current diagonal (any δ > 0 would do; this one keeps the
     // matrix's scale).
     std::vector<char> orphan(static_cast<size_t>(nv), 0);

@@ -33,9 +33,9 @@
 // sutures) are applied before frame k is solved, the factor following by
 // progressive Cholesky updates (or by a refactorization per event); mesh(), model(), state() and tet_material() then
 // change between frames (nodes are only appended by cuts; excision renumbers tets). Surgery scenes are quasistatic,
-// corotated (no λ, strain limits or actuation), with gravity as their only load, and without collision handling,
-// two-way projection or an embedded surface (SceneError otherwise). Frames start from the previous frame's positions
-// (no extrapolation: the node count changes). Solver settings used: max_iterations, min_iterations, tolerance
+// corotated, optionally strain-limited (no λ or actuation), with gravity as their only load, and without collision
+// handling, two-way projection or an embedded surface (SceneError otherwise). Frames start from the previous frame's
+// positions (no extrapolation: the node count changes). Solver settings used: max_iterations, min_iterations, tolerance
 // (relative), accelerator (none / anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a
 // tbb::global_control caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
 #include <optional>

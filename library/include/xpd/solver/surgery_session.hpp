@@ -17,9 +17,10 @@
 // An event that fails at any step leaves mesh, model, factor and state as they were and rethrows.
 //
 // Limits (SolverError at construction): quasistatic models only (the cut's factor change has no
-// implicit-Euler mass shares yet), corotated tets only (no strain limits, shape targets or λ term:
-// their tet weights are not in cut_modification's per-tet stiffness), no nodal forces, no
-// allow_unattached (its regularization follows K's diagonal, which the updates do not track).
+// implicit-Euler mass shares yet), corotated tets, optionally strain-limited (Wang 2025 §3's
+// biphasic skin: a strain limit's block is G_tᵀ G_t like the corotated one, so a tet's weight in
+// cut_modification is μ + μ′), no shape targets or λ term, no nodal forces, no allow_unattached (its
+// regularization follows K's diagonal, which the updates do not track).
 //
 // Cost: the factor follows an event without refactorization, but the event still copies the mesh
 // and rebuilds the Model (assembly and validation, no factorization): on box:48 about 0.5 s, more

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -488,6 +489,129 @@ TEST(SurgeryScene, BadEventsAreSceneErrorsNamingTheEventAndLeaveTheSimulationUnc
     EXPECT_EQ(sim.mesh().nodes.rows(), nodes);
     EXPECT_EQ(sim.positions(), x);
   }
+}
+
+// A suture row (cardinal stitches at both ends, 7 between them) places the same 9 stitches as
+// 9 single sutures at the same points, in the same order: the same frames (to round-off).
+TEST(SurgeryScene, ASutureRowIsItsStitchesPlacedOneByOne) {
+  json single = bar_scene(), row = bar_scene();
+  json cut = middle_cut();
+  cut["frames"] = {2, 3};
+  single["surgery"] = {{"events", {cut}}};
+  row["surgery"] = {{"events", {cut}}};
+  for (int k = 0; k <= 8; ++k) {
+    const double y = 0.04 + 0.04 * k;
+    single["surgery"]["events"].push_back(
+        {{"tool", "suture"}, {"frame", 5}, {"a", {0.59, y, 0.3}}, {"b", {0.61, y, 0.3}}, {"stiffness", 1e7}});
+  }
+  row["surgery"]["events"].push_back(json::parse(R"({ "tool": "suture_row", "frame": 5, "between": 7,
+      "stitches": [{ "a": [0.59, 0.04, 0.3], "b": [0.61, 0.04, 0.3] }, { "a": [0.59, 0.36, 0.3], "b": [0.61, 0.36, 0.3] }],
+      "stiffness": 1e7 })"));
+  SceneSimulation a = make_sim(single), b = make_sim(row);
+  for (int f = 1; f <= 6; ++f) {
+    ASSERT_TRUE(a.advance(f).converged);
+    ASSERT_TRUE(b.advance(f).converged);
+    if (f == 5) {
+      EXPECT_EQ(b.surgery_frame().sutures_placed, 9);
+    }
+  }
+  EXPECT_EQ(b.surgery()->num_sutures(), 9);
+  // (the interpolated ends differ from the listed ones in the last bit)
+  const double diff = (a.positions() - b.positions()).cwiseAbs().maxCoeff() / bbox_diagonal(a.positions());
+  test::report("suture row vs single stitches / bbox", diff, 1e-13);
+  EXPECT_LE(diff, 1e-13);
+  // A row whose stitch leaves the mesh is refused whole: no stitch of it stays.
+  json bad = row;
+  bad["surgery"]["events"][1]["stitches"][1]["b"] = {0.61, 0.9, 0.3};
+  SceneSimulation c = make_sim(bad);
+  for (int f = 1; f <= 4; ++f) ASSERT_TRUE(c.advance(f).converged);
+  try {
+    c.advance(5);
+    ADD_FAILURE() << "a suture row leaving the mesh was accepted";
+  } catch (const SceneError& e) {
+    EXPECT_NE(std::string(e.what()).find("lies in no tet"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(c.surgery()->num_sutures(), 0);
+}
+
+// Undermining a skin shell in a scene (a 9 × 9-vertex patch of skin [0, 1]², 2 prism layers, the
+// deep side attached): a U-shaped incision (three path cuts through the thickness) and the flap's
+// base as the boundary bound a flood fill from the flap's middle; exactly the 25 deep nodes under
+// the flap (topology/surface_region.hpp's test counts them) lose their attachments, and a hook then
+// lifts the flap far more than on the same scene without undermining. Progressive equals
+// refactorization. Without a boundary the fill reaches the whole skin: refused, state unchanged.
+TEST(SurgeryScene, UnderminingReleasesTheTissueBelowTheFlap) {
+  const fs::path dir = test::scratch_dir("surgery_undermine");
+  {
+    std::ofstream obj(dir / "patch.obj");
+    for (int j = 0; j < 9; ++j)
+      for (int i = 0; i < 9; ++i) obj << "v " << i / 8.0 << " " << j / 8.0 << " 0\n";
+    for (int j = 0; j < 8; ++j)
+      for (int i = 0; i < 8; ++i) {
+        const int a = j * 9 + i + 1, b = a + 1, c = a + 10, d = a + 9;
+        obj << "f " << a << " " << b << " " << c << "\nf " << a << " " << c << " " << d << "\n";
+      }
+  }
+  json base = json::parse(R"({
+    "mesh": { "generator": "shell", "surface": "patch.obj", "thickness": 0.1, "layers": 2 },
+    "selections": { "deep": { "type": "shell_layer", "layer": "deep" } },
+    "materials": [{ "youngs_modulus": 3e4, "poisson_ratio": 0.0, "density": 1000 }],
+    "attachments": [{ "type": "fixed", "selection": "deep", "stiffness": 1e6 }],
+    "solver": { "type": "quasistatic", "frames": 6, "max_iterations": 20000, "tolerance": 1e-9,
+                "accelerator": "anderson" },
+    "surgery": { "events": [
+      { "tool": "cut", "frame": 2, "path": [[0.25, 0.25, 0.01], [0.25, 0.75, 0.01]], "sweep": [0, 0, -0.13] },
+      { "tool": "cut", "frame": 2, "path": [[0.75, 0.25, 0.01], [0.75, 0.75, 0.01]], "sweep": [0, 0, -0.13] },
+      { "tool": "cut", "frame": 2, "path": [[0.25, 0.75, 0.01], [0.75, 0.75, 0.01]], "sweep": [0, 0, -0.13] },
+      { "tool": "hook", "frames": [4, 6], "point": [0.5, 0.625, -0.01], "target": [0.5, 0.625, 0.2], "stiffness": 2e3 } ] }
+  })");
+  json undermined = base;
+  undermined["surgery"]["events"].push_back(json::parse(R"({ "tool": "undermine", "frame": 3, "point": [0.5, 0.5, 0],
+                       "boundary": [[0.25, 0.25, 0], [0.75, 0.25, 0]] })"));
+  json refactor = undermined;
+  refactor["surgery"]["factor_update"] = "refactor";
+  const auto sim = [&](const json& j) { return SceneSimulation(parse_scene(j, "undermine.json", dir.string())); };
+  SceneSimulation prog = sim(undermined), ref = sim(refactor), attached = sim(base);
+  double worst = 0;
+  for (int f = 1; f <= 6; ++f) {
+    ASSERT_TRUE(prog.advance(f).converged) << "frame " << f;
+    ASSERT_TRUE(ref.advance(f).converged) << "frame " << f;
+    ASSERT_TRUE(attached.advance(f).converged) << "frame " << f;
+    worst = std::max(worst, (prog.positions() - ref.positions()).cwiseAbs().maxCoeff());
+    if (f == 3) {
+      EXPECT_EQ(prog.surgery_frame().attachments_released, 25);
+    }
+  }
+  EXPECT_LT(worst, 1e-8 * bbox_diagonal(prog.positions()));
+  // The hooked skin node (0.5, 0.625, 0): its rise with and without undermining.
+  const auto node = [](const SceneSimulation& s) {
+    for (Eigen::Index v = 0; v < 81; ++v)
+      if ((s.mesh().nodes.row(v) - Eigen::RowVector3d(0.5, 0.625, 0)).norm() < 1e-9) return v;
+    return Eigen::Index(-1);
+  };
+  const Eigen::Index v = node(prog);
+  ASSERT_GE(v, 0);
+  const double lift = prog.positions()(v, 2), lift_attached = attached.positions()(v, 2);
+  if (test::verbose()) std::printf("  hook lifts the flap %.4f undermined, %.4f attached\n", lift, lift_attached);
+  EXPECT_GT(lift, 3 * lift_attached);
+
+  // No boundary: the fill leaks round the incision's ends to the whole skin.
+  json leak = base;
+  leak["surgery"]["events"].push_back(json::parse(R"({ "tool": "undermine", "frame": 3, "point": [0.5, 0.5, 0] })"));
+  SceneSimulation s = sim(leak);
+  for (int f = 1; f <= 2; ++f) ASSERT_TRUE(s.advance(f).converged);
+  const int keys = static_cast<int>(s.surgery()->attachment_keys().size());
+  try {
+    s.advance(3);
+    ADD_FAILURE() << "undermining the whole skin was accepted";
+  } catch (const SceneError& e) {
+    EXPECT_NE(std::string(e.what()).find("whole skin"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(static_cast<int>(s.surgery()->attachment_keys().size()), keys);
+  // Undermining needs a shell.
+  json box = bar_scene();
+  box["surgery"] = {{"events", {json::parse(R"({ "tool": "undermine", "frame": 1, "point": [0.5, 0.2, 0.4] })")}}};
+  EXPECT_THROW(make_sim(box), SceneError);
 }
 
 }  // namespace

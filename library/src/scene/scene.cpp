@@ -911,7 +911,8 @@ std::pair<Vec3, Vec3> parse_box(const JsonReader& r) {
 
 SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
   r.expect_object();
-  const std::string tool = r.child("tool").one_of({"cut", "excise", "release", "hook", "suture"});
+  const std::string tool =
+      r.child("tool").one_of({"cut", "excise", "release", "hook", "suture", "suture_row", "undermine"});
   SurgeryEvent e;
   if (tool == "cut") {
     e.tool = SurgeryEvent::Tool::Cut;
@@ -960,6 +961,31 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
     e.point = r.required<Vec3>("point");
     e.target = r.required<Vec3>("target");
     e.stiffness = positive(r.child("stiffness"));
+  } else if (tool == "suture_row") {
+    e.tool = SurgeryEvent::Tool::SutureRow;
+    r.allow_keys({"tool", "frame", "stitches", "between", "stiffness"});
+    const JsonReader st = r.child("stitches");
+    if (!st.is_array() || st.size() < 2) st.fail("must be an array of at least 2 cardinal stitches {\"a\", \"b\"}");
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      const JsonReader one = st.element(i);
+      one.allow_keys({"a", "b"});
+      e.stitches.emplace_back(one.required<Vec3>("a"), one.required<Vec3>("b"));
+    }
+    if (const auto v = r.optional_child("between")) {
+      e.between = int_at_least(*v, 0);
+      if (e.between > 1000) v->fail("at most 1000 stitches between two cardinal ones");
+    }
+    e.stiffness = positive(r.child("stiffness"));
+  } else if (tool == "undermine") {
+    e.tool = SurgeryEvent::Tool::Undermine;
+    r.allow_keys({"tool", "frame", "point", "boundary"});
+    if (ctx.shell_layers == 0)
+      r.fail("undermining frees a skin shell from the tissue below: it needs mesh.generator \"shell\"");
+    e.point = r.required<Vec3>("point");
+    if (const auto v = r.optional_child("boundary")) {
+      if (!v->is_array() || v->size() < 2) v->fail("must be an array of at least 2 points [x, y, z]");
+      for (std::size_t i = 0; i < v->size(); ++i) e.boundary.push_back(v->element(i).as<Vec3>());
+    }
   } else {
     e.tool = SurgeryEvent::Tool::Suture;
     r.allow_keys({"tool", "frame", "a", "b", "stiffness"});
@@ -1017,6 +1043,10 @@ SurgeryEvent parse_surgery_event(const nlohmann::json& event, const Scene& scene
   ctx.solver.frames = frames;
   ctx.selection_names = {"all"};
   for (const auto& [name, sel] : scene.selections) ctx.selection_names.push_back(name);
+  if (scene.mesh.kind == MeshSource::Kind::Shell) {
+    ctx.shell_layers = scene.mesh.shell.layers;
+    ctx.shell_vertices = scene.mesh.shell_surface_vertices;
+  }
   return parse_surgery_event(JsonReader(event, pointer, ctx.file), ctx);
 }
 

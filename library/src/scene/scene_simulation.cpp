@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <optional>
+#include <queue>
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
 #include <xpd/core/threads.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
+#include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/topology/surface_region.hpp>
 
 namespace xpd {
 namespace {
@@ -568,6 +573,46 @@ void SceneSimulation::apply_surgery_events(int frame) {
           ++surgery_frame_.events;
           break;
         }
+        case SurgeryEvent::Tool::SutureRow: {
+          // The cardinal stitches and those evenly spaced between consecutive ones, all located
+          // before any is placed; a placement that fails takes the row's earlier stitches back.
+          std::vector<std::pair<Vec3, Vec3>> row;
+          for (std::size_t k = 0; k < e.stitches.size(); ++k) {
+            row.push_back(e.stitches[k]);
+            if (k + 1 == e.stitches.size()) break;
+            for (int j = 1; j <= e.between; ++j) {
+              const double t = static_cast<double>(j) / (e.between + 1);
+              row.emplace_back((1 - t) * e.stitches[k].first + t * e.stitches[k + 1].first,
+                               (1 - t) * e.stitches[k].second + t * e.stitches[k + 1].second);
+            }
+          }
+          std::vector<std::pair<BaryPoint, BaryPoint>> ends;
+          for (std::size_t k = 0; k < row.size(); ++k) {
+            const std::string what = fmt::format("row's stitch {} (of {}), end", k, row.size());
+            ends.emplace_back(rest_point(row[k].first, where, (what + " a").c_str()),
+                              rest_point(row[k].second, where, (what + " b").c_str()));
+            if (ends.back().first.nodes == ends.back().second.nodes)
+              fail(where,
+                   fmt::format("both ends of the row's stitch {} lie in one tet: the lips are too close there", k));
+          }
+          std::vector<int> placed;
+          try {
+            for (const auto& [a, b] : ends) placed.push_back(surgery_->add_suture(a, b, e.stiffness));
+          } catch (...) {
+            for (auto it = placed.rbegin(); it != placed.rend(); ++it) surgery_->remove_suture(*it);
+            throw;
+          }
+          surgery_frame_.sutures_placed += static_cast<int>(placed.size());
+          ++surgery_frame_.events;
+          break;
+        }
+        case SurgeryEvent::Tool::Undermine: {
+          const int released = undermine(e, where);
+          surgery_frame_.attachments_released += released;
+          ++surgery_frame_.events;
+          ended = true;
+          break;
+        }
       }
     } catch (const SceneError&) {
       throw;
@@ -580,6 +625,96 @@ void SceneSimulation::apply_surgery_events(int frame) {
   surgery_frame_.factor_update_ms = surgery_->stats().factor_update_ms_total - update_ms_before;
   if (ended && scene_.surgery->fill_check && scene_.surgery->factor_update == FactorUpdate::Progressive)
     surgery_frame_.fill_refactored = surgery_->check_fill().refactored;
+}
+
+int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where) {
+  const auto fail = [&](const std::string& what) { throw SceneError(scene_.file, where, what); };
+  Shell shell;  // the skin tools read the shell's layout only
+  shell.surface_vertices = scene_.mesh.shell_surface_vertices;
+  shell.layers = scene_.mesh.shell.layers;
+  const FaceCutter& cutter = surgery_->cutter();
+  const Points& rest = cutter.mesh().nodes;
+  const Triangles skin = shell_skin(shell, cutter);
+  if (skin.rows() == 0) fail("the shell has no skin left");
+  auto centroid = [&](Eigen::Index f) -> Vec3 {
+    return (rest.row(skin(f, 0)) + rest.row(skin(f, 1)) + rest.row(skin(f, 2))).transpose() / 3.0;
+  };
+  Eigen::Index seed = 0;
+  for (Eigen::Index f = 1; f < skin.rows(); ++f)
+    if ((centroid(f) - e.point).squaredNorm() < (centroid(seed) - e.point).squaredNorm()) seed = f;
+  // The flap's base: each boundary point snapped to its nearest skin vertex, consecutive ones
+  // joined by the shortest path along skin edges (Dijkstra on edge lengths).
+  std::vector<std::array<int, 2>> barrier;
+  if (!e.boundary.empty()) {
+    std::map<int, std::vector<std::pair<int, double>>> adjacency;
+    for (Eigen::Index f = 0; f < skin.rows(); ++f)
+      for (int k = 0; k < 3; ++k) {
+        const int a = skin(f, k), b = skin(f, (k + 1) % 3);
+        const double len = (rest.row(a) - rest.row(b)).norm();
+        adjacency[a].emplace_back(b, len);
+        adjacency[b].emplace_back(a, len);
+      }
+    auto nearest = [&](const Vec3& p) {
+      int best = -1;
+      double d = std::numeric_limits<double>::infinity();
+      for (const auto& [v, nb] : adjacency)
+        if (const double dv = (rest.row(v).transpose() - p).squaredNorm(); dv < d) {
+          d = dv;
+          best = v;
+        }
+      return best;
+    };
+    for (std::size_t i = 0; i + 1 < e.boundary.size(); ++i) {
+      const int from = nearest(e.boundary[i]), to = nearest(e.boundary[i + 1]);
+      std::map<int, double> dist{{from, 0.0}};
+      std::map<int, int> prev;
+      std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> queue;
+      queue.emplace(0.0, from);
+      while (!queue.empty()) {
+        const auto [d, v] = queue.top();
+        queue.pop();
+        if (v == to) break;
+        if (d > dist[v]) continue;
+        for (const auto& [w, len] : adjacency[v])
+          if (const auto it = dist.find(w); it == dist.end() || d + len < it->second) {
+            dist[w] = d + len;
+            prev[w] = v;
+            queue.emplace(d + len, w);
+          }
+      }
+      if (from != to && !prev.count(to))
+        fail(
+            fmt::format("boundary points {} and {} are not joined by the skin (an incision separates them)", i, i + 1));
+      for (int v = to; v != from; v = prev[v]) barrier.push_back({prev[v], v});
+    }
+  }
+  const std::vector<int> region = flood_fill_triangles(skin, static_cast<int>(seed), barrier);
+  const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
+  std::vector<char> in(static_cast<std::size_t>(rest.rows()), 0);
+  for (int v : below) in[static_cast<std::size_t>(v)] = 1;
+  // The scene attachments (and the copies cuts made of them) on those nodes; hooks stay.
+  std::vector<int> keys;
+  for (const int key : surgery_->attachment_keys()) {
+    const int origin = surgery_->attachment_origin(key);
+    if (origin < 0 || static_cast<std::size_t>(origin) >= attach_node_.size()) continue;
+    const BaryPoint& p = surgery_->attachment_point(key);
+    for (int a = 0; a < 4; ++a)
+      if (p.nodes[static_cast<std::size_t>(a)] >= 0 && p.weights[static_cast<std::size_t>(a)] != 0.0 &&
+          in[static_cast<std::size_t>(p.nodes[static_cast<std::size_t>(a)])]) {
+        keys.push_back(key);
+        break;
+      }
+  }
+  if (keys.empty())
+    fail(fmt::format("the undermined region ({} of {} skin triangles) has no attached tissue below it", region.size(),
+                     skin.rows()));
+  if (region.size() == static_cast<std::size_t>(skin.rows()))
+    fail(
+        fmt::format("the flood fill reached the whole skin ({} triangles): close the flap with incisions and a "
+                    "'boundary' (its base)",
+                    skin.rows()));
+  surgery_->remove_attachments(keys);
+  return static_cast<int>(keys.size());
 }
 
 SceneSimulation::~SceneSimulation() = default;

@@ -134,6 +134,7 @@ SurgerySession::SurgerySession(SurgerySession&&) noexcept = default;
 SurgerySession& SurgerySession::operator=(SurgerySession&&) noexcept = default;
 
 const TetMesh& SurgerySession::mesh() const { return impl_->cutter.mesh(); }
+const FaceCutter& SurgerySession::cutter() const { return impl_->cutter; }
 const Model& SurgerySession::model() const { return *impl_->model; }
 const State& SurgerySession::state() const { return impl_->state; }
 State& SurgerySession::state() { return impl_->state; }

@@ -212,7 +212,7 @@ struct TwoWaySettings {
 /// One surgical event of the "surgery" key (docs/scene-format.md §9b), applied before its frame is
 /// solved. Geometry is in rest coordinates (the mesh's own, which cuts and excisions keep).
 struct SurgeryEvent {
-  enum class Tool { Cut, Excise, Release, Hook, Suture };
+  enum class Tool { Cut, Excise, Release, Hook, Suture, SutureRow, Undermine };
   Tool tool = Tool::Cut;
   int first_frame = 1;  ///< "frame" (one frame) or "frames": [first, last]
   int last_frame = 1;
@@ -244,6 +244,17 @@ struct SurgeryEvent {
   /// of the wound).
   Vec3 a = Vec3::Zero(), b = Vec3::Zero();
   double stiffness = 0;
+  /// Suture row (the thesis's automatic sutures): the cardinal stitches (a, b) placed by the
+  /// surgeon, ≥ 2, plus `between` stitches evenly spaced between each consecutive pair (a and b
+  /// interpolated linearly in rest space), all of `stiffness`.
+  std::vector<std::pair<Vec3, Vec3>> stitches;
+  int between = 0;
+  /// Undermine (a prism skin shell only, mesh.generator "shell"): the skin triangles a flood fill
+  /// reaches from the one nearest `point` (rest space) without crossing incisions or the skin
+  /// edges along `boundary` (rest points, each snapped to its nearest skin vertex and joined by
+  /// the shortest path along skin edges: the flap's base), and the attachments of the deep-side
+  /// nodes below them are released (topology/surface_region.hpp).
+  std::vector<Vec3> boundary;
 };
 
 /// The "surgery" key: topology events during a quasistatic run, the factor kept by progressive

@@ -78,6 +78,9 @@ class SurgerySession {
   SolverOptions& solver_options();
   /// The updatable factor (progressive mode; empty in refactor mode, where model().factor() solves).
   const DynamicLdlt& factor() const;
+  /// The mesh operations so far (which faces are cut, which original node each node descends
+  /// from): what the skin tools (topology/surface_region.hpp) read.
+  const FaceCutter& cutter() const;
 
   /// Separates the given interior faces (FaceCutter::cut: nodes split per side, the crack front
   /// single) and updates the factor. Each copy of a split node attached by a node attachment gets

@@ -97,4 +97,39 @@ TEST(MeshSurface, InsideClosedSurfaceOfBox) {
   EXPECT_TRUE(inside_closed_surface(inverted, Vec3(0.5, 0.5, 0.5)));
 }
 
+// Midpoint subdivision keeps a closed box surface closed, oriented and the same shape (volume and
+// area exact), multiplies the triangles by 4 per level and halves the edges; a crop keeps exactly
+// the triangles whose vertices lie in the ball.
+TEST(MeshSurface, MidpointSubdivisionAndCrop) {
+  const TetMesh box = make_box(3, 3, 3, Vec3::Zero(), Vec3(2, 1, 1));
+  const SurfaceMesh s{box.nodes, boundary_faces(box.tets)};
+  const double volume = enclosed_volume(s.nodes, s.triangles), area = surface_area(s.nodes, s.triangles);
+  const SurfaceMesh d = subdivide_midpoint(s, 2);
+  EXPECT_EQ(d.triangles.rows(), 16 * s.triangles.rows());
+  EXPECT_TRUE(is_closed_manifold(d.triangles));
+  // Euler characteristic of a sphere (the box's interior node stays, unused, so count used vertices)
+  EXPECT_EQ(static_cast<Eigen::Index>(boundary_nodes(d.triangles).size()) - unique_edges(d.triangles).rows() +
+                d.triangles.rows(),
+            2);
+  EXPECT_NEAR(enclosed_volume(d.nodes, d.triangles), volume, 1e-12 * volume);
+  EXPECT_NEAR(surface_area(d.nodes, d.triangles), area, 1e-12 * area);
+  EXPECT_NEAR(mean_edge_length(d.nodes, d.triangles), mean_edge_length(s.nodes, s.triangles) / 4, 1e-12);
+  EXPECT_EQ(subdivide_midpoint(s, 0).triangles, s.triangles);
+  EXPECT_THROW(subdivide_midpoint(s, -1), MeshError);
+
+  const Vec3 c(0, 0, 0);
+  const SurfaceMesh cropped = crop_surface(d, c, 0.8);
+  int expected = 0;
+  for (Eigen::Index f = 0; f < d.triangles.rows(); ++f) {
+    bool in = true;
+    for (int k = 0; k < 3; ++k) in = in && (d.nodes.row(d.triangles(f, k)).transpose() - c).norm() <= 0.8;
+    expected += in;
+  }
+  ASSERT_GT(expected, 0);
+  EXPECT_EQ(cropped.triangles.rows(), expected);
+  EXPECT_LE((cropped.nodes.rowwise() - c.transpose()).rowwise().norm().maxCoeff(), 0.8);
+  EXPECT_EQ(cropped.triangles.maxCoeff() + 1, cropped.nodes.rows());  // every vertex used, none missing
+  EXPECT_THROW(crop_surface(d, Vec3(10, 10, 10), 0.1), MeshError);
+}
+
 }  // namespace xpd

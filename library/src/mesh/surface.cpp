@@ -227,4 +227,77 @@ double surface_area(const Points& nodes, const Triangles& triangles) {
   return s / 2.0;
 }
 
+SurfaceMesh crop_surface(const SurfaceMesh& surface, const Vec3& center, double radius) {
+  const Eigen::Index nv = surface.nodes.rows();
+  std::vector<char> inside(static_cast<std::size_t>(nv), 0);
+  for (Eigen::Index v = 0; v < nv; ++v)
+    inside[static_cast<std::size_t>(v)] = (surface.nodes.row(v).transpose() - center).norm() <= radius;
+  std::vector<Eigen::Index> kept;
+  for (Eigen::Index f = 0; f < surface.triangles.rows(); ++f) {
+    bool in = true;
+    for (int k = 0; k < 3; ++k) {
+      const int v = surface.triangles(f, k);
+      if (v < 0 || v >= nv)
+        throw MeshError("crop_surface: triangle " + std::to_string(f) + " has a vertex out of range");
+      in = in && inside[static_cast<std::size_t>(v)];
+    }
+    if (in) kept.push_back(f);
+  }
+  if (kept.empty()) throw MeshError("crop_surface: no triangle lies in the ball");
+  std::vector<int> index(static_cast<std::size_t>(nv), -1);
+  for (const Eigen::Index f : kept)
+    for (int k = 0; k < 3; ++k) index[static_cast<std::size_t>(surface.triangles(f, k))] = 0;
+  SurfaceMesh out;
+  int used = 0;
+  for (auto& i : index)
+    if (i == 0) i = used++;
+  out.nodes.resize(used, 3);
+  for (Eigen::Index v = 0; v < nv; ++v)
+    if (index[static_cast<std::size_t>(v)] >= 0)
+      out.nodes.row(index[static_cast<std::size_t>(v)]) = surface.nodes.row(v);
+  out.triangles.resize(static_cast<Eigen::Index>(kept.size()), 3);
+  for (std::size_t f = 0; f < kept.size(); ++f)
+    for (int k = 0; k < 3; ++k)
+      out.triangles(static_cast<Eigen::Index>(f), k) = index[static_cast<std::size_t>(surface.triangles(kept[f], k))];
+  return out;
+}
+
+SurfaceMesh subdivide_midpoint(const SurfaceMesh& surface, int levels) {
+  if (levels < 0) throw MeshError("subdivide_midpoint: levels must be >= 0");
+  SurfaceMesh s = surface;
+  for (int level = 0; level < levels; ++level) {
+    const Edges edges = unique_edges(s.triangles);
+    const Eigen::Index nv = s.nodes.rows();
+    // Edge (i, j), i < j → its midpoint's index, found by binary search in the sorted edge list.
+    auto mid = [&](int a, int b) {
+      const std::array<int, 2> key{std::min(a, b), std::max(a, b)};
+      Eigen::Index lo = 0, hi = edges.rows();
+      while (lo < hi) {
+        const Eigen::Index m = (lo + hi) / 2;
+        if (std::array<int, 2>{edges(m, 0), edges(m, 1)} < key)
+          lo = m + 1;
+        else
+          hi = m;
+      }
+      return static_cast<int>(nv + lo);
+    };
+    Points nodes(nv + edges.rows(), 3);
+    nodes.topRows(nv) = s.nodes;
+    for (Eigen::Index e = 0; e < edges.rows(); ++e)
+      nodes.row(nv + e) = 0.5 * (s.nodes.row(edges(e, 0)) + s.nodes.row(edges(e, 1)));
+    Triangles tris(4 * s.triangles.rows(), 3);
+    for (Eigen::Index f = 0; f < s.triangles.rows(); ++f) {
+      const int a = s.triangles(f, 0), b = s.triangles(f, 1), c = s.triangles(f, 2);
+      const int ab = mid(a, b), bc = mid(b, c), ca = mid(c, a);
+      tris.row(4 * f) << a, ab, ca;
+      tris.row(4 * f + 1) << ab, b, bc;
+      tris.row(4 * f + 2) << ca, bc, c;
+      tris.row(4 * f + 3) << ab, bc, ca;
+    }
+    s.nodes = std::move(nodes);
+    s.triangles = std::move(tris);
+  }
+  return s;
+}
+
 }  // namespace xpd

@@ -151,9 +151,9 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else if (r.child("generator").one_of({"box", "lattice", "shell"}) == "shell") {
-    r.allow_keys(
-        {"generator", "surface", "thickness", "layers", "thin_fraction", "min_volume_ratio", "min_depth", "max_slope"},
-        " (for the shell generator)");
+    r.allow_keys({"generator", "surface", "thickness", "layers", "thin_fraction", "min_volume_ratio", "min_depth",
+                  "max_slope", "crop", "subdivide"},
+                 " (for the shell generator)");
     m.kind = MeshSource::Kind::Shell;
     const JsonReader surface = r.child("surface");
     m.surface = ctx.existing_file(surface);
@@ -175,10 +175,20 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
       if (m.shell.min_depth > 1) v->fail("must be in (0, 1]");
     }
     if (const auto v = r.optional_child("max_slope")) m.shell.max_slope = positive(*v);
+    if (const auto v = r.optional_child("crop")) {
+      v->allow_keys({"center", "radius"});
+      m.shell_crop = std::make_pair(v->required<Vec3>("center"), positive(v->child("radius")));
+    }
+    if (const auto v = r.optional_child("subdivide")) {
+      m.shell_subdivide = int_at_least(*v, 0);
+      if (m.shell_subdivide > 4) v->fail("at most 4 levels (each multiplies the triangles by 4)");
+    }
     try {  // the vertex count numbers the layers (selections of type shell_layer)
-      m.shell_surface_vertices = static_cast<int>(io::read_surface(m.surface).nodes.rows());
+      m.shell_surface_vertices = static_cast<int>(shell_skin_surface(m).nodes.rows());
     } catch (const IoError& e) {
       surface.fail(std::string("cannot read the surface: ") + e.what());
+    } catch (const MeshError& e) {
+      (m.shell_crop ? r.child("crop") : surface).fail(e.what());
     }
   } else if (r.child("generator").as<std::string>() == "lattice") {
     r.allow_keys({"generator", "surface", "resolution", "cell_size", "embedded_surface"},

@@ -3,14 +3,21 @@
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/mesh/embedding.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/scene/scene.hpp>
 
 namespace xpd {
 
+SurfaceMesh shell_skin_surface(const MeshSource& source) {
+  SurfaceMesh s = io::read_surface(source.surface);
+  if (source.shell_crop) s = crop_surface(s, source.shell_crop->first, source.shell_crop->second);
+  return subdivide_midpoint(s, source.shell_subdivide);
+}
+
 TetMesh make_generated_mesh(const MeshSource& source) {
   if (source.kind == MeshSource::Kind::File)
     throw Error("make_generated_mesh: the mesh source is a file, not a generator");
-  if (source.kind == MeshSource::Kind::Shell) return make_shell(io::read_surface(source.surface), source.shell).mesh;
+  if (source.kind == MeshSource::Kind::Shell) return make_shell(shell_skin_surface(source), source.shell).mesh;
   if (source.kind == MeshSource::Kind::Lattice) {
     const SurfaceMesh surface = io::read_surface(source.surface);
     BccOptions options;

@@ -62,4 +62,15 @@ double surface_area(const Points& nodes, const Triangles& triangles);
 /// O(#F) per query: an oracle and a fallback, not for bulk queries.
 bool inside_closed_surface(const SurfaceMesh& surface, const Vec3& p);
 
+/// The triangles of `surface` whose three vertices lie in the ball (center, radius), with the
+/// vertices they use renumbered in their original order (a region of a larger skin, e.g. one cheek
+/// of a face for a shell). Throws MeshError when no triangle is left.
+SurfaceMesh crop_surface(const SurfaceMesh& surface, const Vec3& center, double radius);
+
+/// `levels` rounds of midpoint subdivision: each triangle (a, b, c) becomes four, (a, ab, ca),
+/// (ab, b, bc), (ca, bc, c), (ab, bc, ca), with one new vertex per edge shared by its triangles
+/// (appended after the old vertices, edges in unique_edges order). Orientation and the surface's
+/// shape (piecewise linear) are kept; edge lengths halve per level.
+SurfaceMesh subdivide_midpoint(const SurfaceMesh& surface, int levels);
+
 }  // namespace xpd

@@ -37,11 +37,14 @@ struct MeshSource {
   Vec3 max = Vec3::Ones();            ///< Kind::Box: upper corner [m]
   /// Kind::Box: boxes [min, max] whose tets (by centroid) are removed, unused nodes dropped.
   std::vector<std::pair<Vec3, Vec3>> carve;
-  std::string surface;             ///< Kind::Lattice: closed surface file; Kind::Shell: open surface (resolved)
-  int resolution = 32;             ///< Kind::Lattice: cells along the surface's longest side
-  double cell_size = 0;            ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
-  ShellOptions shell;              ///< Kind::Shell: thickness, layers (mesh/shell.hpp); surface = the skin
-  int shell_surface_vertices = 0;  ///< Kind::Shell: #vertices of the surface (read when parsing)
+  std::string surface;   ///< Kind::Lattice: closed surface file; Kind::Shell: open surface (resolved)
+  int resolution = 32;   ///< Kind::Lattice: cells along the surface's longest side
+  double cell_size = 0;  ///< Kind::Lattice: cube side [m]; > 0 wins over resolution
+  ShellOptions shell;    ///< Kind::Shell: thickness, layers (mesh/shell.hpp); surface = the skin
+  /// Kind::Shell: only the surface's triangles inside this ball (center, radius) (crop_surface).
+  std::optional<std::pair<Vec3, double>> shell_crop;
+  int shell_subdivide = 0;         ///< Kind::Shell: midpoint subdivision levels after the crop
+  int shell_surface_vertices = 0;  ///< Kind::Shell: #vertices of the skin (after crop and subdivision)
   std::string embedded_surface;    ///< optional surface file embedded in the tets (resolved; "" = none;
                                    ///< Kind::Lattice: the lattice's surface unless given)
   bool fix_orientation = false;    ///< reorient inverted tets instead of rejecting the mesh
@@ -309,6 +312,9 @@ SurgeryEvent parse_surgery_event(const nlohmann::json& event, const Scene& scene
 /// Builds the mesh of a generator source (Kind::Box with its carving, Kind::Lattice). Throws Error
 /// for Kind::File.
 TetMesh make_generated_mesh(const MeshSource& source);
+/// The skin of a Kind::Shell source: its surface file, cropped and subdivided as it asks. Throws
+/// IoError / MeshError.
+SurfaceMesh shell_skin_surface(const MeshSource& source);
 
 /// Builds the simulation mesh: the generator, or io::read_tet_mesh with fix_orientation.
 TetMesh build_scene_mesh(const MeshSource& source);

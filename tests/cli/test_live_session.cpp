@@ -28,13 +28,17 @@ const char* kIncision = R"({"tool": "cut", "path": [[1.0, 0.4, 0.2], [1.0, 0.4, 
 
 json body_of(const cli::http::PostReply& r) { return json::parse(r.body); }
 
-TEST(LiveSession, EventsApplyAtTheNextFrameAndRefusedOnesChangeNothing) {
-  const fs::path out = test::scratch_dir("live_session_events");
+cli::LiveOptions options_for(const fs::path& out) {
   cli::LiveOptions o;
   o.scene = kScene;
   o.out = out.string();
   o.quiet = true;
-  cli::LiveSession live(o);
+  return o;
+}
+
+TEST(LiveSession, EventsApplyAtTheNextFrameAndRefusedOnesChangeNothing) {
+  const fs::path out = test::scratch_dir("live_session_events");
+  cli::LiveSession live(options_for(out));
   live.start();
   live.wait_until_idle();
   const SceneSimulation& sim = live.simulation();
@@ -115,11 +119,7 @@ TEST(LiveSession, EventsApplyAtTheNextFrameAndRefusedOnesChangeNothing) {
 
 TEST(LiveSession, ReplayOfEventsJsonGivesTheSessionsFrames) {
   const fs::path out = test::scratch_dir("live_session_replay");
-  cli::LiveOptions o;
-  o.scene = kScene;
-  o.out = out.string();
-  o.quiet = true;
-  cli::LiveSession live(o);
+  cli::LiveSession live(options_for(out));
   live.start();
   ASSERT_EQ(live.post("/api/event", kIncision).status, 200);
   ASSERT_EQ(live.post("/api/event", R"({"tool": "hook", "point": [0.6, 0.35, 0.5], "target": [0.6, 0.9, 0.5],

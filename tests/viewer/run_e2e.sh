@@ -5,20 +5,10 @@
 set -euo pipefail
 xpd="$1"
 work="$2"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-chromium="${XPD_CHROMIUM:-/usr/bin/chromium}"
-
-skip() { echo "SKIP viewer_e2e: $*" >&2; exit 77; }
-[ -x "$chromium" ] || skip "no Chromium at $chromium (run scripts/setup)"
-command -v node >/dev/null 2>&1 || skip "node is not installed (run scripts/setup)"
+name=viewer_e2e
+# shellcheck source=e2e_prelude.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_prelude.sh"
 command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
-[ -d "$root/viewer/node_modules/playwright-core" ] || skip "viewer/node_modules is missing (run scripts/setup-viewer)"
-[ -f "${XPD_VIEWER_DIST:-/nonexistent}/viewer.js" ] || [ -f "$(dirname "$xpd")/../viewer/dist/viewer.js" ] ||
-  skip "the viewer bundle was not built (configure again after scripts/setup-viewer)"
-
-rm -rf "$work"
-mkdir -p "$work"
 python3 "$here/make_run.py" "$work/run" --cells 8,4,4 --frames 8 --surface --obstacles
 # A run from before scene.json existed: the viewer must work without it, and quietly.
 python3 "$here/make_run.py" "$work/run-old" --cells 4,2,2 --frames 2 --no-scene

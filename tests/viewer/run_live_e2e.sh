@@ -5,17 +5,7 @@
 set -euo pipefail
 xpd="$1"
 work="$2"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-chromium="${XPD_CHROMIUM:-/usr/bin/chromium}"
-
-skip() { echo "SKIP viewer_live_e2e: $*" >&2; exit 77; }
-[ -x "$chromium" ] || skip "no Chromium at $chromium (run scripts/setup)"
-command -v node >/dev/null 2>&1 || skip "node is not installed (run scripts/setup)"
-[ -d "$root/viewer/node_modules/playwright-core" ] || skip "viewer/node_modules is missing (run scripts/setup-viewer)"
-[ -f "${XPD_VIEWER_DIST:-/nonexistent}/viewer.js" ] || [ -f "$(dirname "$xpd")/../viewer/dist/viewer.js" ] ||
-  skip "the viewer bundle was not built (configure again after scripts/setup-viewer)"
-
-rm -rf "$work"
-mkdir -p "$work"
+name=viewer_live_e2e
+# shellcheck source=e2e_prelude.sh
+source "$(dirname "${BASH_SOURCE[0]}")/e2e_prelude.sh"
 exec node "$here/live_e2e.mjs" "$xpd" "$work" "$chromium" "$here/live_slab.json"

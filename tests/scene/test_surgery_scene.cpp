@@ -301,12 +301,26 @@ TEST(SurgeryScene, ShippedBarCutSceneCutsUntilTheHalvesHangApart) {
   for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
     by_rest[{std::lround(m.nodes(i, 0) * 1e9), std::lround(m.nodes(i, 1) * 1e9), std::lround(m.nodes(i, 2) * 1e9)}]
         .push_back(static_cast<int>(i));
+  // The longest tet edge: a node of a face whose two tets lie on either side of x = 5 is closer
+  // to the plane than that.
+  double longest = 0;
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a)
+      for (int b = a + 1; b < 4; ++b)
+        longest = std::max(longest, (m.nodes.row(m.tets(t, a)) - m.nodes.row(m.tets(t, b))).norm());
   double gap = 0;
   int split = 0;
   for (const auto& [key, nodes] : by_rest) {
     split += static_cast<int>(nodes.size()) - 1;  // a node may fall into more than two pieces
-    for (std::size_t a = 1; a < nodes.size(); ++a)
+    if (nodes.size() < 2) continue;
+    // A split node is a node of a cut face, its original is a node of the file and its copies
+    // were appended after them.
+    EXPECT_LT(std::abs(m.nodes(nodes[0], 0) - 5.0), longest) << "node " << nodes[0];
+    EXPECT_LT(nodes[0], 3842);
+    for (std::size_t a = 1; a < nodes.size(); ++a) {
+      EXPECT_GE(nodes[a], 3842);
       gap = std::max(gap, (sim.positions().row(nodes[0]) - sim.positions().row(nodes[a])).norm());
+    }
   }
   EXPECT_EQ(split, static_cast<int>(m.nodes.rows()) - 3842);  // every new node is a copy of a rest position
   const double sag = -(sim.positions() - m.nodes).col(2).minCoeff();

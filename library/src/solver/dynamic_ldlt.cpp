@@ -49,7 +49,6 @@ struct DynamicLdlt::Impl {
   double pivot_tol = 1e-12;
   DynamicLdltInfo info;
   detail::LdltColumnKernel kernel = detail::ldlt_column_best();
-  bool split_columns = true;  // long columns of a pass on two threads (ColumnSplitter)
 
   // ---- tree-parallel substitution schedule (rebuilt lazily after a change of the tree) ----------
   // Disjoint subtrees of the elimination tree are substituted concurrently; the "top" (every
@@ -780,7 +779,7 @@ bool DynamicLdlt::modify(const FactorModification& mod) {
     placeholders[static_cast<size_t>(k)] = SparseColumn{{n_old + k}, {std::sqrt(delta[static_cast<size_t>(k)])}};
   bool ok = false;
   {
-    detail::ColumnSplitter split(m.split_columns);
+    detail::ColumnSplitter split(/*enabled=*/true);  // long columns of a pass on two threads
     m.splitter = &split;
     try {
       ok = m.apply(added, 1.0) && m.apply(removed, -1.0) && m.apply(placeholders, -1.0);

@@ -70,9 +70,11 @@ void run_live(const ViewOptions& o) {
                            server.url())
             << "Draw an incision, place hooks and sutures in the browser; press Ctrl-C to stop." << std::endl;
   server.serve(&g_interrupted);
-  session.stop();
+  // A second Ctrl-C while the frame under way finishes ends the program at once.
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
+  std::cout << "xpd view --live: stopping after the frame under way" << std::endl;
+  session.stop();
   std::cout << "xpd view --live: stopped; replay with: xpd run " << o.live_scene << " --events "
             << (session.run_folder() / "events.json").string() << " -o OUT" << std::endl;
 }
@@ -106,7 +108,7 @@ void add_view_command(CLI::App& app) {
   cmd->add_option("run", o->run, "Run folder with frames/NNNN.vtu and stats.json");
   cmd->add_option("--live", o->live_scene,
                   "Live mode: run this scene while it is viewed; surgical events drawn in the browser "
-                  "(incisions, hooks, sutures) are applied as they come (docs/viewer.md)")
+                  "(incisions, hooks, sutures) are applied as they come (viewer/README.md)")
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", o->out, "Live mode: folder for the session's frames, stats.json and events.json");
   cmd->add_option("--settle", o->settle, "Live mode: frames solved after each event beyond its own")

@@ -132,6 +132,8 @@ const char* status_text(int status) {
       return "Length Required";
     case 413:
       return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
     case 422:
       return "Unprocessable Content";
     case 503:
@@ -339,33 +341,39 @@ void HttpServer::handle(int fd) {
   if (!quiet_) std::fprintf(stderr, "%s %s %d\n", line.method.c_str(), line.target.c_str(), status);
 }
 
-std::optional<long long> content_length(std::string_view head) {
-  // Header names are case-insensitive (RFC 9110 §5.1).
+std::optional<std::string> header_value(std::string_view head, std::string_view name) {
+  // Header names are case-insensitive (RFC 9110 §5.1); the value without surrounding blanks.
   std::size_t pos = head.find("\r\n");
   while (pos != std::string_view::npos && pos + 2 < head.size()) {
     const std::size_t start = pos + 2, end = head.find("\r\n", start);
     const std::string_view field = head.substr(start, end == std::string_view::npos ? head.npos : end - start);
     if (field.empty()) break;
     const std::size_t colon = field.find(':');
-    if (colon != std::string_view::npos) {
-      std::string name(field.substr(0, colon));
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (name == "content-length") {
+    if (colon != std::string_view::npos && colon == name.size()) {
+      bool same = true;
+      for (std::size_t i = 0; i < colon && same; ++i)
+        same = std::tolower(static_cast<unsigned char>(field[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+      if (same) {
         std::string_view v = field.substr(colon + 1);
         while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
         while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-        if (v.empty() || v.size() > 18) return std::nullopt;
-        long long n = 0;
-        for (const char c : v) {
-          if (c < '0' || c > '9') return std::nullopt;
-          n = n * 10 + (c - '0');
-        }
-        return n;
+        return std::string(v);
       }
     }
     pos = end;
   }
   return std::nullopt;
+}
+
+std::optional<long long> content_length(std::string_view head) {
+  const auto v = header_value(head, "content-length");
+  if (!v || v->empty() || v->size() > 18) return std::nullopt;
+  long long n = 0;
+  for (const char c : *v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
 }
 
 int HttpServer::handle_post(int fd, std::string& req, const RequestLine& line) {
@@ -375,7 +383,22 @@ int HttpServer::handle_post(int fd, std::string& req, const RequestLine& line) {
     return 405;
   }
   const std::size_t header_end = req.find("\r\n\r\n") + 4;
-  const auto length = content_length(std::string_view(req).substr(0, header_end));
+  const std::string_view head = std::string_view(req).substr(0, header_end);
+  // Only JSON, and only from the server's own pages: a JSON POST from another origin needs a CORS
+  // preflight (OPTIONS), which is refused, and an Origin that is not this host is refused here.
+  const std::string type = header_value(head, "content-type").value_or("");
+  if (type.rfind("application/json", 0) != 0) {
+    send_error(fd, 415, "a POST body must be JSON (Content-Type: application/json)", false);
+    return 415;
+  }
+  if (const auto origin = header_value(head, "origin")) {
+    const std::string host = header_value(head, "host").value_or("");
+    if (*origin != "http://" + host) {
+      send_error(fd, 403, "POST from another origin (" + *origin + ") refused", false);
+      return 403;
+    }
+  }
+  const auto length = content_length(head);
   if (!length) {
     send_error(fd, 411, "a POST needs a Content-Length", false);
     return 411;
@@ -388,11 +411,20 @@ int HttpServer::handle_post(int fd, std::string& req, const RequestLine& line) {
   char buf[4096];
   while (static_cast<long long>(body.size()) < *length) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return 400;  // the client went away (or timed out) before sending its body
+    if (n <= 0) {  // the client went away, or timed out, before sending all its body
+      send_error(fd, 400, "the body ended before its Content-Length", false);
+      return 400;
+    }
     body.append(buf, static_cast<std::size_t>(n));
   }
   body.resize(static_cast<std::size_t>(*length));
-  const PostReply reply = post_handler_(target.path, body);
+  PostReply reply;
+  try {
+    reply = post_handler_(target.path, body);
+  } catch (const std::exception& e) {  // never let a handler's exception end the server
+    reply = {500, std::string("{\"error\": \"internal error\"}\n"), "application/json"};
+    std::fprintf(stderr, "xpd: POST %s failed: %s\n", target.path.c_str(), e.what());
+  }
   send_response(fd, reply.status, reply.content_type, reply.body, false);
   return reply.status;
 }

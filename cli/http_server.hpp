@@ -110,6 +110,10 @@ struct PostReply {
 /// so it may block (e.g. until a simulation has applied what was posted) and must be thread-safe.
 using PostHandler = std::function<PostReply(const std::string& path, const std::string& body)>;
 
+/// The value of header `name` (any case) in a request head, without surrounding blanks; nullopt
+/// when absent.
+std::optional<std::string> header_value(std::string_view head, std::string_view name);
+
 /// The Content-Length of a request head (the text up to the blank line), or nullopt when it has
 /// none or it is not a plain decimal number.
 std::optional<long long> content_length(std::string_view head);

@@ -21,7 +21,11 @@ using json = nlohmann::json;
 
 namespace {
 
-http::PostReply reply(int status, json body) { return {status, body.dump() + "\n", "application/json"}; }
+// Messages may quote what a client sent (a parse error quotes the bytes it stopped at): invalid
+// UTF-8 is replaced rather than thrown from dump().
+http::PostReply reply(int status, json body) {
+  return {status, body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json"};
+}
 http::PostReply error_reply(int status, const std::string& message) { return reply(status, json{{"error", message}}); }
 
 }  // namespace
@@ -35,9 +39,17 @@ void merge_recorded_events(json& scene, const json& recorded) {
   const int scene_frames = solver.contains("frames") && solver["frames"].is_number_integer()
                                ? solver["frames"].get<int>()
                                : SolverSettings{}.frames;
-  const int frames = recorded.contains("frames") && recorded["frames"].is_number_integer()
-                         ? recorded["frames"].get<int>()
-                         : scene_frames;
+  int frames = recorded.contains("frames") && recorded["frames"].is_number_integer() ? recorded["frames"].get<int>()
+                                                                                     : scene_frames;
+  // An event recorded before all its frames were solved (the session stopped in between) still
+  // gets them all in the replay.
+  for (const json& e : recorded["events"]) {
+    if (!e.is_object()) continue;
+    if (e.contains("frames") && e["frames"].is_array() && e["frames"].size() == 2 && e["frames"][1].is_number_integer())
+      frames = std::max(frames, e["frames"][1].get<int>());
+    for (const char* key : {"frame", "release_frame"})
+      if (e.contains(key) && e[key].is_number_integer()) frames = std::max(frames, e[key].get<int>());
+  }
   if (frames > scene_frames) {
     solver["frames"] = frames;
     // Bone poses are reached at pose_frame, by default the last frame: keep the scene's.
@@ -55,8 +67,7 @@ void merge_recorded_events(json& scene, const json& recorded) {
 
 LiveSession::LiveSession(const LiveOptions& options) : options_(options) {
   if (options_.out.empty()) throw Error("xpd view --live needs an output folder (-o OUT) for the session's frames");
-  Scene scene = load_scene(options_.scene, [this](json& doc) {
-    scene_json_ = doc;
+  Scene scene = load_scene(options_.scene, [](json& doc) {
     if (doc.is_object() && !doc.contains("surgery")) doc["surgery"] = json{{"events", json::array()}};
   });
   // The viewer follows every frame.
@@ -102,6 +113,7 @@ void LiveSession::stop() {
     std::cerr << "xpd view --live: could not write the closing metadata: " << e.what() << std::endl;
   }
   if (state_ != "failed") state_ = "stopped";
+  cv_.notify_all();
 }
 
 void LiveSession::advance_and_write(int frame) {
@@ -119,6 +131,7 @@ void LiveSession::advance_and_write(int frame) {
 }
 
 void LiveSession::loop() {
+  std::shared_ptr<Pending> current;
   try {
     bool stopping = false;
     for (int f = 1; f <= scene_frames_ && !stopping; ++f) {
@@ -129,27 +142,30 @@ void LiveSession::loop() {
       if (!stopping) advance_and_write(f);
     }
     while (!stopping) {
-      std::shared_ptr<Pending> p;
       {
         std::unique_lock lock(mutex_);
         state_ = "waiting";
         cv_.notify_all();
         cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
         if (stop_) break;
-        p = queue_.front();
+        current = queue_.front();
         queue_.pop_front();
         state_ = "running";
       }
-      apply(*p);
+      apply(*current);
+      current.reset();
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mutex_);
     state_ = "failed";
     error_ = e.what();
-    cv_.notify_all();
     std::cerr << "xpd view --live: the session stopped: " << e.what() << std::endl;
   }
   std::lock_guard lock(mutex_);
+  if (current && !current->done) {  // the event under way when the session failed
+    current->reply = error_reply(409, "the session stopped: " + error_);
+    current->done = true;
+  }
   for (const auto& p : queue_) {
     p->reply = error_reply(state_ == "failed" ? 409 : 503,
                            state_ == "failed" ? "the session stopped: " + error_ : "the session is stopping");
@@ -205,9 +221,15 @@ void LiveSession::apply(Pending& p) {
   FrameStats st;
   try {
     st = sim_->advance(first);
-  } catch (const Error& err) {
-    // Events are transactional: the mesh, the factor and the positions are as before it.
-    sim_->discard_last_surgery_event();
+  } catch (const std::exception& err) {
+    // Events are transactional: refused, the mesh, the factor and the positions are as before
+    // it. A failure after the event was applied (the frame's solve) cannot be undone: the session
+    // stops (loop() answers this post).
+    try {
+      sim_->discard_last_surgery_event();
+    } catch (const Error&) {
+      throw Error(fmt::format("frame {} failed after its event was applied: {}", first, err.what()));
+    }
     return answer(error_reply(422, err.what()));
   }
   writer_->write_frame(first, st);
@@ -233,9 +255,15 @@ void LiveSession::apply(Pending& p) {
                          {"iterations", st.iterations}}));
   if (!options_.quiet)
     std::cout << fmt::format("xpd view --live: event {} ({}) applied at frame {}", index, tool, first) << std::endl;
-  // The event's own frames are finished even when a stop was asked for meanwhile, so that
-  // events.json never records an event the run folder holds only part of.
-  for (int f = first + 1; f <= last + options_.settle_frames; ++f) advance_and_write(f);
+  // The event's other frames; a stop ends them early (events.json has the whole event, so a
+  // replay runs it to its end: merge_recorded_events).
+  for (int f = first + 1; f <= last + options_.settle_frames; ++f) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stop_) break;
+    }
+    advance_and_write(f);
+  }
   record(json());  // the frame count
 }
 
@@ -281,6 +309,12 @@ void LiveSession::wait_until_idle() {
 std::string LiveSession::index_json() const {
   json idx = json::parse(run_index_json(run_));
   std::lock_guard lock(mutex_);
+  // Only the frames written with their statistics (the VTU comes first; a frame being written
+  // must not reach the viewer before its stats.json entry).
+  json frames = json::array();
+  for (const json& f : idx["frames"])
+    if (f.value("frame", 0) <= frame_) frames.push_back(f);
+  idx["frames"] = std::move(frames);
   idx["live"] = json{{"frame", frame_},
                      {"frames_scene", scene_frames_},
                      {"events", recorded_.size()},

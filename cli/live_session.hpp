@@ -40,8 +40,9 @@ struct LiveOptions {
 };
 
 /// The events of a live session merged into its scene's JSON document: "surgery.events" gains
-/// them, "solver.frames" becomes `frames` when that is more, and bone attachments that reach their
-/// pose at the last frame keep the scene's last frame (so the replay's inputs equal the session's).
+/// them, "solver.frames" becomes the largest of `frames` and the events' last frames when that is
+/// more, and bone attachments that reach their pose at the last frame keep the scene's last frame
+/// (so the replay's inputs equal the session's).
 void merge_recorded_events(nlohmann::json& scene, const nlohmann::json& recorded);
 
 class LiveSession {
@@ -56,8 +57,9 @@ class LiveSession {
   const std::filesystem::path& run_folder() const { return run_; }
   /// Starts the simulation thread.
   void start();
-  /// Ends the thread once the event under way has all its frames, answers waiting posts and
-  /// writes the closing metadata. Called by the destructor too.
+  /// Ends the thread after the frame under way (an event's remaining frames are not solved; the
+  /// replay of events.json solves them), answers waiting posts and writes the closing metadata.
+  /// Called by the destructor too.
   void stop();
   /// POST /api/event: the reply (200 with the frame it was applied at, 400 malformed, 422 refused
   /// by the mesh, 409 after an earlier failure stopped the session, 503 while stopping).
@@ -83,7 +85,6 @@ class LiveSession {
   void record(const nlohmann::json& event);
 
   LiveOptions options_;
-  nlohmann::json scene_json_;  // the scene file as read, for events.json
   std::filesystem::path run_;
   std::unique_ptr<SceneSimulation> sim_;
   std::unique_ptr<RunWriter> writer_;

@@ -260,6 +260,10 @@ TEST(HttpContentLength, ReadsTheHeaderOfAnyCaseAndRefusesOddValues) {
   EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n"));
   EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: 12abc\r\n\r\n"));
   EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"));
+  EXPECT_EQ(header_value("POST / HTTP/1.1\r\ncontent-TYPE:  application/json \r\n\r\n", "Content-Type"),
+            "application/json");
+  EXPECT_EQ(header_value("POST / HTTP/1.1\r\nOrigin: http://a:1\r\n\r\n", "origin"), "http://a:1");
+  EXPECT_FALSE(header_value("POST / HTTP/1.1\r\nOrigins: x\r\n\r\n", "origin"));
   // A body line that looks like the header is not read.
   EXPECT_FALSE(content_length("POST / HTTP/1.1\r\nHost: x\r\n\r\nContent-Length: 5"));
 }

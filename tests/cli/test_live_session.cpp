@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
@@ -148,6 +149,29 @@ TEST(LiveSession, ReplayOfEventsJsonGivesTheSessionsFrames) {
   }
   test::report("live session vs replay: max |dx| / bbox diagonal", worst, 1e-8);
   EXPECT_LE(worst, 1e-8);
+}
+
+// The merge behind `xpd run --events`: events appended, solver.frames the largest of the recorded
+// frame count and every event's last frame (an event cut short by a stop is replayed whole), bone
+// attachments without pose_frame keep reaching their pose at the scene's own last frame.
+TEST(LiveSession, RecordedEventsMergeIntoTheScene) {
+  json scene = json::parse(R"({ "solver": { "frames": 4 }, "attachments": [
+      { "type": "bone", "selection": "all" }, { "type": "bone", "pose_frame": 2 }, { "type": "fixed" } ],
+      "surgery": { "events": [{ "tool": "cut", "frame": 2 }] } })");
+  const json recorded = json::parse(R"({ "frames": 6, "events": [
+      { "tool": "cut", "frame": 5 }, { "tool": "hook", "frames": [6, 9] } ] })");
+  cli::merge_recorded_events(scene, recorded);
+  EXPECT_EQ(scene["solver"]["frames"].get<int>(), 9);
+  EXPECT_EQ(scene["surgery"]["events"].size(), 3u);
+  EXPECT_EQ(scene["surgery"]["events"][2]["frames"], json::array({6, 9}));
+  EXPECT_EQ(scene["attachments"][0]["pose_frame"].get<int>(), 4);
+  EXPECT_EQ(scene["attachments"][1]["pose_frame"].get<int>(), 2);
+  EXPECT_FALSE(scene["attachments"][2].contains("pose_frame"));
+  json plain = json::parse(R"({ "solver": { "frames": 10 } })");  // no surgery key yet
+  cli::merge_recorded_events(plain, recorded);
+  EXPECT_EQ(plain["solver"]["frames"].get<int>(), 10);
+  EXPECT_EQ(plain["surgery"]["events"].size(), 2u);
+  EXPECT_THROW(cli::merge_recorded_events(plain, json::parse(R"({ "frames": 3 })")), Error);
 }
 
 }  // namespace

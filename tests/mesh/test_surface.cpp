@@ -129,6 +129,15 @@ TEST(MeshSurface, MidpointSubdivisionAndCrop) {
   EXPECT_EQ(cropped.triangles.rows(), expected);
   EXPECT_LE((cropped.nodes.rowwise() - c.transpose()).rowwise().norm().maxCoeff(), 0.8);
   EXPECT_EQ(cropped.triangles.maxCoeff() + 1, cropped.nodes.rows());  // every vertex used, none missing
+  // The kept triangles, in their order, are the same triangles in space.
+  for (Eigen::Index f = 0, k = 0; f < d.triangles.rows(); ++f) {
+    bool in = true;
+    for (int c = 0; c < 3; ++c) in = in && (d.nodes.row(d.triangles(f, c)).transpose() - Vec3::Zero()).norm() <= 0.8;
+    if (!in) continue;
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(cropped.nodes.row(cropped.triangles(k, c)), d.nodes.row(d.triangles(f, c))) << "triangle " << f;
+    ++k;
+  }
   EXPECT_THROW(crop_surface(d, Vec3(10, 10, 10), 0.1), MeshError);
 }
 

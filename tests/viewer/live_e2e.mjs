@@ -8,6 +8,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseVtu } from '../../viewer/src/vtu.js';
@@ -88,9 +89,40 @@ function frameFigures(page) {
   });
 }
 
+// A raw POST to /api/event (headers as given), for what a browser page would not send.
+function rawPost(url, headers, body) {
+  const u = new URL(url);
+  return new Promise((res, rej) => {
+    const s = net.connect(Number(u.port), u.hostname, () => {
+      const h = Object.entries({ Host: u.host, 'Content-Length': body.length, ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      s.write(Buffer.concat([Buffer.from(`POST /api/event HTTP/1.1\r\n${h}\r\n`), body]));
+    });
+    let data = '';
+    s.on('data', (d) => { data += d.toString('latin1'); });
+    s.on('end', () => res({ status: Number(data.split(' ')[1]), body: data.split('\r\n\r\n')[1] || '' }));
+    s.on('error', rej);
+  });
+}
+
 async function main() {
   const live = await startLive();
   console.log(`server: ${live.url}`);
+  try {
+    await session(live);
+  } finally {
+    if (live.proc.exitCode === null) live.proc.kill('SIGKILL');
+  }
+}
+
+async function session(live) {
+  // What a page of another origin, a form or a broken client would send: refused, no crash.
+  const json = { 'Content-Type': 'application/json' };
+  const plain = await rawPost(live.url, { 'Content-Type': 'text/plain' }, Buffer.from('{"tool": "cut"}'));
+  check(plain.status === 415, `POST text/plain -> ${plain.status}`);
+  const foreign = await rawPost(live.url, { ...json, Origin: 'http://evil.example' }, Buffer.from('{"tool": "cut"}'));
+  check(foreign.status === 403, `POST from another origin -> ${foreign.status}`);
+  const bad = await rawPost(live.url, json, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
+  check(bad.status === 400 && /not valid JSON/.test(bad.body), `POST of invalid UTF-8 -> ${bad.status} ${bad.body.trim().slice(0, 60)}`);
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });

@@ -985,6 +985,9 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
       e.between = int_at_least(*v, 0);
       if (e.between > 1000) v->fail("at most 1000 stitches between two cardinal ones");
     }
+    // Each stitch is one factor update and one model rebuild (solver/surgery_session.hpp).
+    const std::size_t total = e.stitches.size() + (e.stitches.size() - 1) * static_cast<std::size_t>(e.between);
+    if (total > 1000) r.fail("a row of " + std::to_string(total) + " stitches: at most 1000");
     e.stiffness = positive(r.child("stiffness"));
   } else if (tool == "undermine") {
     e.tool = SurgeryEvent::Tool::Undermine;

@@ -607,7 +607,7 @@ void SceneSimulation::apply_surgery_events(int frame) {
           break;
         }
         case SurgeryEvent::Tool::Undermine: {
-          const int released = undermine(e, where);
+          const int released = undermine(e, where, frame);
           surgery_frame_.attachments_released += released;
           ++surgery_frame_.events;
           ended = true;
@@ -627,8 +627,10 @@ void SceneSimulation::apply_surgery_events(int frame) {
     surgery_frame_.fill_refactored = surgery_->check_fill().refactored;
 }
 
-int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where) {
-  const auto fail = [&](const std::string& what) { throw SceneError(scene_.file, where, what); };
+int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where, int frame) {
+  const auto fail = [&](const std::string& what) {
+    throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
+  };
   Shell shell;  // the skin tools read the shell's layout only
   shell.surface_vertices = scene_.mesh.shell_surface_vertices;
   shell.layers = scene_.mesh.shell.layers;

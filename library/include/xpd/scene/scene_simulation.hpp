@@ -149,7 +149,7 @@ class SceneSimulation {
   void set_frame_inputs(int frame);
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
-  int undermine(const SurgeryEvent& e, const std::string& where);  // attachments released
+  int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
 
   Scene scene_;
   TetMesh mesh_;

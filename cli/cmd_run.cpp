@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <filesystem>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -114,6 +116,16 @@ void run(const RunCliOptions& o) {
       recorded = nlohmann::json::parse(data);
     } catch (const nlohmann::json::parse_error& e) {
       throw IoError(o.events, 0, std::string("malformed JSON: ") + e.what());
+    }
+    // The events are in the rest space of the scene they were drawn on.
+    namespace fs = std::filesystem;
+    if (recorded.is_object() && recorded.contains("scene") && recorded["scene"].is_string()) {
+      std::error_code ec;
+      const fs::path drawn = fs::weakly_canonical(recorded["scene"].get<std::string>(), ec),
+                     given = fs::weakly_canonical(o.scene, ec);
+      if (drawn != given)
+        std::cerr << "xpd run: warning: " << o.events << " was recorded on " << drawn.string() << ", not on "
+                  << given.string() << std::endl;
     }
   }
   SceneSimulation sim(o.events.empty() ? load_scene(o.scene) : load_scene(o.scene, [&](nlohmann::json& doc) {

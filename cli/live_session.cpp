@@ -116,8 +116,9 @@ void LiveSession::stop() {
   cv_.notify_all();
 }
 
-void LiveSession::advance_and_write(int frame) {
-  const FrameStats st = sim_->advance(frame);
+void LiveSession::advance_and_write(int frame) { write(frame, sim_->advance(frame)); }
+
+void LiveSession::write(int frame, const FrameStats& st) {
   writer_->write_frame(frame, st);
   iterations_ += st.iterations;
   unconverged_ += st.converged ? 0 : 1;
@@ -232,15 +233,8 @@ void LiveSession::apply(Pending& p) {
     }
     return answer(error_reply(422, err.what()));
   }
-  writer_->write_frame(first, st);
-  iterations_ += st.iterations;
-  unconverged_ += st.converged ? 0 : 1;
-  wall_ms_ += st.wall_ms;
+  write(first, st);
   const SceneSimulation::SurgeryFrame& sf = sim_->surgery_frame();
-  {
-    std::lock_guard lock(mutex_);
-    frame_ = first;
-  }
   record(ev);
   answer(reply(200, json{{"frame", first},
                          {"last_frame", last + options_.settle_frames},

@@ -25,6 +25,7 @@
 namespace xpd {
 class SceneSimulation;
 class RunWriter;
+struct FrameStats;
 }  // namespace xpd
 
 namespace xpd::cli {
@@ -81,6 +82,7 @@ class LiveSession {
   };
   void loop();
   void advance_and_write(int frame);
+  void write(int frame, const FrameStats& stats);  // the frame's files, totals and frame_
   void apply(Pending& p);
   void record(const nlohmann::json& event);
 

@@ -39,6 +39,16 @@ double force_scale(const ModelDesc& d) {
 
 double max_node_distance(const Points& a, const Points& b) { return (a - b).rowwise().norm().maxCoeff(); }
 
+// A cantilever under gravity: `box` with shear modulus `mu`, clamped at x = 0 (stiffness 1e7).
+ModelDesc hanging_desc(const TetMesh& box, double mu) {
+  ModelDesc d;
+  d.mesh = box;
+  d.mu = {mu};
+  d.gravity = Vec3(0, 0, -9.81);
+  test::attach_min_face(d, 0, 1e7);
+  return d;
+}
+
 // Two sessions of one model: a fresh factorization per event (the oracle) and progressive updates;
 // frames stop at 1e-10 of the model's force scale (Anderson).
 struct SessionPair {
@@ -324,11 +334,7 @@ TEST(SurgerySession, StrainLimitedTissueFollowsCutsAndExcisions) {
 // every attachment is refused with the session unchanged.
 TEST(SurgerySession, HooksAndReleasedAttachmentsFollowTheRefactorizedModel) {
   const TetMesh box = make_box(7, 3, 3, Vec3::Zero(), Vec3(1.2, 0.3, 0.3));
-  ModelDesc d;
-  d.mesh = box;
-  d.mu = {1e5};
-  d.gravity = Vec3(0, 0, -9.81);
-  test::attach_min_face(d, 0, 1e7);
+  const ModelDesc d = hanging_desc(box, 1e5);
   auto [ref, prog] = session_pair(d);
   const double diag = test::bbox_diagonal(box.nodes);
   double worst = 0;
@@ -404,23 +410,13 @@ TEST(SurgerySession, HooksAndReleasedAttachmentsFollowTheRefactorizedModel) {
   EXPECT_TRUE(prog.step().converged);
 }
 
-// Excision of a bite out of a cantilever's top (the tets whose centroid lies in a sphere), in a
-// progressive and a refactorizing session: the lumped mass drops by exactly the removed tets'
-// mass, the nodes left without a tet become inactive and stay where they were, a suture on the
-// excised tissue goes with it, both sessions give the same positions; hooks or sutures on excised
-// nodes, excising everything, or cutting the body off its clamp are refused with the session
-// unchanged.
 // A cut through a clamp: a 7 × 5 × 5 cantilever clamped at x = 0 (node attachments), gravity, cut
 // along the plane z = 0.5 through its whole length. The 5 clamp nodes on that plane split; their
 // copies get the same attachment, so each layer hangs from its whole share of the clamp. Oracle: a
 // model built directly from the cut mesh with every node at x = 0 attached (copies included).
 TEST(SurgerySession, CopiesOfAttachedNodesKeepTheirAttachments) {
   const TetMesh box = make_box(7, 5, 5, Vec3::Zero(), Vec3(1.2, 1.0, 1.0));
-  ModelDesc d;
-  d.mesh = box;
-  d.mu = {1e4};
-  d.gravity = Vec3(0, 0, -9.81);
-  test::attach_min_face(d, 0, 1e7);
+  const ModelDesc d = hanging_desc(box, 1e4);
   auto [ref, prog] = session_pair(d);
   for (SurgerySession* s : {&ref, &prog}) (void)s->cut(faces_across_plane(box, Vec3::UnitZ(), 0.5, Vec3::UnitX()));
   EXPECT_EQ(prog.num_attachments(), 25 + 5);
@@ -462,15 +458,17 @@ TEST(SurgerySession, CopiesOfAttachedNodesKeepTheirAttachments) {
   EXPECT_LT(clamp_moved, 1e-3 * (prog.state().x - prog.mesh().nodes).rowwise().norm().maxCoeff());
 }
 
+// Excision of a bite out of a cantilever's top (the tets whose centroid lies in a sphere), in a
+// progressive and a refactorizing session: the lumped mass drops by exactly the removed tets'
+// mass, the nodes left without a tet become inactive and stay where they were, a suture on the
+// excised tissue goes with it, both sessions give the same positions; hooks or sutures on excised
+// nodes, excising everything, or cutting the body off its clamp are refused with the session
+// unchanged.
 TEST(SurgerySession, ExcisionRemovesTheTissueAndExactlyItsMass) {
   const TetMesh box = make_box(7, 7, 7, Vec3::Zero(), Vec3::Ones());
-  ModelDesc d;
-  d.mesh = box;
-  d.mu = {1e5};
+  ModelDesc d = hanging_desc(box, 1e5);
   d.density.resize(static_cast<size_t>(box.tets.rows()));  // per tet: 1000, 1500, 2000 kg/m³
   for (size_t t = 0; t < d.density.size(); ++t) d.density[t] = 1000.0 * (1.0 + 0.5 * double((t * 7) % 3));
-  d.gravity = Vec3(0, 0, -9.81);
-  test::attach_min_face(d, 0, 1e7);
   auto [ref, prog] = session_pair(d);
   ASSERT_TRUE(ref.step().converged);
   ASSERT_TRUE(prog.step().converged);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -529,13 +530,9 @@ void SceneSimulation::apply_surgery_events(int frame) {
           std::vector<char> in(static_cast<std::size_t>(mesh_.nodes.rows()), 0);
           for (int v : nodes) in[static_cast<std::size_t>(v)] = 1;
           // The scene attachments on the selection's nodes, and the copies cuts made of them.
-          std::vector<int> keys;
-          for (const int key : surgery_->attachment_keys()) {
-            const int origin = surgery_->attachment_origin(key);
-            if (origin >= 0 && static_cast<std::size_t>(origin) < attach_node_.size() &&
-                in[static_cast<std::size_t>(attach_node_[static_cast<std::size_t>(origin)])])
-              keys.push_back(key);
-          }
+          const std::vector<int> keys = scene_attachment_keys([&](int, int origin) {
+            return in[static_cast<std::size_t>(attach_node_[static_cast<std::size_t>(origin)])];
+          });
           if (keys.empty()) fail(where, "selection '" + e.selection + "' carries no attachment to release");
           surgery_->remove_attachments(keys);
           surgery_frame_.attachments_released += static_cast<int>(keys.size());
@@ -627,6 +624,15 @@ void SceneSimulation::apply_surgery_events(int frame) {
     surgery_frame_.fill_refactored = surgery_->check_fill().refactored;
 }
 
+std::vector<int> SceneSimulation::scene_attachment_keys(const std::function<bool(int, int)>& keep) const {
+  std::vector<int> keys;
+  for (const int key : surgery_->attachment_keys()) {
+    const int origin = surgery_->attachment_origin(key);
+    if (origin >= 0 && static_cast<std::size_t>(origin) < attach_node_.size() && keep(key, origin)) keys.push_back(key);
+  }
+  return keys;
+}
+
 int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where, int frame) {
   const auto fail = [&](const std::string& what) {
     throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
@@ -694,19 +700,9 @@ int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where, 
   const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
   std::vector<char> in(static_cast<std::size_t>(rest.rows()), 0);
   for (int v : below) in[static_cast<std::size_t>(v)] = 1;
-  // The scene attachments (and the copies cuts made of them) on those nodes; hooks stay.
-  std::vector<int> keys;
-  for (const int key : surgery_->attachment_keys()) {
-    const int origin = surgery_->attachment_origin(key);
-    if (origin < 0 || static_cast<std::size_t>(origin) >= attach_node_.size()) continue;
-    const BaryPoint& p = surgery_->attachment_point(key);
-    for (int a = 0; a < 4; ++a)
-      if (p.nodes[static_cast<std::size_t>(a)] >= 0 && p.weights[static_cast<std::size_t>(a)] != 0.0 &&
-          in[static_cast<std::size_t>(p.nodes[static_cast<std::size_t>(a)])]) {
-        keys.push_back(key);
-        break;
-      }
-  }
+  // The scene attachments (node attachments; a cut's copy carries its own node) on those nodes.
+  const std::vector<int> keys = scene_attachment_keys(
+      [&](int key, int) { return in[static_cast<std::size_t>(surgery_->attachment_point(key).nodes[0])] != 0; });
   if (keys.empty())
     fail(fmt::format("the undermined region ({} of {} skin triangles) has no attached tissue below it", region.size(),
                      skin.rows()));

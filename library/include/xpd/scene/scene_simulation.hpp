@@ -38,6 +38,7 @@
 // positions (no extrapolation: the node count changes). Solver settings used: max_iterations, min_iterations, tolerance
 // (relative), accelerator (none / anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a
 // tbb::global_control caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
+#include <functional>
 #include <optional>
 #include <vector>
 #include <xpd/collision/two_way.hpp>
@@ -150,6 +151,9 @@ class SceneSimulation {
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
   int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
+  // Session keys of the scene's attachments and of the copies cuts made of them (hooks excluded)
+  // for which keep(key, index of the scene attachment) holds.
+  std::vector<int> scene_attachment_keys(const std::function<bool(int, int)>& keep) const;
 
   Scene scene_;
   TetMesh mesh_;

@@ -77,6 +77,12 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
     if (t.refactor > 0) fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Sparse refactorization (baseline)", t.refactor / it);
     if (t.pcg > 0) fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PCG (baseline)", t.pcg / it);
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (update, checks)", total.other / it);
+  } else if (sim.compute_device().rfind("cuda", 0) == 0) {
+    fmt::print("{:<58} {:>10.3f}ms\n", "GPU  Local step, forces, energy and residual (two sums back)",
+               total.local / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "GPU  Global solve (supernodal substitution, 3 RHS), update", total.solve / it);
+    fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Other (convergence test, frame start and end)",
+               (total.rhs + total.other) / it);
   } else {
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  PD local step (rotations, elastic forces)", total.local / it);
     fmt::print("{:<58} {:>10.3f}ms\n", "CPU  Right-hand side (springs, loads, inertia, residual)", total.rhs / it);
@@ -93,6 +99,7 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
   fmt::print("{:<58} {:>10.1f}ms\n", "Wall time of all frames", wall_ms);
   fmt::print("{:<58} {:>12}\n", "Total tetrahedra in mesh", sim.mesh().tets.rows());
   fmt::print("{:<58} {:>12}\n", "Total simulation nodes", sim.mesh().nodes.rows());
+  fmt::print("Device (solver.device): {}\n", sim.compute_device());
   if (const SceneCollision* c = sim.collision()) {
     fmt::print("{:<58} {:>12}\n", "Nodes in collision-prone region",
                c->solver ? c->solver->region_nodes().size() : c->ipc->region_nodes().size());

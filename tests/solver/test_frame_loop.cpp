@@ -1,9 +1,11 @@
 // The one frame loop (solver/frame_loop.hpp) with strategies other than the shipped ones: a step
 // bound (the hook of CCD-limited barrier steps) is honoured by the line search and still reaches
 // the same equilibrium; the strategy's constant-matrix solve (the hook of adjoint passes) is the
-// model's factor; unsupported accelerators are refused by name.
+// model's factor; unsupported accelerators are refused by name; a strategy that keeps its vectors
+// to itself during a frame (a device) runs the same iterations.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <xpd/core/error.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/pd_solver.hpp>
@@ -66,6 +68,82 @@ TEST(FrameLoop, StepBoundIsHonouredAndReachesTheSameEquilibrium) {
   EXPECT_EQ(half.bounds, sb.iterations);
   EXPECT_GT(sb.iterations, sp.iterations);  // half steps: slower, same fixed point
   EXPECT_LE((bounded.x - plain.x).cwiseAbs().maxCoeff(), 1e-7 * test::bbox_diagonal(plain.x));
+}
+
+// Plain PD that keeps its own copy of x and f during a frame, as a device strategy does
+// (GlobalStep::resident): the loop must neither read nor need the state's vectors mid-frame. The
+// state's x and force are poisoned at begin_frame to prove it.
+class ResidentPdStep final : public GlobalStep {
+ public:
+  explicit ResidentPdStep(const Model& model) : pd_(model) {}
+  const char* name() const override { return "resident step"; }
+  bool supports(Accelerator a) const override { return a == Accelerator::None; }
+  bool in_place() const override { return true; }
+  bool resident() const override { return true; }
+  void begin_frame(State& s) override {
+    own_ = s;
+    s.x.setConstant(std::numeric_limits<double>::quiet_NaN());
+    s.force.setConstant(std::numeric_limits<double>::quiet_NaN());
+  }
+  double evaluate(State&, FrameStats& st) override { return pd_.evaluate(own_, st); }
+  void iterate(State&, FrameStats& st) override {
+    pd_.iterate(own_, st);
+    own_.x += own_.step;
+  }
+  double residual_norm(const State&) const override { return own_.force.norm(); }
+  void end_frame(State& s, FrameStats&) override {
+    s.x = own_.x;
+    s.force = own_.force;
+  }
+  void solve_with_matrix(Eigen::MatrixXd& b) const override { pd_.solve_with_matrix(b); }
+
+ private:
+  PdStep pd_;
+  State own_;
+};
+
+TEST(FrameLoop, ResidentStrategyMatchesPlainPdAndIsRefusedWhatNeedsHostVectors) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::loaded_desc(mesh));
+  SolverOptions o;
+  o.max_iterations = 5000;
+  o.rel_tolerance = 1e-8;
+  State plain = make_state(model);
+  const FrameStats sp = step(model, plain, o);
+  ASSERT_TRUE(sp.converged);
+  State resident = make_state(model);
+  ResidentPdStep rs(model);
+  const FrameStats sr = run_frame(model, resident, rs, o);
+  // The same operations in the same order: the same iterates, bit for bit.
+  EXPECT_TRUE(sr.converged);
+  EXPECT_EQ(sr.iterations, sp.iterations);
+  EXPECT_EQ(sr.residual, sp.residual);
+  EXPECT_EQ(sr.energy, sp.energy);
+  EXPECT_TRUE((resident.x.array() == plain.x.array()).all());
+  EXPECT_TRUE((resident.force.array() == plain.force.array()).all());
+  EXPECT_EQ(resident.frame, 1);
+
+  // Accelerators and implicit Euler need the vectors on the host mid-frame: refused by name.
+  SolverOptions anderson = o;
+  anderson.anderson = true;
+  State s2 = make_state(model);
+  try {
+    run_frame(model, s2, rs, anderson);
+    FAIL() << "a resident strategy ran with Anderson";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("resident step"), std::string::npos) << e.what();
+  }
+  ModelDesc d = test::loaded_desc(mesh);
+  d.integrator = Integrator::ImplicitEuler;
+  const Model dynamic = build_model(d);
+  ResidentPdStep rd(dynamic);
+  State s3 = make_state(dynamic);
+  try {
+    run_frame(dynamic, s3, rd, o);
+    FAIL() << "a resident strategy ran implicit Euler";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("implicit Euler"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FrameLoop, ConstantMatrixSolveIsTheModelsFactor) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <xpd/config.hpp>
@@ -57,6 +58,9 @@ void DevicePd::evaluate_forces() { no_cuda(); }
 Points DevicePd::forces() const { no_cuda(); }
 void DevicePd::iterate() { no_cuda(); }
 void DevicePd::check() { no_cuda(); }
+void DevicePd::set_inputs(const Points&, const Vec3&, const Points&) { no_cuda(); }
+DevicePd::Evaluation DevicePd::evaluate() { no_cuda(); }
+void DevicePd::apply_step() { no_cuda(); }
 DeviceSolve& DevicePd::solver() { no_cuda(); }
 struct DeviceDenseCholesky::Impl {};
 DeviceDenseCholesky::DeviceDenseCholesky(int, int) { no_cuda(); }
@@ -570,6 +574,17 @@ struct DevicePd::Impl {
   Allocations mem;
   detail::PdData d{};
   std::unique_ptr<DeviceSolve> solve;
+  std::vector<int> att_slot;     // attachment j (description order) → its slot (grouped by node)
+  std::vector<double> att_host;  // the slots as uploaded: k, target
+  double* nodal_buffer = nullptr;
+  double* att_buffer = nullptr;      // = d.attachments
+  double* gravity_buffer = nullptr;  // = d.gravity
+  double* partials = nullptr;        // kSumBlocks × 3 block sums
+  double* sums = nullptr;            // device: E_tets, E_nodes, ||f||²
+  double* readback = nullptr;        // pinned host: the sums and the status word
+  ~Impl() {
+    if (readback) cudaFreeHost(readback);
+  }
 };
 
 DevicePd::DevicePd(const DevicePdDesc& desc) : impl_(std::make_unique<Impl>()) {
@@ -616,12 +631,15 @@ DevicePd::DevicePd(const DevicePdDesc& desc) : impl_(std::make_unique<Impl>()) {
     }
     for (int i = 0; i < nn; ++i) att_off[i + 1] += att_off[i];
     att_data.assign(4 * sp.size(), 0.0);
+    m.att_slot.resize(sp.size());
     std::vector<int> fill(att_off.begin(), att_off.end() - 1);
     for (size_t j = 0; j < sp.size(); ++j) {
       const int q = fill[sp[j].point.nodes[0]]++;
+      m.att_slot[j] = q;
       att_data[4 * q] = sp[j].stiffness;
       for (int r = 0; r < 3; ++r) att_data[4 * q + 1 + r] = desc.attachment_targets(static_cast<long>(j), r);
     }
+    m.att_host = att_data;
   }
   if (desc.masses.size() != nn) throw GpuError("GPU PD: masses do not match the nodes");
   std::vector<double> mass(desc.masses.data(), desc.masses.data() + nn);
@@ -632,17 +650,30 @@ DevicePd::DevicePd(const DevicePdDesc& desc) : impl_(std::make_unique<Impl>()) {
     for (int i = 0; i < nn; ++i)
       for (int r = 0; r < 3; ++r) nodal[3 * i + r] = desc.nodal_forces(i, r);
   }
-  require_memory((nt * (4.0 * 4 + 19 * 8 + 16) + nn * (7 * 8.0 + 4)), "GPU PD: uploading the mesh");
+  require_memory((nt * (4.0 * 4 + 20 * 8 + 16) + nn * (12 * 8.0 + 4)), "GPU PD: uploading the mesh");
   m.d.tets = m.mem.copy(tets, "GPU PD tets");
   m.d.dm_inv = m.mem.copy(dm, "GPU PD Dm_inv");
   m.d.weight = m.mem.copy(w, "GPU PD weights");
   m.d.inc_offsets = m.mem.copy(off, "GPU PD incidences");
   m.d.incidences = m.mem.copy(inc, "GPU PD incidences");
   m.d.att_offsets = m.mem.copy(att_off, "GPU PD attachments");
-  m.d.attachments = m.mem.copy(att_data, "GPU PD attachments");
+  m.att_buffer = m.mem.copy(att_data, "GPU PD attachments");
+  m.d.attachments = m.att_buffer;
   m.d.mass = m.mem.copy(mass, "GPU PD masses");
-  m.d.gravity = m.mem.copy(gravity, "GPU PD gravity");
-  m.d.nodal = nodal.empty() ? nullptr : m.mem.copy(nodal, "GPU PD nodal forces");
+  m.gravity_buffer = m.mem.copy(gravity, "GPU PD gravity");
+  m.d.gravity = m.gravity_buffer;
+  // The nodal forces' buffer exists even when the description has none: set_inputs may add them.
+  m.nodal_buffer = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD nodal forces");
+  if (!nodal.empty())
+    cuda_check(cudaMemcpy(m.nodal_buffer, nodal.data(), nodal.size() * sizeof(double), cudaMemcpyHostToDevice),
+               "GPU PD nodal forces");
+  m.d.nodal = nodal.empty() ? nullptr : m.nodal_buffer;
+  m.d.tet_energy = m.mem.alloc<double>(static_cast<size_t>(nt), "GPU PD energies");
+  m.d.node_energy = m.mem.alloc<double>(static_cast<size_t>(nn), "GPU PD energies");
+  m.d.node_force_sq = m.mem.alloc<double>(static_cast<size_t>(nn), "GPU PD residual");
+  m.partials = m.mem.alloc<double>(3 * static_cast<size_t>(detail::kSumBlocks), "GPU PD sums");
+  m.sums = m.mem.alloc<double>(3, "GPU PD sums");
+  cuda_check(cudaMallocHost(&m.readback, 4 * sizeof(double)), "GPU PD pinned readback");
   m.d.x = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD x");
   m.d.H = m.mem.alloc<double>(9 * static_cast<size_t>(nt), "GPU PD H");
   m.d.f = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD f");
@@ -700,6 +731,62 @@ void DevicePd::check() {
     throw SolverError(
         "GPU PD: an element is inverted or degenerate; the device local step has no SVD fallback yet (run on the CPU)");
   }
+}
+
+void DevicePd::set_inputs(const Points& targets, const Vec3& gravity, const Points& nodal_forces) {
+  Impl& m = *impl_;
+  const long nn = m.d.num_nodes;
+  if (targets.rows() != static_cast<long>(m.att_slot.size()) || targets.cols() != 3)
+    throw GpuError(fmt::format("GPU PD: {} attachment targets for {} attachments", targets.rows(), m.att_slot.size()));
+  if (nodal_forces.rows() != 0 && nodal_forces.rows() != nn)
+    throw GpuError(fmt::format("GPU PD: nodal forces for {} nodes, the mesh has {}", nodal_forces.rows(), nn));
+  if (!targets.allFinite() || !gravity.allFinite() || !nodal_forces.allFinite())
+    throw GpuError("GPU PD: non-finite frame input");
+  for (size_t j = 0; j < m.att_slot.size(); ++j)
+    for (int r = 0; r < 3; ++r) m.att_host[4 * m.att_slot[j] + 1 + r] = targets(static_cast<long>(j), r);
+  if (!m.att_host.empty())
+    cuda_check(cudaMemcpyAsync(m.att_buffer, m.att_host.data(), m.att_host.size() * sizeof(double),
+                               cudaMemcpyHostToDevice, stream()),
+               "upload attachment targets");
+  const double g[3] = {gravity(0), gravity(1), gravity(2)};
+  cuda_check(cudaMemcpyAsync(m.gravity_buffer, g, sizeof(g), cudaMemcpyHostToDevice, stream()), "upload gravity");
+  if (nodal_forces.rows() == nn) {
+    const Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> fr = nodal_forces;
+    cuda_check(cudaMemcpyAsync(m.nodal_buffer, fr.data(), fr.size() * sizeof(double), cudaMemcpyHostToDevice, stream()),
+               "upload nodal forces");
+    m.d.nodal = m.nodal_buffer;
+    synchronize();  // the staging copies above are about to go out of scope
+  } else {
+    m.d.nodal = nullptr;
+    synchronize();
+  }
+}
+
+DevicePd::Evaluation DevicePd::evaluate() {
+  Impl& m = *impl_;
+  detail::launch_forces(m.d, stream());
+  detail::SumJob job{};
+  job.arrays[0] = m.d.tet_energy;
+  job.sizes[0] = m.d.num_tets;
+  job.arrays[1] = m.d.node_energy;
+  job.sizes[1] = m.d.num_nodes;
+  job.arrays[2] = m.d.node_force_sq;
+  job.sizes[2] = m.d.num_nodes;
+  job.count = 3;
+  detail::launch_sums(job, m.partials, m.sums, stream());
+  cuda_check(cudaMemcpyAsync(m.readback, m.sums, 3 * sizeof(double), cudaMemcpyDeviceToHost, stream()), "sums");
+  cuda_check(cudaMemcpyAsync(reinterpret_cast<int*>(m.readback + 3), m.d.status, sizeof(int), cudaMemcpyDeviceToHost,
+                             stream()),
+             "status");
+  synchronize();
+  if (*reinterpret_cast<const int*>(m.readback + 3) & 1) check();
+  return {m.readback[0] + m.readback[1], std::sqrt(m.readback[2])};
+}
+
+void DevicePd::apply_step() {
+  Impl& m = *impl_;
+  m.solve->solve_device(m.d.f, 3);
+  detail::launch_add_step(m.d, stream());
 }
 
 DeviceSolve& DevicePd::solver() { return *impl_->solve; }

@@ -66,9 +66,25 @@ struct PdData {
   double* H;                  // 9 × num_tets block forces
   double* f;                  // num_nodes × 3 column-major (the solve's right-hand side)
   int* status;                // bit 0: an element was inverted or degenerate
+  double* tet_energy;         // num_tets: w/2 ||F − R||² (0 where the polar iteration failed)
+  double* node_energy;        // num_nodes: attachments' k/2 ||x − t||² − m g·x − f_ext·x
+  double* node_force_sq;      // num_nodes: ||f_i||²
 };
 void launch_forces(const PdData& d, cudaStream_t st);
 void launch_add_step(const PdData& d, cudaStream_t st);
+
+/// Threads of the fixed-order sum (kSumBlocks blocks × kSumThreads threads): thread j sums the
+/// entries j, j + T, j + 2T, ... in that order, each block adds its threads' sums by a fixed tree,
+/// one thread adds the blocks' sums in block order. The same grid every time: bitwise repeatable.
+constexpr int kSumBlocks = 160;
+constexpr int kSumThreads = 256;
+/// out[k] = Σ_i arrays[k][i] (i < sizes[k]) for k < count (≤ 4); `partials` holds kSumBlocks × count.
+struct SumJob {
+  const double* arrays[4];
+  long long sizes[4];
+  int count;
+};
+void launch_sums(const SumJob& job, double* partials, double* out, cudaStream_t st);
 
 /// Dense helpers of DeviceSchurSystem (column-major matrices).
 void launch_add_entries(double* H, int ld, const int* rows, const int* cols, const double* vals, int count,

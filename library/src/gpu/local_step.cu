@@ -33,15 +33,21 @@ __global__ void tet_forces(PdData d) {
   double R[9];
   const double w = d.weight[t];
   double H[9];
+  double energy = 0.0;
   if (!::xpd::detail::polar_rotation_newton(F, R)) {
     atomicOr(d.status, 1);
 #pragma unroll
     for (int e = 0; e < 9; ++e) H[e] = 0.0;
   } else {
     double D[9];
+    double sq = 0.0;
 #pragma unroll
-    for (int e = 0; e < 9; ++e) D[e] = F[e] - R[e];
-      // H = −w D Bᵀ: H(r, c) = −w Σ_q D(r, q) B(c, q).
+    for (int e = 0; e < 9; ++e) {
+      D[e] = F[e] - R[e];
+      sq += D[e] * D[e];
+    }
+    energy = 0.5 * w * sq;
+    // H = −w D Bᵀ: H(r, c) = −w Σ_q D(r, q) B(c, q).
 #pragma unroll
     for (int c = 0; c < 3; ++c)
 #pragma unroll
@@ -49,6 +55,7 @@ __global__ void tet_forces(PdData d) {
   }
 #pragma unroll
   for (int e = 0; e < 9; ++e) d.H[e * m + t] = H[e];
+  d.tet_energy[t] = energy;
 }
 
 // One thread per node: its tets' blocks in ascending order, then loads and attachments; writes
@@ -70,18 +77,35 @@ __global__ void node_forces(PdData d) {
     }
   }
   // Then the terms in the CPU's order: attachments (−k (x − t), in list order), gravity, nodal forces.
+  // The node's energy: the attachments' k/2 ||x − t||², the loads' −(m g + f_ext)·x.
+  double energy = 0.0;
   for (int q = d.att_offsets[i]; q < d.att_offsets[i + 1]; ++q) {
     const double* a = d.attachments + 4LL * q;  // k, t
     const double mk = -a[0] * 1.0;
+    double sq = 0.0;
 #pragma unroll
-    for (int r = 0; r < 3; ++r) f[r] += mk * (d.x[3LL * i + r] - a[1 + r]);
+    for (int r = 0; r < 3; ++r) {
+      const double dr = d.x[3LL * i + r] - a[1 + r];
+      f[r] += mk * dr;
+      sq += dr * dr;
+    }
+    energy += 0.5 * a[0] * sq;
   }
+  double f_sq = 0.0;
 #pragma unroll
   for (int r = 0; r < 3; ++r) {
-    f[r] += d.mass[i] * d.gravity[r];
-    if (d.nodal) f[r] += d.nodal[3LL * i + r];
+    const double load = d.mass[i] * d.gravity[r];
+    f[r] += load;
+    energy -= load * d.x[3LL * i + r];
+    if (d.nodal) {
+      f[r] += d.nodal[3LL * i + r];
+      energy -= d.nodal[3LL * i + r] * d.x[3LL * i + r];
+    }
     d.f[i + static_cast<long long>(r) * d.num_nodes] = f[r];
+    f_sq += f[r] * f[r];
   }
+  d.node_energy[i] = energy;
+  d.node_force_sq[i] = f_sq;
 }
 
 __global__ void add_step(PdData d) {
@@ -91,7 +115,38 @@ __global__ void add_step(PdData d) {
   for (int r = 0; r < 3; ++r) d.x[3LL * i + r] += d.f[i + static_cast<long long>(r) * d.num_nodes];
 }
 
+// Fixed-order sums (kernels.cuh, SumJob): blockIdx.y picks the array.
+__global__ void block_sums(SumJob job, double* partials) {
+  __shared__ double sh[kSumThreads];
+  const int k = blockIdx.y;
+  const double* a = job.arrays[k];
+  const long long n = job.sizes[k];
+  const long long stride = static_cast<long long>(kSumBlocks) * kSumThreads;
+  double acc = 0.0;
+  for (long long i = static_cast<long long>(blockIdx.x) * kSumThreads + threadIdx.x; i < n; i += stride) acc += a[i];
+  sh[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kSumThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sh[threadIdx.x] += sh[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[k * kSumBlocks + blockIdx.x] = sh[0];
+}
+
+__global__ void final_sums(int count, const double* partials, double* out) {
+  const int k = threadIdx.x;
+  if (k >= count) return;
+  double acc = 0.0;
+  for (int b = 0; b < kSumBlocks; ++b) acc += partials[k * kSumBlocks + b];
+  out[k] = acc;
+}
+
 }  // namespace
+
+void launch_sums(const SumJob& job, double* partials, double* out, cudaStream_t st) {
+  block_sums<<<dim3(kSumBlocks, job.count), kSumThreads, 0, st>>>(job, partials);
+  final_sums<<<1, 32, 0, st>>>(job.count, partials, out);
+}
 
 void launch_forces(const PdData& d, cudaStream_t st) {
   tet_forces<<<(d.num_tets + 127) / 128, 128, 0, st>>>(d);

@@ -177,6 +177,7 @@ RunWriter::RunWriter(const SceneSimulation& sim, const std::string& out_dir, int
   out_.set_metadata("nodes", sim.mesh().nodes.rows());
   out_.set_metadata("tets", sim.mesh().tets.rows());
   out_.set_metadata("setup_ms", sim.setup_ms());
+  out_.set_metadata("device", sim.compute_device());
   out_.write_scene_overlay(scene_overlay(sim));
   write_geometry(0);
   out_.append_stats(nlohmann::ordered_json{{"frame", 0}});

@@ -624,7 +624,7 @@ Load parse_load(const JsonReader& r, const Context& ctx) {
 
 SolverSettings parse_solver(const JsonReader& r) {
   r.allow_keys({"type", "time_step", "frames", "max_iterations", "min_iterations", "tolerance", "accelerator",
-                "threads", "volume_matrix", "stagnation_window", "interactive"});
+                "threads", "volume_matrix", "stagnation_window", "interactive", "device"});
   SolverSettings s;
   if (const auto t = r.optional_child("type"))
     s.type = t->one_of({"quasistatic", "implicit_euler"}) == "quasistatic" ? Integrator::Quasistatic
@@ -647,6 +647,10 @@ SolverSettings parse_solver(const JsonReader& r) {
   if (const auto v = r.optional_child("stagnation_window")) s.stagnation_window = int_at_least(*v, 0);
   if (const auto v = r.optional_child("interactive"))
     s.interactive_iterations = v->value().is_boolean() ? (v->as<bool>() ? 1 : 0) : int_at_least(*v, 1);
+  if (const auto v = r.optional_child("device")) {
+    const std::string d = v->one_of({"cpu", "cuda", "automatic"});
+    s.device = d == "cpu" ? ComputeDevice::Cpu : d == "cuda" ? ComputeDevice::Cuda : ComputeDevice::Automatic;
+  }
   if (const auto v = r.optional_child("volume_matrix"))
     s.volume_matrix =
         v->one_of({"coupled", "isotropic"}) == "coupled" ? VolumeMatrix::Coupled : VolumeMatrix::Isotropic;

@@ -11,6 +11,7 @@
 #include <xpd/core/error.hpp>
 #include <xpd/core/skeleton_pose.hpp>
 #include <xpd/core/threads.hpp>
+#include <xpd/gpu/device.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/selection.hpp>
@@ -18,6 +19,7 @@
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/solver/device_pd.hpp>
 #include <xpd/topology/surface_region.hpp>
 
 namespace xpd {
@@ -177,7 +179,37 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   }
   options_.accelerator = scene_.solver.accelerator;
   if (surgery_) surgery_->solver_options() = options_;
+  select_device();
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void SceneSimulation::select_device() {
+  const ComputeDevice want = scene_.solver.device;
+  compute_device_ = "cpu";
+  if (want == ComputeDevice::Cpu) return;
+  // What the device does not run, in the scene's terms first; make_device_pd_desc then names the
+  // model's terms it refuses, and the backend a missing device, driver or memory.
+  std::string why;
+  if (surgery_)
+    why = "surgery scenes run on the CPU";
+  else if (scene_.collision)
+    why = "collision handling runs on the CPU";
+  else if (scene_.two_way)
+    why = "the two-way projection runs on the CPU";
+  else if (scene_.solver.accelerator != Accelerator::None)
+    why = "the device runs plain PD only (set solver.accelerator to \"none\")";
+  if (why.empty()) {
+    try {
+      device_step_ = std::make_unique<DevicePdStep>(*model_);
+      const std::vector<gpu::DeviceInfo> devices = gpu::cuda_devices();
+      compute_device_ = "cuda (" + (devices.empty() ? std::string("device 0") : devices.front().name) + ")";
+      return;
+    } catch (const GpuError& e) {
+      why = e.what();
+    }
+  }
+  if (want == ComputeDevice::Cuda) throw SceneError(scene_.file, "/solver/device", "\"cuda\": " + why);
+  compute_device_ = "cpu (automatic: " + why + ")";
 }
 
 void SceneSimulation::set_frame_inputs(int frame) {
@@ -319,7 +351,7 @@ FrameStats SceneSimulation::advance(int frame) {
     st = collision_stats_->pd;
   } else {
     collision_stats_.reset();  // no collision solver, or before collision.start_frame
-    st = step(*model_, state_, options_);
+    st = device_step_ ? run_frame(*model_, state_, *device_step_, options_) : step(*model_, state_, options_);
   }
   two_way_stats_.reset();
   if (two_way_ && frame >= scene_.two_way->start_frame) {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <xpd/core/error.hpp>
+#include <xpd/core/timer.hpp>
 #include <xpd/energy/corotated.hpp>
 #include <xpd/energy/loads.hpp>
 #include <xpd/energy/springs.hpp>
@@ -39,5 +40,35 @@ gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inp
   if (d.factor.nsuper == 0) throw GpuError("GPU PD: the model's factor is not a CHOLMOD supernodal factor");
   return d;
 }
+
+DevicePdStep::DevicePdStep(const Model& model)
+    : model_(&model), pd_(std::make_unique<gpu::DevicePd>(make_device_pd_desc(model, model.initial_inputs()))) {}
+
+void DevicePdStep::begin_frame(State& s) {
+  pd_->set_positions(s.x);
+  pd_->set_inputs(s.inputs.attachment_targets, s.inputs.gravity, s.inputs.nodal_forces);
+}
+
+double DevicePdStep::evaluate(State&, FrameStats& st) {
+  PhaseTimer pt;
+  const gpu::DevicePd::Evaluation e = pd_->evaluate();
+  residual_ = e.residual;
+  pt.lap(st.timings_ms.local);
+  return e.energy;
+}
+
+void DevicePdStep::iterate(State&, FrameStats& st) {
+  PhaseTimer pt;
+  pd_->apply_step();
+  gpu::synchronize();  // so that the phase times are the device's, not the launches'
+  pt.lap(st.timings_ms.solve);
+}
+
+void DevicePdStep::end_frame(State& s, FrameStats&) {
+  s.x = pd_->positions();
+  s.force = pd_->forces();
+}
+
+void DevicePdStep::solve_with_matrix(Eigen::MatrixXd& b) const { model_->factor().solve_in_place(b); }
 
 }  // namespace xpd

@@ -93,6 +93,18 @@ void check_options(const Model& model, const State& s, const GlobalStep& step, c
           fmt::format("{}: chebyshev_warmup must be >= 1 (>= 2 when rho is estimated, chebyshev_rho = 0), got {}", who,
                       opt.chebyshev_warmup));
   }
+  if (step.resident()) {
+    if (accel != Accelerator::None || step.line_search())
+      throw SolverError(
+          fmt::format("{}: the strategy keeps its vectors on the device during a frame; "
+                      "acceleration and the line search need them on the host (accelerator: none)",
+                      who));
+    if (model.integrator() != Integrator::Quasistatic)
+      throw SolverError(
+          fmt::format("{}: the strategy keeps its vectors on the device; implicit Euler is not "
+                      "supported with it",
+                      who));
+  }
   if (s.x.rows() != model.num_nodes() || s.step.rows() != s.x.rows() || s.x_prev.rows() != s.x.rows())
     throw SolverError(fmt::format("{}: the state does not belong to the model (make_state)", who));
   if (s.inputs.attachment_targets.rows() != model.initial_inputs().attachment_targets.rows() ||
@@ -143,7 +155,8 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
 
   double energy = step.evaluate(s, st);
   pt.skip();
-  double residual = s.force.norm();
+  const bool resident = step.resident();
+  double residual = step.residual_norm(s);
   check_finite(energy, residual, s, 0);
   st.initial_residual = residual;
   const double scale = std::max(residual, st.load_scale);
@@ -173,7 +186,8 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       step.iterate(s, st);
       pt.skip();
       ++st.iterations;
-      if (!s.x.allFinite())
+      // (A resident strategy's positions are checked through its residual, below.)
+      if (!resident && !s.x.allFinite())
         throw SolverError(fmt::format("non-finite positions after the global step at frame {}, iteration {}", s.frame,
                                       st.iterations));
       if (need_delta) {
@@ -248,7 +262,7 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       }
       pt.skip();
     }
-    residual = s.force.norm();
+    residual = step.residual_norm(s);
     check_finite(e_new, residual, s, st.iterations);
     const double decrease = energy - e_new;
     energy = e_new;

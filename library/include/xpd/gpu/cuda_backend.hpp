@@ -128,6 +128,20 @@ class DevicePd {
   void iterate();
   /// Throws SolverError when a local step since the last check met an inverted or degenerate element.
   void check();
+  /// Replaces the frame inputs: attachment targets (#attachments × 3, the description's order),
+  /// gravity, nodal forces (#V × 3, or empty for none). Uploads into buffers sized at construction:
+  /// allocates nothing. GpuError on wrong sizes or non-finite values.
+  void set_inputs(const Points& attachment_targets, const Vec3& gravity, const Points& nodal_forces);
+  struct Evaluation {
+    double energy = 0;  ///< E(x) = Σ_t w_t/2 ||F_t − R_t||² + Σ_j k_j/2 ||x_j − t_j||² − Σ_i (m_i g + f_i)·x_i
+    double residual = 0;  ///< ||f(x)||_F
+  };
+  /// Local step and forces at the device positions, then E and ||f|| by fixed-order sums (only these
+  /// two numbers cross the bus). Waits for the device; SolverError as check().
+  Evaluation evaluate();
+  /// x ← x + K⁻¹ f with the forces of the last evaluate() (asynchronous; the forces' buffer then
+  /// holds the step, so forces() is valid only after an evaluate()).
+  void apply_step();
   DeviceSolve& solver();
   struct Impl;
 

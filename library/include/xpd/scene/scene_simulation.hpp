@@ -38,6 +38,9 @@
 // positions (no extrapolation: the node count changes). Solver settings used: max_iterations, min_iterations, tolerance
 // (relative), accelerator (none / anderson / chebyshev with its defaults in SolverOptions), threads (> 0: a
 // tbb::global_control caps the parallelism while the constructor and advance() run; 0 = all hardware threads).
+// With solver.device "cuda" (or "automatic" where it applies) plain frames run on the GPU
+// (solver/device_pd.hpp, DevicePdStep: the positions stay on the device during the frame); the warm
+// start and everything between frames stay on the CPU.
 #include <functional>
 #include <optional>
 #include <vector>
@@ -52,6 +55,8 @@
 #include <xpd/solver/surgery_session.hpp>
 
 namespace xpd {
+
+class DevicePdStep;
 
 class SceneSimulation {
  public:
@@ -76,6 +81,9 @@ class SceneSimulation {
   int num_frames() const { return scene_.solver.frames; }
   /// Time to build the model, including the one factorization (ms).
   double setup_ms() const { return setup_ms_; }
+  /// Where the frames run (solver.device): "cpu", "cuda (<device name>)", or for "automatic" on
+  /// the CPU "cpu (automatic: <why not the GPU>)".
+  const std::string& compute_device() const { return compute_device_; }
 
   /// Sets the inputs of frame `frame` (≥ 1), chooses the start (warm start above) and solves it.
   FrameStats advance(int frame);
@@ -148,6 +156,7 @@ class SceneSimulation {
 
  private:
   void set_frame_inputs(int frame);
+  void select_device();
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
   int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
@@ -174,6 +183,8 @@ class SceneSimulation {
   std::unique_ptr<TwoWayProjector> two_way_;
   std::optional<TwoWayFrame> two_way_stats_;
   std::unique_ptr<SurgerySession> surgery_;
+  std::unique_ptr<DevicePdStep> device_step_;  // solver.device "cuda" (or "automatic" on a GPU)
+  std::string compute_device_ = "cpu";
   std::vector<std::vector<TetPair>> cut_faces_;  // per surgery event: its faces, listed at its first frame
   std::vector<std::size_t> cut_done_;            // per surgery event: faces of its list cut so far
   std::vector<int> applied_frame_;               // per surgery event: the last frame it was applied at

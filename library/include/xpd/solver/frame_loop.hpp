@@ -68,6 +68,15 @@ class GlobalStep {
   /// End of a frame (final statistics of the strategy, e.g. contacts).
   virtual void end_frame(State&, FrameStats&) {}
 
+  /// true: the strategy keeps the positions and forces in its own memory during a frame (a device,
+  /// solver/device_pd.hpp): begin_frame() takes state.x and the inputs, evaluate() and iterate()
+  /// leave state.x and state.force untouched, and end_frame() writes both back. The loop then reads
+  /// the residual through residual_norm() and refuses what needs host vectors mid-frame
+  /// (accelerators, the line search, implicit Euler's velocity).
+  virtual bool resident() const { return false; }
+  /// ||f(x)||_F of the last evaluate() (resident strategies override it).
+  virtual double residual_norm(const State& state) const { return state.force.norm(); }
+
   /// Solves A u = b in place with the constant matrix A of the strategy's step (n × r, or 3n × 1
   /// for a coupled model): the solve adjoint (backward) passes reuse instead of refactoring.
   virtual void solve_with_matrix(Eigen::MatrixXd& b) const = 0;

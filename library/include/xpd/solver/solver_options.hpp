@@ -10,6 +10,11 @@ enum class Accelerator {
   Chebyshev  ///< Chebyshev semi-iteration (Wang 2015), see SolverOptions::chebyshev_rho
 };
 
+/// Where a scene's frames run (scene key solver.device): the CPU, the CUDA backend (plain quasistatic
+/// PD with the positions resident on the device, solver/device_pd.hpp; an error names what it does not
+/// run), or the CUDA backend when the scene and the machine allow it, else the CPU.
+enum class ComputeDevice { Cpu, Cuda, Automatic };
+
 struct SolverOptions {
   int max_iterations = 100;  ///< global solves per frame
   /// Never stop (converged or energy test) before this many global solves; ≤ max_iterations

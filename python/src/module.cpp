@@ -240,6 +240,9 @@ PYBIND11_MODULE(_xpd, m) {
       .def_property_readonly("frame", [](const PySimulation& s) { return s.frame; })
       .def_property_readonly("num_frames", [](const PySimulation& s) { return s.sim->num_frames(); })
       .def_property_readonly(
+          "device", [](const PySimulation& s) { return s.sim->compute_device(); },
+          "Where the frames run (solver.device): 'cpu', 'cuda (<name>)', or 'cpu (automatic: <why not the GPU>)'.")
+      .def_property_readonly(
           "positions",
           [](py::object self) {
             const PySimulation& s = self.cast<const PySimulation&>();

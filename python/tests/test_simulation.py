@@ -17,6 +17,7 @@ def test_simulation_advances_and_positions_are_a_live_view(source_dir):
     assert not x.flags.writeable
     np.testing.assert_array_equal(x, sim.rest_positions)
     assert sim.stats is None and sim.frame == 0
+    assert sim.device == "cpu"  # solver.device's default
     stats = sim.advance(1)
     assert len(stats) == 1 and stats[0]["frame"] == 1 and stats[0]["converged"]
     assert sim.stats == stats[0]

@@ -146,6 +146,32 @@ TEST(FrameLoop, ResidentStrategyMatchesPlainPdAndIsRefusedWhatNeedsHostVectors) 
   }
 }
 
+// An idle frame: no loads, and the state already at equilibrium to round-off (a pulled body solved
+// to its floor, then the same inputs again, as between the events of a surgery session). Its scale is
+// round-off, so no relative tolerance can be met; it converges at once instead of stagnating.
+TEST(FrameLoop, IdleFrameWithoutLoadsConverges) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::ends_attached_desc(mesh, 1e3, 1e7, 0.1, 5));
+  State s = make_state(model);
+  SolverOptions o;
+  o.max_iterations = 20000;
+  o.rel_tolerance = 1e-16;  // below round-off: the first frame stops at its floor
+  o.anderson = true;
+  const FrameStats first = step(model, s, o);
+  ASSERT_TRUE(first.stagnated);
+  const Points settled = s.x;
+  o.rel_tolerance = 1e-7;
+  o.min_iterations = 1;
+  const FrameStats idle = step(model, s, o);
+  EXPECT_EQ(idle.load_scale, 0.0);
+  EXPECT_LE(idle.initial_residual, 4.0 * idle.roundoff_residual);
+  EXPECT_TRUE(idle.converged);
+  EXPECT_FALSE(idle.stagnated);
+  EXPECT_EQ(idle.iterations, 1);
+  EXPECT_LE((s.x - settled).cwiseAbs().maxCoeff(), 1e-12 * test::bbox_diagonal(settled));
+  test::report("idle frame: start residual / round-off estimate", idle.initial_residual / idle.roundoff_residual, 4.0);
+}
+
 TEST(FrameLoop, ConstantMatrixSolveIsTheModelsFactor) {
   const TetMesh mesh = test::jittered_box(4);
   const Model model = build_model(test::loaded_desc(mesh));

@@ -160,10 +160,15 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   check_finite(energy, residual, s, 0);
   st.initial_residual = residual;
   const double scale = std::max(residual, st.load_scale);
-  // The strategy's round-off floor (0: none), taken at the start of the frame.
-  const double floor = step.residual_floor(s);
-  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
   st.roundoff_residual = roundoff_estimate(model, s.x);
+  // The strategy's round-off floor (0: none), taken at the start of the frame. A frame whose scale
+  // is itself round-off (no loads, and it starts at equilibrium: an idle frame between events) cannot
+  // meet a test relative to that scale; it converges within the stagnation band of its round-off
+  // estimate instead.
+  const double floor =
+      std::max(step.residual_floor(s),
+               scale <= kStagnationBand * st.roundoff_residual ? kStagnationBand * st.roundoff_residual : 0.0);
+  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
   // Stagnation: the best residual and the iteration that last lowered it by 10%.
   double best = residual;
   int best_at = 0;

@@ -20,7 +20,9 @@
 //        bounds of barrier methods); finite checks of E and ||f||;
 //        energy test: |E − E_new| ≤ energy_tolerance · |E_new| stops the frame;
 //   4. converged: ||f|| ≤ rel_tolerance · scale, or ≤ abs_tolerance, or ≤ the strategy's round-off
-//      floor (GlobalStep::residual_floor, taken at the start of the frame);
+//      floor (GlobalStep::residual_floor, taken at the start of the frame), or, when the scale itself
+//      is within 4 × the round-off estimate (FrameStats::roundoff_residual: a frame without loads
+//      that starts at equilibrium), ≤ 4 × that estimate;
 //   5. implicit Euler: v = (x − x_start)/h; statistics; ++state.frame; step.end_frame().
 //
 // Strategies to come plug in here: an IPC barrier step (line_search() with a CCD-bounded

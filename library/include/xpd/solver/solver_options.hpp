@@ -21,7 +21,8 @@ struct SolverOptions {
   /// is not required (max_iterations wins).
   int min_iterations = 0;
   /// Converged when ||f||_F ≤ rel_tolerance · scale, scale = max(||f(x_start)||, ||loads||),
-  /// loads = gravity·m + nodal forces.
+  /// loads = gravity·m + nodal forces; when the scale itself is within 4 × the round-off estimate
+  /// (FrameStats::roundoff_residual: an idle frame without loads), when ||f|| is within it too.
   double rel_tolerance = 1e-6;
   double abs_tolerance = 0.0;  ///< or ||f||_F ≤ abs_tolerance
   /// Or relative energy decrease over one iteration ≤ energy_tolerance (0 = off).

@@ -61,6 +61,10 @@ void DevicePd::check() { no_cuda(); }
 void DevicePd::set_inputs(const Points&, const Vec3&, const Points&) { no_cuda(); }
 DevicePd::Evaluation DevicePd::evaluate() { no_cuda(); }
 void DevicePd::apply_step() { no_cuda(); }
+int DevicePd::anderson_record(int, Eigen::MatrixXd&, Eigen::VectorXd&) { no_cuda(); }
+void DevicePd::anderson_combine(const Eigen::VectorXd&, int) { no_cuda(); }
+void DevicePd::anderson_reject() { no_cuda(); }
+void DevicePd::anderson_reset() { no_cuda(); }
 DeviceSolve& DevicePd::solver() { no_cuda(); }
 struct DeviceDenseCholesky::Impl {};
 DeviceDenseCholesky::DeviceDenseCholesky(int, int) { no_cuda(); }
@@ -170,9 +174,11 @@ struct Allocations {
     ptrs.push_back(p);
     return p;
   }
-  ~Allocations() {
+  void release() {
     for (void* p : ptrs) cudaFree(p);
+    ptrs.clear();
   }
+  ~Allocations() { release(); }
 };
 
 template <class To, class From>
@@ -582,8 +588,17 @@ struct DevicePd::Impl {
   double* partials = nullptr;        // kSumBlocks × 3 block sums
   double* sums = nullptr;            // device: E_tets, E_nodes, ||f||²
   double* readback = nullptr;        // pinned host: the sums and the status word
+  // Anderson (anderson.cu): buffers made on first use, for one window.
+  Allocations anderson_mem;
+  detail::AndersonData ad{};
+  int window = 0, history = 0, head = 0;
+  bool has_prev = false;
+  double* dot_partials = nullptr;
+  double* dot_out = nullptr;
+  double* dot_readback = nullptr;  // pinned host
   ~Impl() {
     if (readback) cudaFreeHost(readback);
+    if (dot_readback) cudaFreeHost(dot_readback);
   }
 };
 
@@ -787,6 +802,98 @@ void DevicePd::apply_step() {
   Impl& m = *impl_;
   m.solve->solve_device(m.d.f, 3);
   detail::launch_add_step(m.d, stream());
+}
+
+int DevicePd::anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd& rhs) {
+  Impl& m = *impl_;
+  if (window < 1 || window > detail::kMaxAndersonWindow)
+    throw GpuError(fmt::format("GPU PD: anderson_window {} (the device runs windows 1 to {})", window,
+                               detail::kMaxAndersonWindow));
+  if (gram.rows() < window || gram.cols() < window || rhs.size() < window)
+    throw GpuError("GPU PD: Anderson's Gram matrix is smaller than the window");
+  const size_t n3 = 3 * static_cast<size_t>(m.d.num_nodes);
+  if (m.window != window) {  // first use, or another window: the buffers once
+    m.anderson_mem.release();
+    require_memory((2.0 * window + 3) * static_cast<double>(n3) * sizeof(double), "GPU PD: Anderson's history");
+    m.ad.num_nodes = m.d.num_nodes;
+    m.ad.x = m.d.x;
+    m.ad.f = m.d.f;
+    m.ad.x_pd = m.anderson_mem.alloc<double>(n3, "GPU Anderson");
+    m.ad.F_prev = m.anderson_mem.alloc<double>(n3, "GPU Anderson");
+    m.ad.G_prev = m.anderson_mem.alloc<double>(n3, "GPU Anderson");
+    m.ad.dF = m.anderson_mem.alloc<double>(n3 * window, "GPU Anderson");
+    m.ad.dG = m.anderson_mem.alloc<double>(n3 * window, "GPU Anderson");
+    m.dot_partials =
+        m.anderson_mem.alloc<double>(static_cast<size_t>(detail::kMaxDots) * detail::kSumBlocks, "GPU Anderson");
+    m.dot_out = m.anderson_mem.alloc<double>(detail::kMaxDots, "GPU Anderson");
+    if (!m.dot_readback) cuda_check(cudaMallocHost(&m.dot_readback, detail::kMaxDots * sizeof(double)), "pinned");
+    m.window = window;
+    m.history = m.head = 0;
+    m.has_prev = false;
+  }
+  // The ring as in the host loop: this record writes column `head` when a previous pair exists.
+  m.ad.dF_col = m.ad.dF + n3 * m.head;
+  m.ad.dG_col = m.ad.dG + n3 * m.head;
+  detail::launch_anderson_record(m.ad, m.has_prev, stream());
+  if (m.has_prev) {
+    m.head = (m.head + 1) % window;
+    m.history = std::min(m.history + 1, window);
+  }
+  m.has_prev = true;
+  const int k = m.history;
+  if (k == 0) return 0;
+  // dFᵀdF (upper triangle) and dFᵀδ over the k columns held, in one launch.
+  detail::DotJob job{};
+  job.n = static_cast<long long>(n3);
+  for (int a = 0; a < k; ++a)
+    for (int b = a; b < k; ++b) {
+      job.a[job.count] = m.ad.dF + n3 * a;
+      job.b[job.count] = m.ad.dF + n3 * b;
+      ++job.count;
+    }
+  for (int a = 0; a < k; ++a) {
+    job.a[job.count] = m.ad.dF + n3 * a;
+    job.b[job.count] = m.d.f;
+    ++job.count;
+  }
+  detail::launch_dots(job, m.dot_partials, m.dot_out, stream());
+  cuda_check(cudaMemcpyAsync(m.dot_readback, m.dot_out, job.count * sizeof(double), cudaMemcpyDeviceToHost, stream()),
+             "Anderson dots");
+  synchronize();
+  int q = 0;
+  for (int a = 0; a < k; ++a)
+    for (int b = a; b < k; ++b) {
+      gram(a, b) = m.dot_readback[q];
+      gram(b, a) = m.dot_readback[q];
+      ++q;
+    }
+  rhs.setZero();
+  for (int a = 0; a < k; ++a) rhs(a) = m.dot_readback[q++];
+  return k;
+}
+
+void DevicePd::anderson_combine(const Eigen::VectorXd& gamma, int k) {
+  Impl& m = *impl_;
+  if (k < 1 || k > m.history || gamma.size() < k) throw GpuError("GPU PD: Anderson combination beyond the history");
+  detail::AndersonGamma g{};
+  g.k = k;
+  for (int a = 0; a < k; ++a) g.g[a] = gamma(a);
+  detail::launch_anderson_combine(m.ad, g, stream());
+}
+
+void DevicePd::anderson_reject() {
+  Impl& m = *impl_;
+  if (m.window > 0)
+    cuda_check(cudaMemcpyAsync(m.d.x, m.ad.x_pd, 3 * static_cast<size_t>(m.d.num_nodes) * sizeof(double),
+                               cudaMemcpyDeviceToDevice, stream()),
+               "Anderson reject");
+  anderson_reset();
+}
+
+void DevicePd::anderson_reset() {
+  Impl& m = *impl_;
+  m.history = m.head = 0;
+  m.has_prev = false;
 }
 
 DeviceSolve& DevicePd::solver() { return *impl_->solve; }

@@ -86,6 +86,38 @@ struct SumJob {
 };
 void launch_sums(const SumJob& job, double* partials, double* out, cudaStream_t st);
 
+/// out[k] = Σ_i a[k][i] b[k][i] (i < n) for k < count, with launch_sums' fixed order.
+constexpr int kMaxDots = 44;  // the Gram matrix and right-hand side of a window of 8
+struct DotJob {
+  const double* a[kMaxDots];
+  const double* b[kMaxDots];
+  long long n;
+  int count;
+};
+void launch_dots(const DotJob& job, double* partials, double* out, cudaStream_t st);
+
+/// Anderson acceleration of DevicePd (anderson.cu). x and the G-type vectors are node-major
+/// (3i + r), f and the F-type vectors column-major (i + r n) like the solve's right-hand side.
+constexpr int kMaxAndersonWindow = 8;
+struct AndersonData {
+  int num_nodes;
+  double* x;        // G(x_k) after the step; the extrapolation is written here
+  const double* f;  // δ = G(x_k) − x_k
+  double* x_pd;     // G(x_k), kept for a rejection
+  double* F_prev;
+  double* G_prev;
+  double* dF;      // window columns of 3n (F layout)
+  double* dG;      // window columns of 3n (G layout)
+  double* dF_col;  // the ring's column written by this record
+  double* dG_col;
+};
+struct AndersonGamma {
+  double g[kMaxAndersonWindow];
+  int k;
+};
+void launch_anderson_record(const AndersonData& a, bool has_prev, cudaStream_t st);
+void launch_anderson_combine(const AndersonData& a, const AndersonGamma& gamma, cudaStream_t st);
+
 /// Dense helpers of DeviceSchurSystem (column-major matrices).
 void launch_add_entries(double* H, int ld, const int* rows, const int* cols, const double* vals, int count,
                         cudaStream_t st);

@@ -196,8 +196,8 @@ void SceneSimulation::select_device() {
     why = "collision handling runs on the CPU";
   else if (scene_.two_way)
     why = "the two-way projection runs on the CPU";
-  else if (scene_.solver.accelerator != Accelerator::None)
-    why = "the device runs plain PD only (set solver.accelerator to \"none\")";
+  else if (scene_.solver.accelerator == Accelerator::Chebyshev)
+    why = "Chebyshev acceleration runs on the CPU (set solver.accelerator to \"anderson\" or \"none\")";
   if (why.empty()) {
     try {
       device_step_ = std::make_unique<DevicePdStep>(*model_);

@@ -7,6 +7,8 @@
 #include <xpd/energy/springs.hpp>
 #include <xpd/solver/device_pd.hpp>
 
+#include "anderson.hpp"
+
 namespace xpd {
 
 gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inputs) {
@@ -62,6 +64,16 @@ void DevicePdStep::iterate(State&, FrameStats& st) {
   pd_->apply_step();
   gpu::synchronize();  // so that the phase times are the device's, not the launches'
   pt.lap(st.timings_ms.solve);
+}
+
+bool DevicePdStep::resident_anderson(int window) {
+  if (anderson_.normal.rows() != window) detail::anderson_size_window(anderson_, window);
+  const int k = pd_->anderson_record(window, anderson_.normal, anderson_.dFtF);
+  if (k > 0) {
+    detail::anderson_coefficients(anderson_, k);
+    pd_->anderson_combine(anderson_.gamma, k);
+  }
+  return k > 0;
 }
 
 void DevicePdStep::end_frame(State& s, FrameStats&) {

@@ -94,10 +94,10 @@ void check_options(const Model& model, const State& s, const GlobalStep& step, c
                       opt.chebyshev_warmup));
   }
   if (step.resident()) {
-    if (accel != Accelerator::None || step.line_search())
+    if (accel == Accelerator::Chebyshev || step.line_search())
       throw SolverError(
-          fmt::format("{}: the strategy keeps its vectors on the device during a frame; "
-                      "acceleration and the line search need them on the host (accelerator: none)",
+          fmt::format("{}: the strategy keeps its vectors on the device during a frame; Chebyshev "
+                      "acceleration and the line search need them on the host (use anderson or none)",
                       who));
     if (model.integrator() != Integrator::Quasistatic)
       throw SolverError(
@@ -175,10 +175,15 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   Eigen::Map<Eigen::VectorXd> xv(s.x.data(), 3 * n);
   const Eigen::Map<const Eigen::VectorXd> delta(s.step.data(), 3 * n);
   const bool line_search = step.line_search();
-  const bool need_delta = accel != Accelerator::None || line_search;
+  const bool need_delta = !resident && (accel != Accelerator::None || line_search);
   bool energy_stop = false;
   bool stalled = false;  // the line search found no decrease
-  if (accel == Accelerator::Anderson) detail::anderson_reset(s.anderson);
+  if (accel == Accelerator::Anderson) {
+    if (resident)
+      step.resident_anderson_reset();
+    else
+      detail::anderson_reset(s.anderson);
+  }
   if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
   pt.lap(st.timings_ms.other);
 
@@ -214,8 +219,12 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     if (line_search) alpha = std::min(1.0, step.max_step_fraction(s));
     bool accelerated = false;
     if (accel == Accelerator::Anderson) {
-      detail::anderson_update(s.anderson, opt.anderson_window, xv, delta);
-      accelerated = s.anderson.history > 0;
+      if (resident) {
+        accelerated = step.resident_anderson(opt.anderson_window);
+      } else {
+        detail::anderson_update(s.anderson, opt.anderson_window, xv, delta);
+        accelerated = s.anderson.history > 0;
+      }
     } else if (accel == Accelerator::Chebyshev) {
       accelerated = chebyshev_update(s.chebyshev, opt, xv, delta);
       if (accelerated) st.chebyshev_rho = s.chebyshev.rho;
@@ -233,8 +242,12 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     if (accelerated && !(e_new <= energy + 1e-12 * std::abs(energy))) {
       // Energy safeguard: reject the accelerated iterate, take the plain one (monotone).
       if (accel == Accelerator::Anderson) {
-        xv = s.anderson.x_pd;
-        detail::anderson_reset(s.anderson);
+        if (resident) {
+          step.resident_anderson_reject();
+        } else {
+          xv = s.anderson.x_pd;
+          detail::anderson_reset(s.anderson);
+        }
         ++st.anderson_rejections;
       } else {
         xv = s.chebyshev.x_pd;

@@ -142,6 +142,19 @@ class DevicePd {
   /// x ← x + K⁻¹ f with the forces of the last evaluate() (asynchronous; the forces' buffer then
   /// holds the step, so forces() is valid only after an evaluate()).
   void apply_step();
+  /// Anderson acceleration on the device (DevicePdStep; the host loop's formulas,
+  /// solver/anderson.hpp). After apply_step() (x = G(x_k), the forces' buffer holding δ): records
+  /// the secant pair in a ring of `window` (1 to 8) columns, made on the first call or when the
+  /// window changes, and writes the Gram matrix dFᵀdF of the k pairs held into gram's top-left
+  /// k × k block and dFᵀδ into rhs's first k entries (rest zero), by fixed-order device sums.
+  /// Returns k (0 while the history is empty). gram: at least window × window, rhs: window.
+  int anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd& rhs);
+  /// x = G(x_k) − Σ_{a<k} γ_a dG_a (asynchronous).
+  void anderson_combine(const Eigen::VectorXd& gamma, int k);
+  /// x = G(x_k) of the last record, history emptied (the accelerated iterate was rejected).
+  void anderson_reject();
+  /// Empties the history (start of a frame).
+  void anderson_reset();
   DeviceSolve& solver();
   struct Impl;
 

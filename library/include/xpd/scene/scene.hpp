@@ -145,9 +145,9 @@ struct SolverSettings {
   /// Constant matrix when a material has λ > 0: the coupled 3n × 3n rest Hessian, or the isotropic
   /// n × n approximation (VolumeMatrix in energy/volume.hpp): "coupled" | "isotropic".
   VolumeMatrix volume_matrix = VolumeMatrix::Coupled;
-  /// "cpu" | "cuda" | "automatic": where the frames run (ComputeDevice). "cuda" runs plain
-  /// quasistatic PD on the GPU (corotated material with λ = 0, fixed/rigid/bone attachments, gravity
-  /// and forces; accelerator "none"; no collision, two-way, surgery or strain limits) and is an
+  /// "cpu" | "cuda" | "automatic": where the frames run (ComputeDevice). "cuda" runs quasistatic PD
+  /// on the GPU (corotated material with λ = 0, fixed/rigid/bone attachments, gravity and forces;
+  /// accelerator "none" or "anderson"; no collision, two-way, surgery or strain limits) and is an
   /// error otherwise; "automatic" picks the GPU when that holds and a device is present.
   ComputeDevice device = ComputeDevice::Cpu;
 };

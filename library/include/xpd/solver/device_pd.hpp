@@ -4,6 +4,7 @@
 #include <xpd/gpu/cuda_backend.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/state.hpp>
 
 namespace xpd {
 
@@ -14,19 +15,21 @@ namespace xpd {
 /// is not supernodal.
 gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inputs);
 
-/// Plain quasistatic PD on the device as a frame-loop strategy (solver.device "cuda"): the positions
-/// stay on the device for the whole frame. begin_frame uploads state.x and the frame inputs;
-/// evaluate() runs the device local step and forces and brings back E and ||f|| only (fixed-order
-/// sums); iterate() is x ← x + K⁻¹ f on the device (gpu::DevicePd); end_frame() downloads x and f
-/// into the state. No accelerator (run_frame refuses them for resident strategies). The model must
-/// outlive the step; make_device_pd_desc() names what the device does not run (GpuError).
+/// Quasistatic PD on the device as a frame-loop strategy (solver.device "cuda"): the positions stay
+/// on the device for the whole frame. begin_frame uploads state.x and the frame inputs; evaluate()
+/// runs the device local step and forces and brings back E and ||f|| only (fixed-order sums);
+/// iterate() is x ← x + K⁻¹ f on the device (gpu::DevicePd); Anderson runs on the device through
+/// GlobalStep::resident_anderson (the Gram matrix's k(k+3)/2 sums come back, the mixing
+/// coefficients are solved on the host by the loop's own detail::anderson_coefficients; window ≤ 8);
+/// end_frame() downloads x and f into the state. Chebyshev is refused. The model must outlive the
+/// step; make_device_pd_desc() names what the device does not run (GpuError).
 class DevicePdStep final : public GlobalStep {
  public:
   explicit DevicePdStep(const Model& model);
   const char* name() const override { return "device pd"; }
-  bool supports(Accelerator a) const override { return a == Accelerator::None; }
+  bool supports(Accelerator a) const override { return a != Accelerator::Chebyshev; }
   const char* unsupported_reason(Accelerator) const override {
-    return "Anderson and Chebyshev acceleration do not run on the device yet (solver.accelerator: none)";
+    return "Chebyshev acceleration does not run on the device (solver.accelerator: anderson or none)";
   }
   bool in_place() const override { return true; }
   bool resident() const override { return true; }
@@ -34,6 +37,9 @@ class DevicePdStep final : public GlobalStep {
   double evaluate(State& state, FrameStats& stats) override;
   void iterate(State& state, FrameStats& stats) override;
   double residual_norm(const State&) const override { return residual_; }
+  bool resident_anderson(int window) override;
+  void resident_anderson_reject() override { pd_->anderson_reject(); }
+  void resident_anderson_reset() override { pd_->anderson_reset(); }
   void end_frame(State& state, FrameStats& stats) override;
   /// The model's own (host) factor: adjoint solves do not need the device.
   void solve_with_matrix(Eigen::MatrixXd& b) const override;
@@ -43,6 +49,7 @@ class DevicePdStep final : public GlobalStep {
   const Model* model_;
   std::unique_ptr<gpu::DevicePd> pd_;
   double residual_ = 0;
+  AndersonScratch anderson_;  // the window's normal equations (the 3n vectors live on the device)
 };
 
 }  // namespace xpd

@@ -72,12 +72,23 @@ class GlobalStep {
 
   /// true: the strategy keeps the positions and forces in its own memory during a frame (a device,
   /// solver/device_pd.hpp): begin_frame() takes state.x and the inputs, evaluate() and iterate()
-  /// leave state.x and state.force untouched, and end_frame() writes both back. The loop then reads
-  /// the residual through residual_norm() and refuses what needs host vectors mid-frame
-  /// (accelerators, the line search, implicit Euler's velocity).
+  /// (in place) leave state.x and state.force untouched, and end_frame() writes both back. The loop
+  /// then reads the residual through residual_norm(), runs Anderson through the resident_anderson
+  /// calls below, and refuses what needs host vectors mid-frame (Chebyshev, the line search,
+  /// implicit Euler's velocity).
   virtual bool resident() const { return false; }
   /// ||f(x)||_F of the last evaluate() (resident strategies override it).
   virtual double residual_norm(const State& state) const { return state.force.norm(); }
+  /// Anderson acceleration where a resident strategy's vectors live, with the loop's own formulas
+  /// (Walker & Ni 2011; the mixing coefficients by detail::anderson_coefficients). Called after
+  /// iterate() moved x to G(x_k): records this iteration's secant pair and replaces x by the
+  /// extrapolation G(x_k) − dG γ; returns whether it did (false while the history is empty).
+  virtual bool resident_anderson(int /*window*/) { return false; }
+  /// Back to the plain iterate G(x_k) of the last resident_anderson(), history emptied (the
+  /// accelerated iterate failed the energy check).
+  virtual void resident_anderson_reject() {}
+  /// Empties the history (start of a frame).
+  virtual void resident_anderson_reset() {}
 
   /// Solves A u = b in place with the constant matrix A of the strategy's step (n × r, or 3n × 1
   /// for a coupled model): the solve adjoint (backward) passes reuse instead of refactoring.

@@ -14,6 +14,7 @@
 #include <xpd/gpu/device.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/solver/device_pd.hpp>
 
 using namespace xpd;
 
@@ -92,6 +93,7 @@ TEST(SceneDevice, CudaRefusesWhatTheDeviceDoesNotRunAndAutomaticFallsBack) {
   slab.solver.accelerator = Accelerator::None;
   slab.solver.device = ComputeDevice::Cuda;
   const std::string col = message_of([&] { SceneSimulation sim(slab); });
+  EXPECT_NE(col.find("/solver/device"), std::string::npos) << col;
   EXPECT_NE(col.find("collision"), std::string::npos) << col;
   // Without a device the cantilever names the missing backend or device; "automatic" runs it on the
   // CPU and says why.
@@ -189,4 +191,10 @@ TEST(SceneDevice, CantileverWithItsAndersonOnTheGpuEqualsTheCpu) {
   }
   std::cout << "[tol] anderson at 1e-9, 10 frames: GPU " << gpu_total << " iterations, CPU " << cpu_total
             << "; largest per-frame gap " << max_gap << "; max |x_gpu - x_cpu| / diag " << max_dx << " (<= 1e-8)\n";
+  // A device Anderson that extrapolated wrongly would be rejected by the energy check every time and
+  // fall back to plain PD, which converges too but needs over ten times the iterations (16,356 at 1e-6
+  // against Anderson's 802): the totals must stay within half of each other.
+  EXPECT_LE(gpu_total, 1.5 * cpu_total);
+  // The device runs Anderson windows up to 8: a larger one is refused when the step is built.
+  EXPECT_THROW(DevicePdStep(cpu.model(), 9), GpuError);
 }

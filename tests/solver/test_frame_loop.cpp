@@ -5,6 +5,7 @@
 // to itself during a frame (a device) runs the same iterations.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <xpd/core/error.hpp>
 #include <xpd/solver/frame_loop.hpp>
@@ -76,9 +77,11 @@ TEST(FrameLoop, StepBoundIsHonouredAndReachesTheSameEquilibrium) {
 // state's x and force are poisoned at begin_frame to prove it.
 class ResidentPdStep final : public GlobalStep {
  public:
-  explicit ResidentPdStep(const Model& model) : pd_(model) {}
+  // claims_chebyshev: the strategy (wrongly) says it supports Chebyshev; the loop must still refuse.
+  explicit ResidentPdStep(const Model& model, bool claims_chebyshev = false)
+      : pd_(model), claims_chebyshev_(claims_chebyshev) {}
   const char* name() const override { return "resident step"; }
-  bool supports(Accelerator a) const override { return a != Accelerator::Chebyshev; }
+  bool supports(Accelerator a) const override { return a != Accelerator::Chebyshev || claims_chebyshev_; }
   bool in_place() const override { return true; }
   bool resident() const override { return true; }
   void begin_frame(State& s) override {
@@ -113,6 +116,7 @@ class ResidentPdStep final : public GlobalStep {
 
  private:
   PdStep pd_;
+  bool claims_chebyshev_;
   State own_;
 };
 
@@ -136,6 +140,9 @@ TEST(FrameLoop, ResidentStrategyMatchesTheHostLoopAndIsRefusedWhatNeedsHostVecto
   EXPECT_TRUE((resident.x.array() == plain.x.array()).all());
   EXPECT_TRUE((resident.force.array() == plain.force.array()).all());
   EXPECT_EQ(resident.frame, 1);
+  // The round-off estimate is taken before the strategy takes the state's vectors.
+  EXPECT_TRUE(std::isfinite(sr.roundoff_residual) && sr.roundoff_residual > 0);
+  EXPECT_EQ(sr.roundoff_residual, sp.roundoff_residual);
 
   // Anderson through the resident calls: the loop's iterates, rejections included, bit for bit.
   SolverOptions anderson = o;
@@ -159,6 +166,16 @@ TEST(FrameLoop, ResidentStrategyMatchesTheHostLoopAndIsRefusedWhatNeedsHostVecto
     FAIL() << "a resident strategy ran with Chebyshev";
   } catch (const SolverError& e) {
     EXPECT_NE(std::string(e.what()).find("resident step"), std::string::npos) << e.what();
+  }
+  ResidentPdStep claims(model, true);
+  State s4 = make_state(model);
+  try {
+    run_frame(model, s4, claims, chebyshev);
+    FAIL() << "a resident strategy ran with Chebyshev";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("Chebyshev acceleration and the line search need them on the host"),
+              std::string::npos)
+        << e.what();
   }
   ModelDesc d = test::loaded_desc(mesh);
   d.integrator = Integrator::ImplicitEuler;

@@ -3,6 +3,7 @@
 // differences) keep the solve's column-major layout, G-type ones (x, its differences) the
 // positions' node-major layout, so that every dot product pairs vectors of one layout.
 #include "kernels.cuh"
+#include "reduce.cuh"
 
 namespace xpd::gpu::detail {
 
@@ -34,31 +35,17 @@ __global__ void anderson_combine_kernel(AndersonData a, AndersonGamma gamma) {
   a.x[i] = a.x_pd[i] - s;
 }
 
+// Fixed-order dot products (reduce.cuh, DotJob): blockIdx.y picks the pair.
 __global__ void block_dots(DotJob job, double* partials) {
-  __shared__ double sh[kSumThreads];
-  const int k = blockIdx.y;
-  const double* u = job.a[k];
-  const double* v = job.b[k];
-  const long long n = job.n;
-  const long long stride = static_cast<long long>(kSumBlocks) * kSumThreads;
+  const double* u = job.a[blockIdx.y];
+  const double* v = job.b[blockIdx.y];
   double acc = 0.0;
-  for (long long i = static_cast<long long>(blockIdx.x) * kSumThreads + threadIdx.x; i < n; i += stride)
-    acc += u[i] * v[i];
-  sh[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kSumThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sh[threadIdx.x] += sh[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[k * kSumBlocks + blockIdx.x] = sh[0];
+  for (long long i = first_entry(); i < job.n; i += kSumStride) acc += u[i] * v[i];
+  block_tree(acc, partials);
 }
 
 __global__ void final_dots(int count, const double* partials, double* out) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= count) return;
-  double acc = 0.0;
-  for (int b = 0; b < kSumBlocks; ++b) acc += partials[k * kSumBlocks + b];
-  out[k] = acc;
+  add_blocks(static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), count, partials, out);
 }
 
 }  // namespace

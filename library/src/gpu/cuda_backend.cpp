@@ -61,6 +61,7 @@ void DevicePd::check() { no_cuda(); }
 void DevicePd::set_inputs(const Points&, const Vec3&, const Points&) { no_cuda(); }
 DevicePd::Evaluation DevicePd::evaluate() { no_cuda(); }
 void DevicePd::apply_step() { no_cuda(); }
+void DevicePd::anderson_prepare(int) { no_cuda(); }
 int DevicePd::anderson_record(int, Eigen::MatrixXd&, Eigen::VectorXd&) { no_cuda(); }
 void DevicePd::anderson_combine(const Eigen::VectorXd&, int) { no_cuda(); }
 void DevicePd::anderson_reject() { no_cuda(); }
@@ -804,13 +805,11 @@ void DevicePd::apply_step() {
   detail::launch_add_step(m.d, stream());
 }
 
-int DevicePd::anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd& rhs) {
+void DevicePd::anderson_prepare(int window) {
   Impl& m = *impl_;
   if (window < 1 || window > detail::kMaxAndersonWindow)
     throw GpuError(fmt::format("GPU PD: anderson_window {} (the device runs windows 1 to {})", window,
                                detail::kMaxAndersonWindow));
-  if (gram.rows() < window || gram.cols() < window || rhs.size() < window)
-    throw GpuError("GPU PD: Anderson's Gram matrix is smaller than the window");
   const size_t n3 = 3 * static_cast<size_t>(m.d.num_nodes);
   if (m.window != window) {  // first use, or another window: the buffers once
     m.anderson_mem.release();
@@ -831,6 +830,14 @@ int DevicePd::anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd
     m.history = m.head = 0;
     m.has_prev = false;
   }
+}
+
+int DevicePd::anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd& rhs) {
+  Impl& m = *impl_;
+  anderson_prepare(window);
+  if (gram.rows() < window || gram.cols() < window || rhs.size() < window)
+    throw GpuError("GPU PD: Anderson's Gram matrix is smaller than the window");
+  const size_t n3 = 3 * static_cast<size_t>(m.d.num_nodes);
   // The ring as in the host loop: this record writes column `head` when a previous pair exists.
   m.ad.dF_col = m.ad.dF + n3 * m.head;
   m.ad.dG_col = m.ad.dG + n3 * m.head;

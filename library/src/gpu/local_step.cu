@@ -4,6 +4,7 @@
 // same order, so the device forces equal the CPU's bit for bit.
 #include "energy/polar_newton.hpp"
 #include "kernels.cuh"
+#include "reduce.cuh"
 
 namespace xpd::gpu::detail {
 
@@ -115,30 +116,17 @@ __global__ void add_step(PdData d) {
   for (int r = 0; r < 3; ++r) d.x[3LL * i + r] += d.f[i + static_cast<long long>(r) * d.num_nodes];
 }
 
-// Fixed-order sums (kernels.cuh, SumJob): blockIdx.y picks the array.
+// Fixed-order sums (reduce.cuh, SumJob): blockIdx.y picks the array.
 __global__ void block_sums(SumJob job, double* partials) {
-  __shared__ double sh[kSumThreads];
-  const int k = blockIdx.y;
-  const double* a = job.arrays[k];
-  const long long n = job.sizes[k];
-  const long long stride = static_cast<long long>(kSumBlocks) * kSumThreads;
+  const double* a = job.arrays[blockIdx.y];
+  const long long n = job.sizes[blockIdx.y];
   double acc = 0.0;
-  for (long long i = static_cast<long long>(blockIdx.x) * kSumThreads + threadIdx.x; i < n; i += stride) acc += a[i];
-  sh[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kSumThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sh[threadIdx.x] += sh[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[k * kSumBlocks + blockIdx.x] = sh[0];
+  for (long long i = first_entry(); i < n; i += kSumStride) acc += a[i];
+  block_tree(acc, partials);
 }
 
 __global__ void final_sums(int count, const double* partials, double* out) {
-  const int k = threadIdx.x;
-  if (k >= count) return;
-  double acc = 0.0;
-  for (int b = 0; b < kSumBlocks; ++b) acc += partials[k * kSumBlocks + b];
-  out[k] = acc;
+  add_blocks(static_cast<int>(threadIdx.x), count, partials, out);
 }
 
 }  // namespace

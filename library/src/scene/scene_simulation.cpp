@@ -200,7 +200,8 @@ void SceneSimulation::select_device() {
     why = "Chebyshev acceleration runs on the CPU (set solver.accelerator to \"anderson\" or \"none\")";
   if (why.empty()) {
     try {
-      device_step_ = std::make_unique<DevicePdStep>(*model_);
+      device_step_ = std::make_unique<DevicePdStep>(
+          *model_, options_.accelerator == Accelerator::Anderson ? options_.anderson_window : 0);
       const std::vector<gpu::DeviceInfo> devices = gpu::cuda_devices();
       compute_device_ = "cuda (" + (devices.empty() ? std::string("device 0") : devices.front().name) + ")";
       return;

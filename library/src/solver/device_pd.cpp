@@ -43,8 +43,10 @@ gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inp
   return d;
 }
 
-DevicePdStep::DevicePdStep(const Model& model)
-    : model_(&model), pd_(std::make_unique<gpu::DevicePd>(make_device_pd_desc(model, model.initial_inputs()))) {}
+DevicePdStep::DevicePdStep(const Model& model, int anderson_window)
+    : model_(&model), pd_(std::make_unique<gpu::DevicePd>(make_device_pd_desc(model, model.initial_inputs()))) {
+  if (anderson_window > 0) pd_->anderson_prepare(anderson_window);
+}
 
 void DevicePdStep::begin_frame(State& s) {
   pd_->set_positions(s.x);

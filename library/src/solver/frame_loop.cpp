@@ -150,6 +150,8 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     s.x = s.inertia_target;  // initial guess: inertial position
   }
   st.load_scale = load_norm(model, s);
+  // Before begin_frame: a resident strategy need not keep state.x valid after it.
+  st.roundoff_residual = roundoff_estimate(model, s.x);
   step.begin_frame(s);
   pt.lap(st.timings_ms.other);
 
@@ -160,7 +162,6 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   check_finite(energy, residual, s, 0);
   st.initial_residual = residual;
   const double scale = std::max(residual, st.load_scale);
-  st.roundoff_residual = roundoff_estimate(model, s.x);
   // The strategy's round-off floor (0: none), taken at the start of the frame. A frame whose scale
   // is itself round-off (no loads, and it starts at equilibrium: an idle frame between events) cannot
   // meet a test relative to that scale; it converges within the stagnation band of its round-off

@@ -149,6 +149,9 @@ class DevicePd {
   /// k × k block and dFᵀδ into rhs's first k entries (rest zero), by fixed-order device sums.
   /// Returns k (0 while the history is empty). gram: at least window × window, rhs: window.
   int anderson_record(int window, Eigen::MatrixXd& gram, Eigen::VectorXd& rhs);
+  /// Makes the ring's buffers for `window` now (anderson_record makes them on first use): GpuError
+  /// for a window outside 1 to 8 or too little device memory (needed vs free).
+  void anderson_prepare(int window);
   /// x = G(x_k) − Σ_{a<k} γ_a dG_a (asynchronous).
   void anderson_combine(const Eigen::VectorXd& gamma, int k);
   /// x = G(x_k) of the last record, history emptied (the accelerated iterate was rejected).

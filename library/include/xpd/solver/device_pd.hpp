@@ -21,11 +21,15 @@ gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inp
 /// iterate() is x ← x + K⁻¹ f on the device (gpu::DevicePd); Anderson runs on the device through
 /// GlobalStep::resident_anderson (the Gram matrix's k(k+3)/2 sums come back, the mixing
 /// coefficients are solved on the host by the loop's own detail::anderson_coefficients; window ≤ 8);
-/// end_frame() downloads x and f into the state. Chebyshev is refused. The model must outlive the
-/// step; make_device_pd_desc() names what the device does not run (GpuError).
+/// end_frame() downloads x and f into the state. Chebyshev is refused. iterate() waits for the device
+/// (one host synchronization per iteration besides evaluate's) so that the phase times are the
+/// device's. The model must outlive the step; make_device_pd_desc() names what the device does not
+/// run (GpuError).
 class DevicePdStep final : public GlobalStep {
  public:
-  explicit DevicePdStep(const Model& model);
+  /// anderson_window > 0: the device's Anderson buffers for that window are made here (GpuError for
+  /// a window above 8 or too little memory), so that no frame allocates.
+  explicit DevicePdStep(const Model& model, int anderson_window = 0);
   const char* name() const override { return "device pd"; }
   bool supports(Accelerator a) const override { return a != Accelerator::Chebyshev; }
   const char* unsupported_reason(Accelerator) const override {

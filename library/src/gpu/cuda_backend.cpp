@@ -581,14 +581,12 @@ struct DevicePd::Impl {
   Allocations mem;
   detail::PdData d{};
   std::unique_ptr<DeviceSolve> solve;
-  std::vector<int> att_slot;     // attachment j (description order) → its slot (grouped by node)
-  std::vector<double> att_host;  // the slots as uploaded: k, target
-  double* nodal_buffer = nullptr;
-  double* att_buffer = nullptr;      // = d.attachments
-  double* gravity_buffer = nullptr;  // = d.gravity
-  double* partials = nullptr;        // kSumBlocks × 3 block sums
-  double* sums = nullptr;            // device: E_tets, E_nodes, ||f||²
-  double* readback = nullptr;        // pinned host: the sums and the status word
+  std::vector<int> att_slot;       // attachment j (description order) → its slot (grouped by node)
+  std::vector<double> att_host;    // the slots as uploaded: k, target
+  double* nodal_buffer = nullptr;  // d.nodal points here when the frame has nodal forces
+  double* partials = nullptr;      // kSumBlocks × 3 block sums
+  double* sums = nullptr;          // device: E_tets, E_nodes, ||f||²
+  double* readback = nullptr;      // pinned host: the sums and the status word
   // Anderson (anderson.cu): buffers made on first use, for one window.
   Allocations anderson_mem;
   detail::AndersonData ad{};
@@ -673,11 +671,9 @@ DevicePd::DevicePd(const DevicePdDesc& desc) : impl_(std::make_unique<Impl>()) {
   m.d.inc_offsets = m.mem.copy(off, "GPU PD incidences");
   m.d.incidences = m.mem.copy(inc, "GPU PD incidences");
   m.d.att_offsets = m.mem.copy(att_off, "GPU PD attachments");
-  m.att_buffer = m.mem.copy(att_data, "GPU PD attachments");
-  m.d.attachments = m.att_buffer;
+  m.d.attachments = m.mem.copy(att_data, "GPU PD attachments");
   m.d.mass = m.mem.copy(mass, "GPU PD masses");
-  m.gravity_buffer = m.mem.copy(gravity, "GPU PD gravity");
-  m.d.gravity = m.gravity_buffer;
+  m.d.gravity = m.mem.copy(gravity, "GPU PD gravity");
   // The nodal forces' buffer exists even when the description has none: set_inputs may add them.
   m.nodal_buffer = m.mem.alloc<double>(3 * static_cast<size_t>(nn), "GPU PD nodal forces");
   if (!nodal.empty())
@@ -731,10 +727,8 @@ Points DevicePd::forces() const {
 }
 
 void DevicePd::iterate() {
-  Impl& m = *impl_;
-  detail::launch_forces(m.d, stream());
-  m.solve->solve_device(m.d.f, 3);
-  detail::launch_add_step(m.d, stream());
+  evaluate_forces();
+  apply_step();
 }
 
 void DevicePd::check() {
@@ -761,21 +755,20 @@ void DevicePd::set_inputs(const Points& targets, const Vec3& gravity, const Poin
   for (size_t j = 0; j < m.att_slot.size(); ++j)
     for (int r = 0; r < 3; ++r) m.att_host[4 * m.att_slot[j] + 1 + r] = targets(static_cast<long>(j), r);
   if (!m.att_host.empty())
-    cuda_check(cudaMemcpyAsync(m.att_buffer, m.att_host.data(), m.att_host.size() * sizeof(double),
+    cuda_check(cudaMemcpyAsync(m.d.attachments, m.att_host.data(), m.att_host.size() * sizeof(double),
                                cudaMemcpyHostToDevice, stream()),
                "upload attachment targets");
   const double g[3] = {gravity(0), gravity(1), gravity(2)};
-  cuda_check(cudaMemcpyAsync(m.gravity_buffer, g, sizeof(g), cudaMemcpyHostToDevice, stream()), "upload gravity");
+  cuda_check(cudaMemcpyAsync(m.d.gravity, g, sizeof(g), cudaMemcpyHostToDevice, stream()), "upload gravity");
   if (nodal_forces.rows() == nn) {
     const Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> fr = nodal_forces;
     cuda_check(cudaMemcpyAsync(m.nodal_buffer, fr.data(), fr.size() * sizeof(double), cudaMemcpyHostToDevice, stream()),
                "upload nodal forces");
     m.d.nodal = m.nodal_buffer;
-    synchronize();  // the staging copies above are about to go out of scope
   } else {
     m.d.nodal = nullptr;
-    synchronize();
   }
+  synchronize();  // the host staging copies go out of scope
 }
 
 DevicePd::Evaluation DevicePd::evaluate() {

@@ -57,18 +57,18 @@ struct PdData {
   const double* weight;
   const int* inc_offsets;  // node → incidences (tet·4 + local vertex), ascending
   const int* incidences;
-  const int* att_offsets;     // node → its attachments (list order)
-  const double* attachments;  // 4 per attachment: k, target
-  const double* mass;         // lumped masses
-  const double* gravity;      // 3
-  const double* nodal;        // num_nodes × 3 row-major nodal forces, or null
-  double* x;                  // num_nodes × 3 row-major
-  double* H;                  // 9 × num_tets block forces
-  double* f;                  // num_nodes × 3 column-major (the solve's right-hand side)
-  int* status;                // bit 0: an element was inverted or degenerate
-  double* tet_energy;         // num_tets: w/2 ||F − R||² (0 where the polar iteration failed)
-  double* node_energy;        // num_nodes: attachments' k/2 ||x − t||² − m g·x − f_ext·x
-  double* node_force_sq;      // num_nodes: ||f_i||²
+  const int* att_offsets;  // node → its attachments (list order)
+  double* attachments;     // 4 per attachment: k, target (targets replaced by DevicePd::set_inputs)
+  const double* mass;      // lumped masses
+  double* gravity;         // 3
+  const double* nodal;     // num_nodes × 3 row-major nodal forces, or null
+  double* x;               // num_nodes × 3 row-major
+  double* H;               // 9 × num_tets block forces
+  double* f;               // num_nodes × 3 column-major (the solve's right-hand side)
+  int* status;             // bit 0: an element was inverted or degenerate
+  double* tet_energy;      // num_tets: w/2 ||F − R||² (0 where the polar iteration failed)
+  double* node_energy;     // num_nodes: attachments' k/2 ||x − t||² − m g·x − f_ext·x
+  double* node_force_sq;   // num_nodes: ||f_i||²
 };
 void launch_forces(const PdData& d, cudaStream_t st);
 void launch_add_step(const PdData& d, cudaStream_t st);

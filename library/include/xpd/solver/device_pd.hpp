@@ -47,7 +47,6 @@ class DevicePdStep final : public GlobalStep {
   void end_frame(State& state, FrameStats& stats) override;
   /// The model's own (host) factor: adjoint solves do not need the device.
   void solve_with_matrix(Eigen::MatrixXd& b) const override;
-  gpu::DevicePd& device() { return *pd_; }
 
  private:
   const Model* model_;

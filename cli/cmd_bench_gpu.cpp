@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
+#include <xpd/collision/detector.hpp>
+#include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/gpu/cuda_backend.hpp>
 #include <xpd/gpu/device.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/device_pd.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
@@ -27,6 +31,7 @@ struct BenchGpuOptions {
   int box = 48;
   int repeats = 20;
   int dense_m = 3960;
+  bool collisions = true;
   bool json = false;
 };
 
@@ -45,6 +50,117 @@ double cpu_ms(int repeats, F&& f) {
     t.push_back(w.elapsed_ms());
   }
   return median(t);
+}
+
+// Wang et al. 2021's Algorithm 1 on the device (gpu::DeviceCollisionPd) on box:N:
+// the top face's central patch holds node proxies, a sphere presses into it (the setup of `xpd bench
+// collisions`), a few CPU frames with J = 2 make a pressed state, and from there one outer
+// iteration with J = 1 and J = 1 + extra inner iterations runs on the device and on the CPU with
+// the contacts of that state held (FixedContactDetector), agreement and time side by side.
+void bench_algorithm_one(const BenchGpuOptions& o, nlohmann::ordered_json& j) {
+  const int N = o.box, R = std::max(1, o.repeats), extra = 4;
+  // The model of `bench collisions`: as above but without gravity (the box would sag away from the
+  // sphere).
+  ModelDesc d;
+  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  d.density = {1000.0};
+  for (int i = 0; i < N * N; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  const TetMesh& mesh = d.mesh;
+  const Model model = build_model(d);
+  const FrameInputs inputs = model.initial_inputs();
+  const double half = 0.5 * 0.93 + 1e-9;
+  std::vector<int> top;
+  for (int i = 0; i < model.num_nodes(); ++i) {
+    const Vec3 p = mesh.nodes.row(i).transpose();
+    if (p.z() > 1.0 - 1e-9 && std::abs(p.x() - 0.5) <= half && std::abs(p.y() - 0.5) <= half) top.push_back(i);
+  }
+  const ProxySet proxies = proxies_from_nodes(mesh, top);
+  std::vector<int> region(top.size());
+  std::iota(region.begin(), region.end(), 0);
+  const double radius = 0.3, indent = 0.08;
+  CollisionDetector sphere(mesh, proxies, region,
+                           {Obstacle{Sphere{Vec3(0.5, 0.5, 1.0 + radius - indent), radius}, {}}});
+  CollisionOptions co;
+  co.stiffness = 1e4 * 100.0 / (N - 1);  // 100 μ h, as `bench collisions`
+  co.schur_solve = SchurSolveMethod::Woodbury;
+  Timer ts;
+  const CollisionModel cm(model, proxies, region, co);
+  j["collision_setup_ms"] = ts.elapsed_ms();
+  State pressed = make_state(model);
+  pressed.inputs = inputs;
+  {
+    CollisionState st(cm, sphere);
+    st.set_inner_iterations(2);
+    SolverOptions warm;
+    warm.max_iterations = 6;
+    warm.rel_tolerance = 0;
+    (void)collision_step(cm, st, pressed, warm, 1.0);
+  }
+  std::vector<ProxyContact> contacts;
+  sphere.detect(pressed.x, 1.0, contacts);
+  const int m = static_cast<int>(cm.region_nodes().size());
+  j["collision_nodes"] = m;
+  j["collision_proxies"] = static_cast<int>(top.size());
+  j["active_proxies"] = static_cast<int>(contacts.size());
+  j["active_fraction"] = top.empty() ? 0.0 : static_cast<double>(contacts.size()) / static_cast<double>(top.size());
+  j["beta_elements"] = cm.num_beta_elements();
+  if (contacts.empty()) throw Error("bench gpu: the sphere touches no proxy (no contacts to measure)");
+
+  FixedContactDetector fixed(contacts);
+  // CPU: one outer iteration from the pressed state (the reference), and the per-iteration time of
+  // three (each frame also evaluates once more at its end: 4 evaluations for 3 iterations).
+  auto cpu_run = [&](int J, int iterations, Points* x_out) {
+    CollisionState st(cm, fixed);
+    st.set_inner_iterations(J);
+    State t = pressed;
+    SolverOptions so;
+    so.max_iterations = iterations;
+    so.rel_tolerance = 0;
+    const CollisionFrameStats cs = collision_step(cm, st, t, so, 1.0);
+    if (x_out) *x_out = t.x;
+    return cs.pd.wall_ms / cs.pd.iterations;
+  };
+  Points x1, xj;
+  (void)cpu_run(1, 1, &x1);
+  (void)cpu_run(1 + extra, 1, &xj);
+  const double cpu_1 = cpu_run(1, 3, nullptr), cpu_j = cpu_run(1 + extra, 3, nullptr);
+  j["cpu_outer_1inner_ms"] = cpu_1;
+  j["cpu_extra_inner_ms"] = (cpu_j - cpu_1) / extra;
+
+  Timer tu;
+  auto dev = make_device_collision_pd(cm, inputs, static_cast<int>(contacts.size()));
+  gpu::synchronize();
+  j["collision_upload_ms"] = tu.elapsed_ms();
+  std::vector<gpu::ContactSpring> springs;
+  Points offsets;
+  device_springs(cm, contacts, pressed.x, springs, offsets);
+  dev->set_springs(springs, offsets);
+  const double diag = (mesh.nodes.colwise().maxCoeff() - mesh.nodes.colwise().minCoeff()).norm();
+  for (const int J : {1, 1 + extra}) {
+    dev->pd().set_positions(pressed.x);
+    dev->outer_iteration(J);
+    dev->check();
+    const Points xg = dev->pd().positions();
+    const Points& xc = J == 1 ? x1 : xj;
+    j[J == 1 ? "alg1_rel" : "alg1_j5_rel"] = (xg - xc).norm() / (xc - pressed.x).norm();
+    j[J == 1 ? "alg1_max_diff_over_diag" : "alg1_j5_max_diff_over_diag"] = (xg - xc).cwiseAbs().maxCoeff() / diag;
+    dev->pd().set_positions(pressed.x);
+    dev->outer_iteration(J);
+    j[J == 1 ? "alg1_bitwise_repeatable" : "alg1_j5_bitwise_repeatable"] =
+        (dev->pd().positions().array() == xg.array()).all();
+  }
+  dev->pd().set_positions(pressed.x);
+  const double free_before = gpu::device_free_bytes();
+  const double t1 = gpu::time_device_ms([&] { dev->outer_iteration(1); }, R);
+  dev->pd().set_positions(pressed.x);
+  const double tj = gpu::time_device_ms([&] { dev->outer_iteration(1 + extra); }, R);
+  dev->check();
+  j["alg1_alloc_bytes"] = free_before - gpu::device_free_bytes();
+  j["outer_1inner_ms"] = t1;
+  j["outer_5inner_ms"] = tj;
+  j["extra_inner_ms"] = (tj - t1) / extra;
+  j["cpu_outer_1inner_over_gpu"] = cpu_1 / t1;
 }
 
 void run_bench_gpu(const BenchGpuOptions& o) {
@@ -289,8 +405,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
     j["collision_refactor_ms"] = gpu::time_device_ms([&] { sys.refactor_async(); }, std::min(R, 10), 1);
     j["woodbury_ms"] = gpu::time_device_ms([&] { sys.woodbury_async(); }, R);
   }
-  j["outer_1inner_ms"] = nullptr;  // Algorithm 1's loop on the device: not built yet
-  j["extra_inner_ms"] = nullptr;
+  if (o.collisions) bench_algorithm_one(o, j);
   j["cpu_local_over_gpu"] = j["cpu_local_ms"].get<double>() / j["local_ms"].get<double>();
   j["cpu_solve_over_gpu"] = j["cpu_solve_3rhs_ms"].get<double>() / j["solve_3rhs_ms"].get<double>();
   j["cpu_iteration_over_gpu"] = j["cpu_pd_iteration_ms"].get<double>() / j["pd_iteration_ms"].get<double>();
@@ -309,9 +424,12 @@ void add_bench_gpu_command(CLI::App& bench) {
   cmd->add_option("--box", o->box, "Nodes per side of the unit box")->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed repetitions per figure (median; 3 warm-ups)")->capture_default_str();
   cmd->add_option("--dense", o->dense_m, "Order of the dense SPD system (0: skip)")->capture_default_str();
+  cmd->add_option("--collisions", o->collisions, "Algorithm 1 on the device (a sphere pressing the top face; 0: skip)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json,
-                "Print JSON: local_ms, solve_3rhs_ms, spsv_baseline_ms, pd_iteration_ms, solve_96rhs_ms, "
-                "dense_refactor_ms, the cpu_* figures of the same run and the agreement figures");
+                "Print JSON: local_ms, solve_3rhs_ms, spsv_baseline_ms, pd_iteration_ms, outer_1inner_ms, "
+                "extra_inner_ms, solve_96rhs_ms, dense_refactor_ms, woodbury_ms, the cpu_* figures of the same run "
+                "and the agreement figures");
   cmd->callback([o] { run_bench_gpu(*o); });
 }
 

@@ -7,10 +7,13 @@
 #include <Eigen/Cholesky>
 #include <iostream>
 #include <random>
+#include <xpd/collision/detector.hpp>
+#include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/gpu/cuda_backend.hpp>
 #include <xpd/gpu/device.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/device_pd.hpp>
 #include <xpd/solver/pd_solver.hpp>
 
@@ -48,6 +51,21 @@ TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
   EXPECT_THROW(gpu::DeviceDenseCholesky(8), GpuError);
   const Model model = sagging_box(4);
   EXPECT_THROW(gpu::DevicePd(make_device_pd_desc(model, model.initial_inputs())), GpuError);
+  {
+    std::vector<int> top;
+    for (int i = 0; i < model.num_nodes(); ++i)
+      if (model.rest_positions()(i, 2) > 1.0 - 1e-9) top.push_back(i);
+    TetMesh mesh;
+    mesh.nodes = model.rest_positions();
+    mesh.tets = model.tets();
+    const ProxySet proxies = proxies_from_nodes(mesh, top);
+    std::vector<int> region(top.size());
+    for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);
+    CollisionOptions co;
+    co.stiffness = 1e3;
+    const CollisionModel cm(model, proxies, region, co);
+    EXPECT_THROW((void)make_device_collision_pd(cm, model.initial_inputs(), 4), GpuError);
+  }
   try {
     gpu::DeviceSolve solve(gpu::make_supernodal_plan(model.factor().supernodal_factor()));
     FAIL() << "DeviceSolve built without a device";
@@ -194,6 +212,94 @@ TEST(CudaBackend, CollisionSystemRefactorAndWoodburyEqualTheDenseSolve) {
   sys.refactor_async();
   EXPECT_THROW((void)sys.result(), SolverError);
   EXPECT_THROW(sys.woodbury_async(), GpuError);
+}
+
+// Wang et al. 2021's Algorithm 1 on the device against the CPU's CollisionState with the same
+// contact set held fixed (FixedContactDetector): box:10 pressed by a sphere, one outer iteration
+// with J = 1 and J = 3 inner iterations from the pressed state; J = 1 also against baseline (a), the
+// sparse solve of (K + WᵀCW) δ = f + f_col, which Algorithm 1 with one inner iteration equals.
+TEST(CudaBackend, AlgorithmOneEqualsTheCpuInnerLoopAndTheFullSolve) {
+  XPD_REQUIRE_GPU();
+  const int N = 10;
+  ModelDesc d;
+  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  for (int i = 0; i < N * N; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  const Model model = build_model(d);
+  std::vector<int> top;
+  for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i)
+    if (d.mesh.nodes(i, 2) > 1.0 - 1e-9) top.push_back(static_cast<int>(i));
+  const ProxySet proxies = proxies_from_nodes(d.mesh, top);
+  std::vector<int> region(top.size());
+  for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);
+  CollisionDetector sphere(d.mesh, proxies, region, {Obstacle{Sphere{Vec3(0.5, 0.5, 1.0 + 0.3 - 0.1), 0.3}, {}}});
+  CollisionOptions co;
+  co.stiffness = 1e4 * 100.0 / (N - 1);
+  CollisionModel cm(model, proxies, region, co);
+  CollisionState pressing(cm, sphere);
+  State pressed = make_state(model);
+  SolverOptions warm;
+  warm.max_iterations = 4;
+  warm.rel_tolerance = 0;
+  pressing.set_inner_iterations(2);
+  (void)collision_step(cm, pressing, pressed, warm, 1.0);
+  const std::vector<ProxyContact> contacts = pressing.contacts();
+  ASSERT_GT(contacts.size(), 4u);
+  std::cout << "m = " << cm.region_nodes().size() << ", contacts = " << contacts.size() << ", E_beta "
+            << cm.num_beta_elements() << "\n";
+
+  FixedContactDetector fixed(contacts);
+  SolverOptions one;
+  one.max_iterations = 1;
+  one.rel_tolerance = 0;
+  auto gpu_pd = make_device_collision_pd(cm, pressed.inputs, static_cast<int>(contacts.size()));
+  std::vector<gpu::ContactSpring> springs;
+  Points offsets;
+  device_springs(cm, contacts, pressed.x, springs, offsets);
+  gpu_pd->set_springs(springs, offsets);
+  for (const int J : {1, 3}) {
+    CollisionState ref(cm, fixed);
+    ref.set_inner_iterations(J);
+    State s = pressed;
+    (void)collision_step(cm, ref, s, one, 1.0);
+    gpu_pd->pd().set_positions(pressed.x);
+    gpu_pd->outer_iteration(J);
+    gpu_pd->check();
+    const Points xg = gpu_pd->pd().positions();
+    const double step = (s.x - pressed.x).norm();
+    const double diff = (xg - s.x).norm();
+    std::cout << "J = " << J << ": ||x_gpu - x_cpu|| / ||step|| = " << diff / step << "\n";
+    EXPECT_LE(diff, 1e-10 * step) << "J = " << J;
+    const std::vector<double> rg = gpu_pd->inner_residuals();
+    const std::vector<double>& rc = ref.inner_residuals();
+    ASSERT_EQ(rg.size(), rc.size());
+    for (size_t j = 0; j < rg.size(); ++j) EXPECT_NEAR(rg[j], rc[j], 1e-9 * rc[0]) << "inner " << j;
+    if (J == 1) {
+      // Baseline (a) with the same contacts: the full sparse solve that J = 1 equals.
+      CollisionOptions ca = co;
+      ca.method = CollisionMethod::FullRefactor;
+      CollisionModel full(model, proxies, region, ca);
+      CollisionState fs(full, fixed);
+      State t = pressed;
+      (void)collision_step(full, fs, t, one, 1.0);
+      EXPECT_LE((xg - t.x).norm(), 1e-10 * (t.x - pressed.x).norm());
+    } else {
+      // Repeats bitwise; further iterations allocate no device memory.
+      gpu_pd->pd().set_positions(pressed.x);
+      const double free_before = gpu::device_free_bytes();
+      gpu_pd->outer_iteration(J);
+      EXPECT_TRUE((gpu_pd->pd().positions().array() == xg.array()).all());
+      for (int i = 0; i < 3; ++i) gpu_pd->outer_iteration(J);
+      gpu_pd->check();
+      EXPECT_EQ(gpu::device_free_bytes(), free_before);
+    }
+  }
+  // Bad springs are refused before anything runs.
+  springs[0].stiffness = 0;
+  EXPECT_THROW(gpu_pd->set_springs(springs, offsets), GpuError);
+  springs[0].stiffness = co.stiffness;
+  springs[0].nodes[0] = static_cast<int>(cm.region_nodes().size());
+  EXPECT_THROW(gpu_pd->set_springs(springs, offsets), GpuError);
 }
 
 }  // namespace xpd

@@ -8,6 +8,7 @@
 #include <xpd/gpu/supernodal_plan.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/schur.hpp>
 
 namespace xpd {
 
@@ -47,6 +48,47 @@ TEST(SupernodalPlan, HostReferenceEqualsCholmodOnBox20) {
     const double residual = (model.matrix() * X - B).norm() / B.norm();
     EXPECT_LE(residual, 1e-12) << "k = " << k;
   }
+}
+
+// The x2-last factor of the Schur factorization (the device's Algorithm 1 uploads it): the plan
+// solves K, its trailing m rows are the region in factor_position order, and its trailing block is
+// the L22 that SchurFactorization extracted (so the device's g2 = L22 y2 is the CPU's).
+TEST(SupernodalPlan, SchurFactorizationsFactorSolvesKWithTheRegionLast) {
+  const Model model = box_model(12);
+  const long n = model.num_nodes();
+  std::vector<int> region;
+  for (int i = 0; i < n; ++i)
+    if (model.rest_positions()(i, 2) > 0.75) region.push_back(i);
+  const SchurFactorization S(model.matrix(), region);
+  const SupernodalFactorCopy copy = S.supernodal_factor();
+  ASSERT_GT(copy.nsuper, 0);
+  const SupernodalFactorView view = copy.view();
+  const int m = S.m();
+  const long n1 = n - m;
+  for (int i = 0; i < m; ++i) ASSERT_EQ(view.perm[n1 + S.factor_position(i)], region[static_cast<size_t>(i)]);
+  const gpu::SupernodalPlan plan = gpu::make_supernodal_plan(view);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::MatrixXd B(n, 3);
+  for (long i = 0; i < B.size(); ++i) B.data()[i] = u(rng);
+  Eigen::MatrixXd X = B;
+  gpu::solve_reference(plan, X.data(), 3);
+  EXPECT_LE((model.matrix() * X - B).norm() / B.norm(), 1e-12);
+  // L22 read straight from the supernodal values equals schur_factor().
+  double worst = 0;
+  for (long sn = 0; sn < view.nsuper; ++sn) {
+    const long nrows = view.pi[sn + 1] - view.pi[sn];
+    for (long c = view.super[sn]; c < view.super[sn + 1]; ++c) {
+      if (c < n1) continue;
+      for (long r = 0; r < nrows; ++r) {
+        const long row = view.s[view.pi[sn] + r];
+        if (row < c) continue;
+        const double v = view.x[view.px[sn] + (c - view.super[sn]) * nrows + r];
+        worst = std::max(worst, std::abs(v - S.schur_factor()(row - n1, c - n1)));
+      }
+    }
+  }
+  EXPECT_LE(worst, 1e-12 * S.schur_factor().cwiseAbs().maxCoeff());
 }
 
 TEST(SupernodalPlan, RefusesAFactorThatIsNotSupernodal) {

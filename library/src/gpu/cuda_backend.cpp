@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/gpu/cuda_backend.hpp>
@@ -45,6 +46,9 @@ DeviceSolve::~DeviceSolve() = default;
 long DeviceSolve::rows() const { no_cuda(); }
 void DeviceSolve::solve_device(double*, int) { no_cuda(); }
 void DeviceSolve::solve(Eigen::Ref<Eigen::MatrixXd>) { no_cuda(); }
+void DeviceSolve::forward_device(const double*, int) { no_cuda(); }
+void DeviceSolve::backward_device(double*, int) { no_cuda(); }
+double* DeviceSolve::work() { no_cuda(); }
 struct CusparseSolve::Impl {};
 CusparseSolve::CusparseSolve(const SupernodalFactorView&, int, bool) { no_cuda(); }
 CusparseSolve::~CusparseSolve() = default;
@@ -84,6 +88,19 @@ void DeviceSchurSystem::set_rhs(const Eigen::MatrixXd&) { no_cuda(); }
 void DeviceSchurSystem::refactor_async() { no_cuda(); }
 void DeviceSchurSystem::woodbury_async() { no_cuda(); }
 Eigen::MatrixXd DeviceSchurSystem::result() { no_cuda(); }
+double* DeviceSchurSystem::device_rhs(int) { no_cuda(); }
+const double* DeviceSchurSystem::device_result() const { no_cuda(); }
+void DeviceSchurSystem::check() { no_cuda(); }
+
+struct DeviceCollisionPd::Impl {};
+DeviceCollisionPd::DeviceCollisionPd(const DeviceCollisionDesc&) { no_cuda(); }
+DeviceCollisionPd::~DeviceCollisionPd() = default;
+DevicePd& DeviceCollisionPd::pd() { no_cuda(); }
+int DeviceCollisionPd::region_size() const { no_cuda(); }
+void DeviceCollisionPd::set_springs(const std::vector<ContactSpring>&, const Points&) { no_cuda(); }
+void DeviceCollisionPd::outer_iteration(int) { no_cuda(); }
+void DeviceCollisionPd::check() { no_cuda(); }
+std::vector<double> DeviceCollisionPd::inner_residuals() { no_cuda(); }
 
 #else
 
@@ -260,7 +277,8 @@ struct DeviceSolve::Impl {
   // grow them once (outside any captured graph).
   int capacity_groups = 0;
   double *Y = nullptr, *C = nullptr, *P = nullptr;
-  std::map<std::pair<double*, int>, cudaGraphExec_t> graphs;
+  // One graph per (right-hand sides, count, kind): 0 the whole solve, 1 forward, 2 backward.
+  std::map<std::tuple<const double*, int, int>, cudaGraphExec_t> graphs;
   DeviceVector transfer;  // solve()'s device copy of the host right-hand sides
   long n = 0;
 
@@ -269,6 +287,35 @@ struct DeviceSolve::Impl {
     if (Y) cudaFree(Y);
     if (C) cudaFree(C);
     if (P) cudaFree(P);
+  }
+
+  // Captures (first use) and replays the graph of `kind` (0: permute, forward, backward, permute
+  // back; 1: permute and forward; 2: backward and permute back).
+  void launch(double* X, int k, int K, int groups, int kind) {
+    auto it = graphs.find({X, k, kind});
+    cudaStream_t st = stream();
+    if (it == graphs.end()) {
+      detail::SolveData dd = d;
+      dd.Y = Y;
+      dd.C = C;
+      dd.P = P;
+      cudaGraph_t graph = nullptr;
+      cuda_check(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      if (kind != 2) {
+        detail::launch_permute_in(dd, X, k, K, groups, st);
+        for (const auto& L : levels) detail::launch_forward_level(dd, L, K, groups, st);
+      }
+      if (kind != 1) {
+        for (auto l = levels.rbegin(); l != levels.rend(); ++l) detail::launch_backward_level(dd, *l, K, groups, st);
+        detail::launch_permute_out(dd, X, k, K, groups, st);
+      }
+      cuda_check(cudaStreamEndCapture(st, &graph), "cudaStreamEndCapture");
+      cudaGraphExec_t exec = nullptr;
+      cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+      cudaGraphDestroy(graph);
+      it = graphs.emplace(std::make_tuple(static_cast<const double*>(X), k, kind), exec).first;
+    }
+    cuda_check(cudaGraphLaunch(it->second, st), "cudaGraphLaunch");
   }
 
   void reserve(int groups) {
@@ -347,27 +394,20 @@ void DeviceSolve::solve_device(double* X, int k) {
   const int K = k <= 4 ? k : 8;
   const int groups = (k + K - 1) / K;
   m.reserve(groups);
-  auto it = m.graphs.find({X, k});
-  cudaStream_t st = stream();
-  if (it == m.graphs.end()) {
-    detail::SolveData d = m.d;
-    d.Y = m.Y;
-    d.C = m.C;
-    d.P = m.P;
-    cudaGraph_t graph = nullptr;
-    cuda_check(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    detail::launch_permute_in(d, X, k, K, groups, st);
-    for (const auto& L : m.levels) detail::launch_forward_level(d, L, K, groups, st);
-    for (auto l = m.levels.rbegin(); l != m.levels.rend(); ++l) detail::launch_backward_level(d, *l, K, groups, st);
-    detail::launch_permute_out(d, X, k, K, groups, st);
-    cuda_check(cudaStreamEndCapture(st, &graph), "cudaStreamEndCapture");
-    cudaGraphExec_t exec = nullptr;
-    cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    cudaGraphDestroy(graph);
-    it = m.graphs.emplace(std::make_pair(X, k), exec).first;
-  }
-  cuda_check(cudaGraphLaunch(it->second, st), "cudaGraphLaunch");
+  m.launch(X, k, K, groups, 0);
 }
+
+void DeviceSolve::forward_device(const double* X, int k) {
+  if (k < 1 || k > 4) throw GpuError(fmt::format("GPU solve: forward sweep of {} columns (1 to 4)", k));
+  impl_->launch(const_cast<double*>(X), k, k, 1, 1);
+}
+
+void DeviceSolve::backward_device(double* X, int k) {
+  if (k < 1 || k > 4) throw GpuError(fmt::format("GPU solve: backward sweep of {} columns (1 to 4)", k));
+  impl_->launch(X, k, k, 1, 2);
+}
+
+double* DeviceSolve::work() { return impl_->Y; }
 
 void DeviceSolve::solve(Eigen::Ref<Eigen::MatrixXd> B) {
   Impl& m = *impl_;
@@ -376,7 +416,7 @@ void DeviceSolve::solve(Eigen::Ref<Eigen::MatrixXd> B) {
   if (m.transfer.size() < static_cast<size_t>(tmp.size())) {
     // A new buffer: the graphs captured for the old one must not be replayed on a reused address.
     for (auto it = m.graphs.begin(); it != m.graphs.end();) {
-      if (it->first.first == m.transfer.data()) {
+      if (std::get<0>(it->first) == m.transfer.data()) {
         cudaGraphExecDestroy(it->second);
         it = m.graphs.erase(it);
       } else {
@@ -1163,19 +1203,322 @@ void DeviceSchurSystem::woodbury_async() {
   q.last = Impl::Last::Woodbury;
 }
 
-Eigen::MatrixXd DeviceSchurSystem::result() {
+void DeviceSchurSystem::check() {
   Impl& q = *impl_;
   if (q.last == Impl::Last::None) throw GpuError("GPU collision system: nothing solved yet");
   int info = 0;
   cuda_check(cudaMemcpyAsync(&info, q.info, sizeof(int), cudaMemcpyDeviceToHost, stream()), "info");
-  Eigen::MatrixXd u(q.m, q.r);
-  cuda_check(cudaMemcpyAsync(u.data(), q.U, u.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()), "download u");
   synchronize();
   if (info > 0)
     throw SolverError(fmt::format("GPU collision system: {} is not positive definite (potrf failed at column {})",
                                   q.last == Impl::Last::Refactor ? "H = Sigma + W^T C W" : "the Woodbury capacitance S",
                                   info - 1));
+}
+
+Eigen::MatrixXd DeviceSchurSystem::result() {
+  Impl& q = *impl_;
+  check();
+  Eigen::MatrixXd u(q.m, q.r);
+  cuda_check(cudaMemcpyAsync(u.data(), q.U, u.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()), "download u");
+  synchronize();
   return u;
+}
+
+double* DeviceSchurSystem::device_rhs(int r) {
+  Impl& q = *impl_;
+  if (r < 1 || r > q.rmax) throw GpuError(fmt::format("GPU collision system: {} columns, up to {}", r, q.rmax));
+  q.r = r;
+  return q.G;
+}
+
+const double* DeviceSchurSystem::device_result() const { return impl_->U; }
+
+// ---------------------------------------------------------------------------------------------
+struct DeviceCollisionPd::Impl {
+  std::unique_ptr<DevicePd> pd;
+  std::unique_ptr<DeviceSchurSystem> sys;
+  Allocations mem;
+  cublasHandle_t blas = nullptr;
+  detail::PdData beta{};  // the E_β local step (positions and status shared with pd)
+  int* beta_offsets = nullptr;
+  int* beta_inc = nullptr;
+  detail::RegionData r{};
+  double *l22 = nullptr, *Y2 = nullptr, *Z2 = nullptr;
+  unsigned char* mask = nullptr;
+  std::vector<int> fpos;  // region index → factor position
+  int m = 0, kmax = 0, last_inner = 0;
+  long n = 0;
+  double *res_partials = nullptr, *res_out = nullptr;
+  // Host staging of the springs (sized at construction).
+  std::vector<int> h_nodes, h_offsets, h_inc;
+  std::vector<double> h_w, h_c, h_o;
+  static constexpr int kMaxInner = 256;
+  ~Impl() {
+    if (blas) cublasDestroy(blas);
+  }
+};
+
+DeviceCollisionPd::DeviceCollisionPd(const DeviceCollisionDesc& desc) : impl_(std::make_unique<Impl>()) {
+  Impl& q = *impl_;
+  const int m = static_cast<int>(desc.region_nodes.size());
+  const long n = desc.pd.rest.rows();
+  if (m == 0) throw GpuError("GPU collision PD: the region is empty");
+  if (desc.pd.factor.n != n) throw GpuError("GPU collision PD: the factor does not match the mesh");
+  if (static_cast<int>(desc.factor_position.size()) != m || desc.l22.rows() != m || desc.l22.cols() != m ||
+      desc.sigma.rows() != m || desc.sigma.cols() != m || desc.sigma_inv.rows() != m || desc.sigma_inv.cols() != m ||
+      desc.a22_beta.rows() != m || desc.a22_beta.cols() != m)
+    throw GpuError(fmt::format("GPU collision PD: the region's blocks are not all of size m = {}", m));
+  const long n1 = n - m;
+  std::vector<int> inv(m, -1), gnode(m);
+  q.fpos = desc.factor_position;
+  for (int i = 0; i < m; ++i) {
+    const int p = desc.factor_position[i];
+    if (p < 0 || p >= m || inv[p] >= 0) throw GpuError("GPU collision PD: factor_position is not a permutation");
+    inv[p] = i;
+    gnode[p] = desc.region_nodes[i];
+    if (desc.pd.factor.perm[n1 + p] != desc.region_nodes[i])
+      throw GpuError(fmt::format("GPU collision PD: factor row {} is node {}, the region says {}", n1 + p,
+                                 desc.pd.factor.perm[n1 + p], desc.region_nodes[i]));
+  }
+  if (desc.max_springs < 0) throw GpuError("GPU collision PD: max_springs < 0");
+  q.m = m;
+  q.n = n;
+  q.kmax = std::max(1, desc.max_springs);
+  q.pd = std::make_unique<DevicePd>(desc.pd);
+  // Σ and Σ⁻¹ in factor order for the Schur system (every region vector on the device is).
+  {
+    Eigen::MatrixXd sf(m, m), sif(m, m);
+    for (int c = 0; c < m; ++c)
+      for (int rr = 0; rr < m; ++rr) {
+        sf(rr, c) = desc.sigma(inv[rr], inv[c]);
+        sif(rr, c) = desc.sigma_inv(inv[rr], inv[c]);
+      }
+    q.sys = std::make_unique<DeviceSchurSystem>(sf, sif, q.kmax, 3);
+  }
+  // A22^(β) as CSR rows in factor order (symmetric: row i = column i), columns ascending.
+  std::vector<int> a_off(m + 1, 0), a_col;
+  std::vector<double> a_val;
+  for (int p = 0; p < m; ++p) {
+    std::vector<std::pair<int, double> > row;
+    for (Eigen::SparseMatrix<double>::InnerIterator it(desc.a22_beta, inv[p]); it; ++it)
+      row.emplace_back(q.fpos[static_cast<size_t>(it.row())], it.value());
+    std::sort(row.begin(), row.end());
+    for (const auto& [c, v] : row) {
+      a_col.push_back(c);
+      a_val.push_back(v);
+    }
+    a_off[p + 1] = static_cast<int>(a_col.size());
+  }
+  // E_β: the elements' data and per region node its incidences (4 b + a), b ascending.
+  const TetElements& e = *desc.pd.elements;
+  const int nb = static_cast<int>(desc.beta_elements.size());
+  std::vector<int> local_p(static_cast<size_t>(n), -1);
+  for (int p = 0; p < m; ++p) local_p[static_cast<size_t>(gnode[p])] = p;
+  std::vector<int4> btets(nb);
+  std::vector<double> bdm(9 * static_cast<size_t>(nb)), bw(nb);
+  std::vector<int> b_off(m + 1, 0), b_inc(4 * static_cast<size_t>(nb));
+  for (int b = 0; b < nb; ++b) {
+    const int t = desc.beta_elements[b];
+    if (t < 0 || t >= e.size())
+      throw GpuError(fmt::format("GPU collision PD: E_beta names element {} of {}", t, e.size()));
+    const auto& nd = e.nodes[t];
+    btets[b] = make_int4(nd[0], nd[1], nd[2], nd[3]);
+    for (int k = 0; k < 9; ++k) bdm[static_cast<size_t>(k) * nb + b] = e.Dm_inv[t].data()[k];
+    bw[b] = e.weight[t];
+    for (int a = 0; a < 4; ++a) {
+      if (local_p[static_cast<size_t>(nd[a])] < 0)
+        throw GpuError(fmt::format("GPU collision PD: E_beta element {} has node {} outside the region", t, nd[a]));
+      ++b_off[local_p[static_cast<size_t>(nd[a])] + 1];
+    }
+  }
+  for (int p = 0; p < m; ++p) b_off[p + 1] += b_off[p];
+  {
+    std::vector<int> fill(b_off.begin(), b_off.end() - 1);
+    for (int b = 0; b < nb; ++b)
+      for (int a = 0; a < 4; ++a)
+        b_inc[fill[local_p[static_cast<size_t>(e.nodes[desc.beta_elements[b]][a])]]++] = 4 * b + a;
+  }
+  std::vector<unsigned char> mask(static_cast<size_t>(n), 0);
+  for (int p = 0; p < m; ++p) mask[static_cast<size_t>(gnode[p])] = 1;
+  const double mm = static_cast<double>(m) * m;
+  require_memory(8.0 * (mm + 7.0 * 3 * m + nb * 20.0 + a_val.size()) + 4.0 * (nb * 8.0 + a_col.size() + 3.0 * m) + n +
+                     q.kmax * (8 * 12.0 + 8 * 8.0 + 7 * 8.0),
+                 "GPU collision PD");
+  DevicePd::Impl& P = *q.pd->impl_;
+  q.beta.num_tets = nb;
+  q.beta.num_nodes = static_cast<int>(n);
+  q.beta.tets = q.mem.copy(btets, "GPU E_beta tets");
+  q.beta.dm_inv = q.mem.copy(bdm, "GPU E_beta Dm_inv");
+  q.beta.weight = q.mem.copy(bw, "GPU E_beta weights");
+  q.beta.x = P.d.x;
+  q.beta.status = P.d.status;
+  q.beta.H = q.mem.alloc<double>(9 * static_cast<size_t>(std::max(1, nb)), "GPU E_beta H");
+  q.beta.tet_energy = q.mem.alloc<double>(static_cast<size_t>(std::max(1, nb)), "GPU E_beta energies");
+  q.beta_offsets = q.mem.copy(b_off, "GPU E_beta incidences");
+  q.beta_inc = q.mem.copy(b_inc, "GPU E_beta incidences");
+  q.mask = q.mem.copy(mask, "GPU region mask");
+  q.l22 = q.mem.copy(std::vector<double>(desc.l22.data(), desc.l22.data() + desc.l22.size()), "GPU L22");
+  const size_t m3 = 3 * static_cast<size_t>(m);
+  q.Y2 = q.mem.alloc<double>(m3, "GPU region y2");
+  q.Z2 = q.mem.alloc<double>(m3, "GPU region z2");
+  auto& r = q.r;
+  r.m = m;
+  r.n1 = n1;
+  r.gnode = q.mem.copy(gnode, "GPU region nodes");
+  r.x = P.d.x;
+  const size_t K = static_cast<size_t>(q.kmax);
+  r.k = 0;
+  r.spring_nodes = q.mem.alloc<int>(8 * K, "GPU springs");
+  r.spring_w = q.mem.alloc<double>(8 * K, "GPU springs");
+  r.spring_c = q.mem.alloc<double>(K, "GPU springs");
+  r.spring_o = q.mem.alloc<double>(3 * K, "GPU springs");
+  r.spring_t = q.mem.alloc<double>(3 * K, "GPU springs");
+  r.sp_offsets = q.mem.copy(std::vector<int>(m + 1, 0), "GPU springs");
+  r.sp_inc = q.mem.alloc<int>(8 * K, "GPU springs");
+  r.a_offsets = q.mem.copy(a_off, "GPU A22 beta");
+  r.a_cols = q.mem.copy(a_col, "GPU A22 beta");
+  r.a_vals = q.mem.copy(a_val, "GPU A22 beta");
+  r.g_alpha = q.mem.alloc<double>(m3, "GPU g_alpha");
+  r.fbeta = q.mem.alloc<double>(m3, "GPU f_beta");
+  r.Utot = q.mem.alloc<double>(m3, "GPU sum of u2");
+  r.G = q.sys->device_rhs(3);
+  r.U = q.sys->device_result();
+  q.res_partials = q.mem.alloc<double>(detail::kSumBlocks, "GPU inner residuals");
+  q.res_out = q.mem.alloc<double>(Impl::kMaxInner, "GPU inner residuals");
+  q.h_nodes.reserve(8 * K);
+  q.h_w.reserve(8 * K);
+  q.h_c.reserve(K);
+  q.h_o.reserve(3 * K);
+  q.h_inc.reserve(8 * K);
+  q.h_offsets.assign(m + 1, 0);
+  cuda_check(cublasCreate(&q.blas), "cublasCreate");
+  cuda_check(cublasSetStream(q.blas, stream()), "cublasSetStream");
+  synchronize();
+}
+
+DeviceCollisionPd::~DeviceCollisionPd() = default;
+DevicePd& DeviceCollisionPd::pd() { return *impl_->pd; }
+int DeviceCollisionPd::region_size() const { return impl_->m; }
+
+void DeviceCollisionPd::set_springs(const std::vector<ContactSpring>& springs, const Points& offsets) {
+  Impl& q = *impl_;
+  const int k = static_cast<int>(springs.size());
+  if (k > q.kmax) throw GpuError(fmt::format("GPU collision PD: {} springs, built for {}", k, q.kmax));
+  if (offsets.rows() != k || (k > 0 && offsets.cols() != 3) || !offsets.allFinite())
+    throw GpuError("GPU collision PD: the springs' offsets must be #springs x 3 and finite");
+  std::vector<ContactSpring> factor_order = springs;
+  q.h_nodes.assign(8 * static_cast<size_t>(k), 0);
+  q.h_w.assign(8 * static_cast<size_t>(k), 0.0);
+  q.h_c.assign(static_cast<size_t>(k), 0.0);
+  q.h_o.assign(3 * static_cast<size_t>(k), 0.0);
+  std::fill(q.h_offsets.begin(), q.h_offsets.end(), 0);
+  for (int s = 0; s < k; ++s) {
+    auto& sp = factor_order[s];
+    if (!(sp.stiffness > 0) || !std::isfinite(sp.stiffness))
+      throw GpuError(fmt::format("GPU collision PD: spring {} has stiffness {} (must be > 0)", s, sp.stiffness));
+    for (int a = 0; a < 8; ++a) {
+      // Every slot names a region node, used (weight ≠ 0) or not.
+      if (sp.nodes[a] < 0 || sp.nodes[a] >= q.m)
+        throw GpuError(fmt::format("GPU collision PD: spring {} names region node {} of {}", s, sp.nodes[a], q.m));
+      if (!std::isfinite(sp.weights[a]))
+        throw GpuError(fmt::format("GPU collision PD: spring {} has a non-finite weight", s));
+      sp.nodes[a] = q.fpos[static_cast<size_t>(sp.nodes[a])];
+      if (sp.weights[a] == 0.0) continue;
+      q.h_nodes[8 * s + a] = sp.nodes[a];
+      q.h_w[8 * s + a] = sp.weights[a];
+      ++q.h_offsets[sp.nodes[a] + 1];
+    }
+    q.h_c[s] = sp.stiffness;
+    for (int c = 0; c < 3; ++c) q.h_o[3 * s + c] = offsets(s, c);
+  }
+  for (int p = 0; p < q.m; ++p) q.h_offsets[p + 1] += q.h_offsets[p];
+  q.h_inc.assign(static_cast<size_t>(q.h_offsets[q.m]), 0);
+  {
+    std::vector<int> fill(q.h_offsets.begin(), q.h_offsets.end() - 1);
+    for (int s = 0; s < k; ++s)
+      for (int a = 0; a < 8; ++a)
+        if (q.h_w[8 * s + a] != 0.0) q.h_inc[fill[q.h_nodes[8 * s + a]]++] = 8 * s + a;
+  }
+  q.sys->set_springs(factor_order);  // synchronizes
+  auto up = [](const auto* dst, const auto& v) {
+    if (!v.empty())
+      cuda_check(cudaMemcpyAsync(const_cast<void*>(static_cast<const void*>(dst)), v.data(), v.size() * sizeof(v[0]),
+                                 cudaMemcpyHostToDevice, stream()),
+                 "upload springs");
+  };
+  up(q.r.spring_nodes, q.h_nodes);
+  up(q.r.spring_w, q.h_w);
+  up(q.r.spring_c, q.h_c);
+  up(q.r.spring_o, q.h_o);
+  up(q.r.sp_offsets, q.h_offsets);
+  up(q.r.sp_inc, q.h_inc);
+  synchronize();
+  q.r.k = k;
+}
+
+void DeviceCollisionPd::outer_iteration(int inner) {
+  Impl& q = *impl_;
+  if (inner < 1 || inner > Impl::kMaxInner)
+    throw GpuError(fmt::format("GPU collision PD: {} inner iterations (1 to {})", inner, Impl::kMaxInner));
+  cudaStream_t st = stream();
+  DevicePd::Impl& P = *q.pd->impl_;
+  DeviceSolve& solve = *P.solve;
+  const double one = 1.0;
+  const int m = q.m;
+  // f(x); y = L⁻¹ P f; g2 = L22 y2 (Algorithm 1, steps 1-3).
+  detail::launch_forces(P.d, st);
+  solve.forward_device(P.d.f, 3);
+  double* Y = solve.work();
+  detail::launch_y2_gather(q.r, Y, q.Y2, st);
+  cuda_check(cublasDtrmm(q.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, m, 3,
+                         &one, q.l22, m, q.Y2, m, q.r.g_alpha, m),
+             "g2 = L22 y2");
+  // g_α = g2 − f_β(x).
+  detail::launch_tet_forces(q.beta, st);
+  detail::launch_beta_gather(m, q.beta_offsets, q.beta_inc, q.beta.H, q.beta.num_tets, q.r.fbeta, q.r.g_alpha, st);
+  cuda_check(cudaMemsetAsync(q.r.Utot, 0, 3 * static_cast<size_t>(m) * sizeof(double), st), "sum of u2");
+  for (int j = 0; j < inner; ++j) {
+    if (j > 0) {  // R_β at the moved x2 (step 4.2)
+      detail::launch_tet_forces(q.beta, st);
+      detail::launch_beta_gather(m, q.beta_offsets, q.beta_inc, q.beta.H, q.beta.num_tets, q.r.fbeta, nullptr, st);
+    }
+    detail::launch_spring_eval(q.r, true, st);
+    detail::launch_compose_g(q.r, st);
+    detail::DotJob job{};
+    job.a[0] = q.r.G;
+    job.b[0] = q.r.G;
+    job.n = 3LL * m;
+    job.count = 1;
+    detail::launch_dots(job, q.res_partials, q.res_out + j, st);
+    q.sys->woodbury_async();
+    detail::launch_apply_u2(q.r, st);
+    detail::launch_spring_eval(q.r, false, st);
+    detail::launch_update_g_alpha(q.r, st);
+  }
+  q.last_inner = inner;
+  // z = [y1; L22ᵀ Σ u2]; backward sweep; x1 += z1 (step 5).
+  cuda_check(cublasDtrmm(q.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, m, 3,
+                         &one, q.l22, m, q.r.Utot, m, q.Z2, m),
+             "L22^T u2");
+  detail::launch_z2_scatter(q.r, Y, q.Z2, st);
+  solve.backward_device(P.d.f, 3);
+  detail::launch_add_x1(P.d.x, P.d.f, q.mask, q.n, st);
+}
+
+void DeviceCollisionPd::check() {
+  impl_->pd->check();
+  impl_->sys->check();
+}
+
+std::vector<double> DeviceCollisionPd::inner_residuals() {
+  Impl& q = *impl_;
+  std::vector<double> out(static_cast<size_t>(q.last_inner));
+  if (!out.empty())
+    cuda_check(cudaMemcpyAsync(out.data(), q.res_out, out.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()),
+               "inner residuals");
+  synchronize();
+  for (double& v : out) v = std::sqrt(v);
+  return out;
 }
 
 #endif

@@ -72,6 +72,53 @@ struct PdData {
 };
 void launch_forces(const PdData& d, cudaStream_t st);
 void launch_add_step(const PdData& d, cudaStream_t st);
+/// The per-tet blocks only (d.H, d.tet_energy; d.status on failure): DeviceCollisionPd's E_β step.
+void launch_tet_forces(const PdData& d, cudaStream_t st);
+/// out (num_region × 3 column-major) = per region node the blocks of its incidences (4 t + a into
+/// H of num_tets tets), in list order; with sub non-null, sub −= out.
+void launch_beta_gather(int num_region, const int* offsets, const int* incidences, const double* H, int num_tets,
+                        double* out, double* sub, cudaStream_t st);
+
+/// Algorithm 1's region bookkeeping on the device (collision.cu). Region vectors are m × 3
+/// column-major in FACTOR order (p = position inside the factor's trailing block).
+struct RegionData {
+  int m;
+  long long n1;      // factor row of p = 0
+  const int* gnode;  // p → global node
+  double* x;         // global positions, node-major
+  // Springs: k of them, 8 slots each (factor positions, weights), stiffness, offset (3).
+  int k;
+  const int* spring_nodes;
+  const double* spring_w;
+  const double* spring_c;
+  const double* spring_o;
+  double* spring_t;       // 3 per spring (scratch)
+  const int* sp_offsets;  // m + 1: per node its (spring, slot) incidences, spring order
+  const int* sp_inc;      // 8 s + a
+  // A22^(β), CSR in factor order.
+  const int* a_offsets;
+  const int* a_cols;
+  const double* a_vals;
+  double* g_alpha;
+  double* fbeta;
+  double* G;        // the Schur system's right-hand side
+  const double* U;  // its solution
+  double* Utot;
+};
+/// Y2 = rows n1.. of the forward sweep's work array (node-interleaved, 3 columns).
+void launch_y2_gather(const RegionData& d, const double* Y, double* Y2, cudaStream_t st);
+/// Rows n1.. of the work array = Z2.
+void launch_z2_scatter(const RegionData& d, double* Y, const double* Z2, cudaStream_t st);
+/// t_s = c_s (W_s x − o_s) (from_x) or t_s = c_s W_s U.
+void launch_spring_eval(const RegionData& d, bool from_x, cudaStream_t st);
+/// G = g_α + f_β − Σ_s W_sᵀ t_s (t at x).
+void launch_compose_g(const RegionData& d, cudaStream_t st);
+/// x2 += U, Utot += U.
+void launch_apply_u2(const RegionData& d, cudaStream_t st);
+/// g_α −= G − Σ_s W_sᵀ t_s − A22^(β) U (t of U).
+void launch_update_g_alpha(const RegionData& d, cudaStream_t st);
+/// x_i += step[i + r n] for the nodes with mask[i] == 0 (x1).
+void launch_add_x1(double* x, const double* step, const unsigned char* mask, long long n, cudaStream_t st);
 
 /// Threads of the fixed-order sum (kSumBlocks blocks × kSumThreads threads): thread j sums the
 /// entries j, j + T, j + 2T, ... in that order, each block adds its threads' sums by a fixed tree,

@@ -59,6 +59,19 @@ __global__ void tet_forces(PdData d) {
   d.tet_energy[t] = energy;
 }
 
+// Adds vertex a's force from tet t's block (code = 4 t + a): −(sum of the columns) for vertex 0,
+// column a − 1 otherwise.
+__device__ inline void add_block(const double* H, int m, int code, double f[3]) {
+  const int t = code >> 2, a = code & 3;
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    if (a == 0)
+      f[r] -= H[r * m + t] + H[(3 + r) * m + t] + H[(6 + r) * m + t];
+    else
+      f[r] += H[(3 * (a - 1) + r) * m + t];
+  }
+}
+
 // One thread per node: its tets' blocks in ascending order, then loads and attachments; writes
 // the column-major right-hand side of the solve.
 __global__ void node_forces(PdData d) {
@@ -66,17 +79,7 @@ __global__ void node_forces(PdData d) {
   if (i >= d.num_nodes) return;
   const int m = d.num_tets;
   double f[3] = {0.0, 0.0, 0.0};
-  for (int q = d.inc_offsets[i]; q < d.inc_offsets[i + 1]; ++q) {
-    const int code = d.incidences[q];
-    const int t = code >> 2, a = code & 3;
-#pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      if (a == 0)
-        f[r] -= d.H[r * m + t] + d.H[(3 + r) * m + t] + d.H[(6 + r) * m + t];
-      else
-        f[r] += d.H[(3 * (a - 1) + r) * m + t];
-    }
-  }
+  for (int q = d.inc_offsets[i]; q < d.inc_offsets[i + 1]; ++q) add_block(d.H, m, d.incidences[q], f);
   // Then the terms in the CPU's order: attachments (−k (x − t), in list order), gravity, nodal forces.
   // The node's energy: the attachments' k/2 ||x − t||², the loads' −(m g + f_ext)·x.
   double energy = 0.0;
@@ -109,6 +112,21 @@ __global__ void node_forces(PdData d) {
   d.node_force_sq[i] = f_sq;
 }
 
+// One thread per region node p (factor order): the E_β blocks of its tets in ascending order
+// (DeviceCollisionPd); out is m × 3 column-major; with sub, sub −= out as well.
+__global__ void beta_gather(int num_region, const int* offsets, const int* incidences, const double* H, int num_tets,
+                            double* out, double* sub) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= num_region) return;
+  double f[3] = {0.0, 0.0, 0.0};
+  for (int q = offsets[p]; q < offsets[p + 1]; ++q) add_block(H, num_tets, incidences[q], f);
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    out[p + static_cast<long long>(r) * num_region] = f[r];
+    if (sub) sub[p + static_cast<long long>(r) * num_region] -= f[r];
+  }
+}
+
 __global__ void add_step(PdData d) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= d.num_nodes) return;
@@ -139,6 +157,15 @@ void launch_sums(const SumJob& job, double* partials, double* out, cudaStream_t 
 void launch_forces(const PdData& d, cudaStream_t st) {
   tet_forces<<<(d.num_tets + 127) / 128, 128, 0, st>>>(d);
   node_forces<<<(d.num_nodes + 127) / 128, 128, 0, st>>>(d);
+}
+
+void launch_tet_forces(const PdData& d, cudaStream_t st) {
+  if (d.num_tets > 0) tet_forces<<<(d.num_tets + 127) / 128, 128, 0, st>>>(d);
+}
+
+void launch_beta_gather(int num_region, const int* offsets, const int* incidences, const double* H, int num_tets,
+                        double* out, double* sub, cudaStream_t st) {
+  beta_gather<<<(num_region + 127) / 128, 128, 0, st>>>(num_region, offsets, incidences, H, num_tets, out, sub);
 }
 
 void launch_add_step(const PdData& d, cudaStream_t st) { add_step<<<(d.num_nodes + 255) / 256, 256, 0, st>>>(d); }

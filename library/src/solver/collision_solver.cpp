@@ -48,10 +48,7 @@ void accumulate(CollisionTimings& a, const CollisionTimings& b, double scale) {
 
 namespace {
 
-struct BetaList {
-  const TetTerm* term = nullptr;
-  std::vector<int> elements;  // element-order indices of the term whose 4 nodes lie in x2
-};
+using BetaList = CollisionBetaElements;
 
 }  // namespace
 
@@ -523,6 +520,8 @@ const std::vector<int>& CollisionModel::region_nodes() const { return impl_->nod
 int CollisionModel::num_beta_elements() const { return impl_->num_beta; }
 const SchurFactorization* CollisionModel::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
 double CollisionModel::setup_ms() const { return impl_->setup_ms; }
+const std::vector<CollisionBetaElements>& CollisionModel::beta_elements() const { return impl_->beta; }
+const Eigen::SparseMatrix<double>& CollisionModel::beta_matrix() const { return impl_->a22_beta; }
 
 CollisionState::CollisionState(const CollisionModel& model, ContactDetector& detector)
     : impl_(std::make_unique<Impl>()) {

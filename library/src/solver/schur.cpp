@@ -636,8 +636,30 @@ int SchurFactorization::factor_position(int region_index) const {
   return impl_->fpos2.at(static_cast<size_t>(region_index));
 }
 const SchurStats& SchurFactorization::stats() const { return impl_->stats; }
+
+SupernodalFactorCopy SchurFactorization::supernodal_factor() const {
+  SupernodalFactorCopy out;
+  const cholmod_factor* L = impl_->L;
+  if (!L || !L->is_super || !L->is_ll || L->xtype != CHOLMOD_REAL || !L->x) return out;
+  // CHOLMOD's int interface: the device backend reads `long` indices, so they are copied once.
+  auto copy = [](const void* p, size_t count) {
+    const int* q = static_cast<const int*>(p);
+    return std::vector<long>(q, q + count);
+  };
+  const size_t ns = L->nsuper;
+  out.n = static_cast<long>(L->n);
+  out.nsuper = static_cast<long>(ns);
+  out.super = copy(L->super, ns + 1);
+  out.pi = copy(L->pi, ns + 1);
+  out.px = copy(L->px, ns + 1);
+  out.s = copy(L->s, static_cast<size_t>(out.pi[ns]));
+  out.perm = copy(L->Perm, L->n);
+  out.x = static_cast<const double*>(L->x);
+  return out;
+}
 const Eigen::MatrixXd& SchurFactorization::schur_complement() const { return impl_->sigma; }
 const Eigen::MatrixXd& SchurFactorization::schur_factor() const { return impl_->l22; }
+const Eigen::MatrixXd& SchurFactorization::schur_inverse() const { return impl_->sigma_inv; }
 SchurSolveMethod SchurFactorization::last_method() const { return impl_->own.last_method(); }
 const SchurSolveTimings& SchurFactorization::last_timings() const { return impl_->own.last_timings(); }
 

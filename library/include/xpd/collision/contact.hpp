@@ -9,6 +9,7 @@
 // high-resolution surface embedded in a coarser lattice (mesh/embedding.hpp). An active proxy gets
 // a zero-rest-length penalty spring c/2 ||x_p − t||² to its projection t onto free space (the PD
 // projection of the non-penetration constraint), recomputed at every detection.
+#include <utility>
 #include <vector>
 #include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
@@ -50,6 +51,20 @@ class ContactDetector {
   /// tets and of the tets searched for self-collision are read) at `frame` (obstacle keyframes).
   /// Clears `contacts` and fills at most one contact per proxy, sorted by proxy index.
   virtual void detect(const Points& x, double frame, std::vector<ProxyContact>& contacts) = 0;
+};
+
+/// A detector that reports the same contacts at every call (set()): the contact set held fixed,
+/// for oracles and benchmarks of the solvers without detection (the device's Algorithm 1 is checked
+/// against the CPU's this way). The contacts must be sorted by proxy, one per proxy.
+class FixedContactDetector final : public ContactDetector {
+ public:
+  FixedContactDetector() = default;
+  explicit FixedContactDetector(std::vector<ProxyContact> contacts) : contacts_(std::move(contacts)) {}
+  void set(std::vector<ProxyContact> contacts) { contacts_ = std::move(contacts); }
+  void detect(const Points&, double, std::vector<ProxyContact>& contacts) override { contacts = contacts_; }
+
+ private:
+  std::vector<ProxyContact> contacts_;
 };
 
 /// proxy_positions into `out` (resized only when the count changes: no allocation in a loop).

@@ -8,6 +8,7 @@
 // built (after checking cudaMemGetInfo: the error names the bytes needed and free) and never inside
 // a solve or an iteration; every reduction sums in a fixed order, so two runs are bitwise equal.
 #include <Eigen/Core>
+#include <Eigen/SparseCore>
 #include <array>
 #include <functional>
 #include <memory>
@@ -65,6 +66,13 @@ class DeviceSolve {
   void solve_device(double* X, int k);
   /// Host convenience: uploads B, solves, downloads.
   void solve(Eigen::Ref<Eigen::MatrixXd> B);
+  /// The two halves of solve_device, for partial substitutions (Algorithm 1, DeviceCollisionPd),
+  /// k ≤ 4: forward_device(X, k) leaves y = L⁻¹ P X in work() (L order, node-interleaved: entry
+  /// (i, r) at work()[i k + r]); backward_device(X, k) solves Lᵀ z = work() and writes X := Pᵀ z.
+  /// Between the two the caller may change work(). Each gets its own CUDA graph per (X, k).
+  void forward_device(const double* X, int k);
+  void backward_device(double* X, int k);
+  double* work();
   struct Impl;
 
  private:
@@ -162,6 +170,7 @@ class DevicePd {
   struct Impl;
 
  private:
+  friend class DeviceCollisionPd;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -221,6 +230,64 @@ class DeviceSchurSystem {
   /// The last u2, after checking the factorization: SolverError naming the column when H (or S) is
   /// not positive definite.
   Eigen::MatrixXd result();
+  /// Device-side use (DeviceCollisionPd): the right-hand side g (m × r column-major, r ≤ max_rhs;
+  /// the caller fills it on the stream), the solution u2 of the last solve (same layout), and
+  /// check(), which waits and throws as result() does.
+  double* device_rhs(int r);
+  const double* device_result() const;
+  void check();
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What DeviceCollisionPd runs: plain PD on the x2-last factor of the collision Schur
+/// factorization (SchurFactorization), the region and its dense blocks. Filled from a
+/// CollisionModel by make_device_collision_desc() (solver/device_pd.hpp).
+struct DeviceCollisionDesc {
+  DevicePdDesc pd;                       ///< pd.factor: the x2-last factor (the region's rows last)
+  std::vector<int> region_nodes;         ///< x2, global node indices, region order (m)
+  std::vector<int> factor_position;      ///< region index i → its row n − m + p of the factor
+  Eigen::MatrixXd l22;                   ///< chol(Σ), m × m lower, factor order
+  Eigen::MatrixXd sigma, sigma_inv;      ///< Σ and Σ⁻¹, region order
+  Eigen::SparseMatrix<double> a22_beta;  ///< A22^(β), region order
+  std::vector<int> beta_elements;        ///< E_β: indices into pd.elements whose 4 nodes lie in x2
+  int max_springs = 0;                   ///< capacity of the contact set (buffers sized once)
+};
+
+/// Wang et al. 2021's Algorithm 1 on the device with a fixed set of contact springs (detection
+/// stays on the host: set_springs() between iterations). One outer iteration, positions resident:
+///   f = f(x)                          local step + forces of every term (DevicePd)
+///   y = L⁻¹ P f                       full forward sweep of the x2-last factor (DeviceSolve)
+///   g2 = L22 y2                       dense trmm (= f2 − K21 K11⁻¹ f1, schur.hpp forward())
+///   g_α = g2 − f_β(x)
+///   J times: f_β(x) (E_β local step), g = g_α + f_β + f_col(x2), H u2 = g by Woodbury with the
+///     resident Σ⁻¹ (DeviceSchurSystem), x2 += u2, g_α −= (g − C22 u2) − A22^(β) u2
+///   z2 = L22ᵀ Σ_j u2_j into y's trailing rows; full backward sweep; x1 += z1
+/// — the CPU's CollisionState::schur_iteration with the springs held. The spring of contact s is
+/// c/2 ||Σ_a w_a x[nodes_a] − o_s||² (ContactSpring over REGION-local nodes; o_s its target in
+/// space, 0 for a two-sided self contact). Every device buffer is made at construction: an
+/// iteration allocates nothing.
+class DeviceCollisionPd {
+ public:
+  explicit DeviceCollisionPd(const DeviceCollisionDesc& desc);
+  ~DeviceCollisionPd();
+  DeviceCollisionPd(const DeviceCollisionPd&) = delete;
+  DeviceCollisionPd& operator=(const DeviceCollisionPd&) = delete;
+  /// The plain PD part (positions, frame inputs, forces, plain iterations on the x2-last factor).
+  DevicePd& pd();
+  int region_size() const;
+  /// Replaces the springs (region-local nodes) and their offsets (#springs × 3). GpuError beyond
+  /// max_springs, for a slot (used or not) naming a node outside the region, a stiffness ≤ 0, a
+  /// non-finite weight or offset. Uploads a few KB and waits; allocates nothing.
+  void set_springs(const std::vector<ContactSpring>& springs, const Points& offsets);
+  /// One outer iteration with `inner` ≥ 1 inner iterations (asynchronous; check() waits and throws
+  /// SolverError for an inverted element or a capacitance that is not positive definite).
+  void outer_iteration(int inner);
+  void check();
+  /// ||g|| of each inner iteration of the last outer iteration (waits for the device).
+  std::vector<double> inner_residuals();
   struct Impl;
 
  private:

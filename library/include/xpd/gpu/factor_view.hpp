@@ -1,6 +1,7 @@
 #pragma once
 // The supernodal factor as the GPU backend reads it (filled by SparseCholesky, solver area; defined
 // here because the backend sits below the solver in the dependency order).
+#include <vector>
 
 namespace xpd {
 
@@ -19,6 +20,28 @@ struct SupernodalFactorView {
   const long* s = nullptr;      ///< row indices
   const double* x = nullptr;    ///< values
   const long* perm = nullptr;   ///< n: fill-reducing permutation
+};
+
+/// A SupernodalFactorView over index arrays held here: for factors whose integers are not `long`
+/// (SchurFactorization's CHOLMOD factor uses int), the indices are copied once; the values still
+/// point into the owning factor. view() is valid while this object and the factor live.
+struct SupernodalFactorCopy {
+  long n = 0, nsuper = 0;
+  std::vector<long> super, pi, px, s, perm;
+  const double* x = nullptr;
+  SupernodalFactorView view() const {
+    SupernodalFactorView v;
+    if (nsuper == 0) return v;
+    v.n = n;
+    v.nsuper = nsuper;
+    v.super = super.data();
+    v.pi = pi.data();
+    v.px = px.data();
+    v.s = s.data();
+    v.x = x;
+    v.perm = perm.data();
+    return v;
+  }
 };
 
 }  // namespace xpd

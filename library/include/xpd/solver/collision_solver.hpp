@@ -135,6 +135,12 @@ struct CollisionFrameStats {
 
 class CollisionState;
 
+/// The E_β elements of one tet term: the element-order indices whose four nodes all lie in x2.
+struct CollisionBetaElements {
+  const TetTerm* term = nullptr;
+  std::vector<int> elements;
+};
+
 /// The constant part of collision handling for one Model (which must outlive it): the partition
 /// into x1 / x2, the E_β elements, A22^(β), and the factorization of the method (the x2-last Schur
 /// factorization for schur, K + all region springs for projective_skinning). Read only after
@@ -165,6 +171,10 @@ class CollisionModel {
   const SchurFactorization* schur() const;
   /// Setup time: factorizations of the method [ms].
   double setup_ms() const;
+  /// E_β per tet term (terms without β elements omitted).
+  const std::vector<CollisionBetaElements>& beta_elements() const;
+  /// A22^(β) = Σ_β w_e G_eᵀ G_e, the E_β elements' part of K restricted to x2 (m × m, region-local).
+  const Eigen::SparseMatrix<double>& beta_matrix() const;
 
   struct Impl;  ///< opaque (collision_solver.cpp)
 

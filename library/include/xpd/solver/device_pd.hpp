@@ -2,6 +2,7 @@
 // The bridge from a Model to the CUDA backend's plain PD (gpu::DevicePd, docs/gpu.md).
 #include <memory>
 #include <xpd/gpu/cuda_backend.hpp>
+#include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/state.hpp>
@@ -14,6 +15,24 @@ namespace xpd {
 /// volume term, strain limits, shape targets, point springs, barycentric attachments, a factor that
 /// is not supernodal.
 gpu::DevicePdDesc make_device_pd_desc(const Model& model, const FrameInputs& inputs);
+
+/// Wang et al. 2021's Algorithm 1 on the device for a CollisionModel with the schur method
+/// (gpu::DeviceCollisionPd): the model's terms as make_device_pd_desc() accepts them, the x2-last
+/// factor, Σ, Σ⁻¹, L22, A22^(β) and E_β of `collision`, buffers for up to `max_springs` springs.
+/// The positions start at the rest shape. Throws GpuError for a method other than schur, an empty
+/// region, a factor that is not supernodal or Σ⁻¹ not precomputed, and what make_device_pd_desc()
+/// refuses.
+std::unique_ptr<gpu::DeviceCollisionPd> make_device_collision_pd(const CollisionModel& collision,
+                                                                 const FrameInputs& inputs, int max_springs);
+
+/// The springs the CPU's CollisionState builds from `contacts` detected at positions x (all of them
+/// active, none kept from earlier detections): per contact its proxy's tet weights over
+/// REGION-local nodes and offset = the target; a self contact with a surface point
+/// (two_sided_self_contact) gets the other side's tet with negated weights in slots 4-7 and offset
+/// 0; a one-sided self contact the half-way target x_p + (t − x_p)/2. Stiffness: the model's.
+/// Throws GpuError for a contact whose nodes are not all in the region.
+void device_springs(const CollisionModel& collision, const std::vector<ProxyContact>& contacts, const Points& x,
+                    std::vector<gpu::ContactSpring>& springs, Points& offsets);
 
 /// Quasistatic PD on the device as a frame-loop strategy (solver.device "cuda"): the positions stay
 /// on the device for the whole frame. begin_frame uploads state.x and the frame inputs; evaluate()

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <memory>
 #include <vector>
+#include <xpd/gpu/factor_view.hpp>
 
 namespace xpd {
 
@@ -175,12 +176,19 @@ class SchurFactorization {
   /// Position of region node i inside the trailing m × m block of the factor (0 ≤ · < m).
   int factor_position(int region_index) const;
   const SchurStats& stats() const;
+  /// The x2-last factor in CHOLMOD's supernodal layout (indices copied to `long`, values pointing
+  /// into this factorization until the next refactorize()), for the device backend's Algorithm 1:
+  /// factor row n − m + factor_position(i) is region node i. Empty (nsuper = 0) when the factor is
+  /// not a supernodal LLᵀ (XPD_CHOLMOD_LGPL_ONLY builds).
+  SupernodalFactorCopy supernodal_factor() const;
 
   /// Σ = K22 − K21 K11⁻¹ K12 = L22 L22ᵀ, dense m × m, both triangles filled, region-local order.
   const Eigen::MatrixXd& schur_complement() const;
   /// L22, the lower-triangular trailing block of L (strict upper part zero), m × m, in FACTOR
   /// order: Σ(i, j) = (L22 L22ᵀ)(factor_position(i), factor_position(j)).
   const Eigen::MatrixXd& schur_factor() const;
+  /// Σ⁻¹, dense m × m, region-local order; empty unless SchurOptions::precompute_inverse.
+  const Eigen::MatrixXd& schur_inverse() const;
 
   /// Full solve K u = f. f: n × r (node order). Returns u: n × r.
   Eigen::MatrixXd solve(const Eigen::Ref<const Eigen::MatrixXd>& f);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
+#include <cmath>
 #include <iostream>
 #include <random>
 #include <xpd/collision/detector.hpp>
@@ -72,6 +73,60 @@ TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
   } catch (const GpuError& e) {
     EXPECT_FALSE(std::string(e.what()).empty());
   }
+}
+
+// device_springs (host only) builds the CPU's springs and refuses what the CPU's detection check
+// refuses.
+TEST(CudaBackend, DeviceSpringsFollowTheContactsAndRefuseBadOnes) {
+  const int N = 5;
+  ModelDesc d;
+  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
+  d.mu = {1e4};
+  for (int i = 0; i < N * N; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  const Model model = build_model(d);
+  std::vector<int> top;
+  for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i)
+    if (d.mesh.nodes(i, 2) > 1.0 - 1e-9) top.push_back(static_cast<int>(i));
+  top.push_back(0);  // a proxy outside the region
+  const ProxySet proxies = proxies_from_nodes(d.mesh, top);
+  std::vector<int> region(top.size() - 1);
+  for (size_t k = 0; k < region.size(); ++k) region[k] = static_cast<int>(k);
+  CollisionOptions co;
+  co.stiffness = 500;
+  const CollisionModel cm(model, proxies, region, co);
+  const Points x = model.rest_positions();
+  std::vector<ProxyContact> contacts(2);
+  contacts[0].proxy = 1;
+  contacts[0].target = Vec3(0.1, 0.2, 0.9);
+  contacts[1].proxy = 3;
+  contacts[1].target = Vec3(0.4, 0.5, 0.8);
+  std::vector<gpu::ContactSpring> springs;
+  Points offsets;
+  device_springs(cm, contacts, x, springs, offsets);
+  ASSERT_EQ(springs.size(), 2u);
+  for (size_t c = 0; c < 2; ++c) {
+    // W x reproduces the proxy's position; the offset is the target; the stiffness the model's.
+    Vec3 wx = Vec3::Zero();
+    double wsum = 0;
+    for (int a = 0; a < 8; ++a) {
+      wx += springs[c].weights[a] * x.row(cm.region_nodes()[springs[c].nodes[a]]).transpose();
+      wsum += springs[c].weights[a];
+    }
+    EXPECT_NEAR(wsum, 1.0, 1e-15);
+    EXPECT_LE((wx - x.row(top[contacts[c].proxy]).transpose()).norm(), 1e-15);
+    EXPECT_EQ(Vec3(offsets.row(static_cast<Eigen::Index>(c)).transpose()), contacts[c].target);
+    EXPECT_EQ(springs[c].stiffness, 500.0);
+  }
+  auto bad = contacts;
+  std::swap(bad[0], bad[1]);  // unsorted
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  bad = contacts;
+  bad[1].proxy = static_cast<int>(top.size()) - 1;  // not a region proxy
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  bad = contacts;
+  bad[0].target(0) = std::nan("");
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  EXPECT_THROW(device_springs(cm, contacts, Points(x.topRows(3)), springs, offsets), GpuError);
 }
 
 TEST(CudaBackend, SupernodalSolveEqualsCholmodAndRepeatsBitwise) {
@@ -293,6 +348,20 @@ TEST(CudaBackend, AlgorithmOneEqualsTheCpuInnerLoopAndTheFullSolve) {
       gpu_pd->check();
       EXPECT_EQ(gpu::device_free_bytes(), free_before);
     }
+  }
+  // Without springs, J = 1 is the plain PD step x + K⁻¹ f (any factor ordering solves K).
+  {
+    auto plain = make_device_collision_pd(cm, pressed.inputs, 0);
+    plain->pd().set_positions(pressed.x);
+    plain->check();  // nothing run yet: only the elements' status
+    plain->outer_iteration(1);
+    plain->check();
+    State t = pressed;
+    (void)evaluate(model, t, nullptr, false);
+    solve_global(model, t);
+    const Points xc = pressed.x + Points(t.rhs);
+    EXPECT_LE((plain->pd().positions() - xc).norm(), 1e-10 * (xc - pressed.x).norm());
+    EXPECT_THROW(plain->set_springs(springs, offsets), GpuError);  // built for no springs
   }
   // Bad springs are refused before anything runs.
   springs[0].stiffness = 0;

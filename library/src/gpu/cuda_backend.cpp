@@ -1246,7 +1246,7 @@ struct DeviceCollisionPd::Impl {
   double *l22 = nullptr, *Y2 = nullptr, *Z2 = nullptr;
   unsigned char* mask = nullptr;
   std::vector<int> fpos;  // region index → factor position
-  int m = 0, kmax = 0, last_inner = 0;
+  int m = 0, kmax = 0, max_springs = 0, last_inner = 0;
   long n = 0;
   double *res_partials = nullptr, *res_out = nullptr;
   // Host staging of the springs (sized at construction).
@@ -1281,20 +1281,11 @@ DeviceCollisionPd::DeviceCollisionPd(const DeviceCollisionDesc& desc) : impl_(st
                                  desc.pd.factor.perm[n1 + p], desc.region_nodes[i]));
   }
   if (desc.max_springs < 0) throw GpuError("GPU collision PD: max_springs < 0");
+  if (!desc.pd.elements) throw GpuError("GPU collision PD: no elements");
   q.m = m;
   q.n = n;
-  q.kmax = std::max(1, desc.max_springs);
-  q.pd = std::make_unique<DevicePd>(desc.pd);
-  // Σ and Σ⁻¹ in factor order for the Schur system (every region vector on the device is).
-  {
-    Eigen::MatrixXd sf(m, m), sif(m, m);
-    for (int c = 0; c < m; ++c)
-      for (int rr = 0; rr < m; ++rr) {
-        sf(rr, c) = desc.sigma(inv[rr], inv[c]);
-        sif(rr, c) = desc.sigma_inv(inv[rr], inv[c]);
-      }
-    q.sys = std::make_unique<DeviceSchurSystem>(sf, sif, q.kmax, 3);
-  }
+  q.max_springs = desc.max_springs;
+  q.kmax = std::max(1, desc.max_springs);  // device buffers of at least one spring
   // A22^(β) as CSR rows in factor order (symmetric: row i = column i), columns ascending.
   std::vector<int> a_off(m + 1, 0), a_col;
   std::vector<double> a_val;
@@ -1340,13 +1331,24 @@ DeviceCollisionPd::DeviceCollisionPd(const DeviceCollisionDesc& desc) : impl_(st
   }
   std::vector<unsigned char> mask(static_cast<size_t>(n), 0);
   for (int p = 0; p < m; ++p) mask[static_cast<size_t>(gnode[p])] = 1;
+  // The host inputs are checked: now the uploads (the factor, Σ, Σ⁻¹: seconds on box:48).
+  q.pd = std::make_unique<DevicePd>(desc.pd);
+  // Σ and Σ⁻¹ in factor order for the Schur system (every region vector on the device is).
+  {
+    Eigen::MatrixXd sf(m, m), sif(m, m);
+    for (int c = 0; c < m; ++c)
+      for (int rr = 0; rr < m; ++rr) {
+        sf(rr, c) = desc.sigma(inv[rr], inv[c]);
+        sif(rr, c) = desc.sigma_inv(inv[rr], inv[c]);
+      }
+    q.sys = std::make_unique<DeviceSchurSystem>(sf, sif, q.kmax, 3);
+  }
   const double mm = static_cast<double>(m) * m;
   require_memory(8.0 * (mm + 7.0 * 3 * m + nb * 20.0 + a_val.size()) + 4.0 * (nb * 8.0 + a_col.size() + 3.0 * m) + n +
                      q.kmax * (8 * 12.0 + 8 * 8.0 + 7 * 8.0),
                  "GPU collision PD");
   DevicePd::Impl& P = *q.pd->impl_;
   q.beta.num_tets = nb;
-  q.beta.num_nodes = static_cast<int>(n);
   q.beta.tets = q.mem.copy(btets, "GPU E_beta tets");
   q.beta.dm_inv = q.mem.copy(bdm, "GPU E_beta Dm_inv");
   q.beta.weight = q.mem.copy(bw, "GPU E_beta weights");
@@ -1393,7 +1395,7 @@ DeviceCollisionPd::DeviceCollisionPd(const DeviceCollisionDesc& desc) : impl_(st
   q.h_offsets.assign(m + 1, 0);
   cuda_check(cublasCreate(&q.blas), "cublasCreate");
   cuda_check(cublasSetStream(q.blas, stream()), "cublasSetStream");
-  synchronize();
+  q.sys->set_springs({});  // no contacts until set_springs (synchronizes)
 }
 
 DeviceCollisionPd::~DeviceCollisionPd() = default;
@@ -1403,7 +1405,7 @@ int DeviceCollisionPd::region_size() const { return impl_->m; }
 void DeviceCollisionPd::set_springs(const std::vector<ContactSpring>& springs, const Points& offsets) {
   Impl& q = *impl_;
   const int k = static_cast<int>(springs.size());
-  if (k > q.kmax) throw GpuError(fmt::format("GPU collision PD: {} springs, built for {}", k, q.kmax));
+  if (k > q.max_springs) throw GpuError(fmt::format("GPU collision PD: {} springs, built for {}", k, q.max_springs));
   if (offsets.rows() != k || (k > 0 && offsets.cols() != 3) || !offsets.allFinite())
     throw GpuError("GPU collision PD: the springs' offsets must be #springs x 3 and finite");
   std::vector<ContactSpring> factor_order = springs;
@@ -1469,7 +1471,7 @@ void DeviceCollisionPd::outer_iteration(int inner) {
   detail::launch_forces(P.d, st);
   solve.forward_device(P.d.f, 3);
   double* Y = solve.work();
-  detail::launch_y2_gather(q.r, Y, q.Y2, st);
+  detail::launch_y2_gather(q.r, Y, q.Y2, st);  // Y holds 3 interleaved columns: forward_device(·, 3)
   cuda_check(cublasDtrmm(q.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, m, 3,
                          &one, q.l22, m, q.Y2, m, q.r.g_alpha, m),
              "g2 = L22 y2");
@@ -1507,7 +1509,7 @@ void DeviceCollisionPd::outer_iteration(int inner) {
 
 void DeviceCollisionPd::check() {
   impl_->pd->check();
-  impl_->sys->check();
+  if (impl_->last_inner > 0) impl_->sys->check();
 }
 
 std::vector<double> DeviceCollisionPd::inner_residuals() {

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/corotated.hpp>
@@ -76,6 +77,10 @@ void device_springs(const CollisionModel& collision, const std::vector<ProxyCont
   const Tets& tets = collision.model().tets();
   const ProxySet& proxies = collision.proxies();
   const bool two_sided = collision.options().two_sided_self_contact;
+  if (x.rows() != collision.model().num_nodes() || x.cols() != 3)
+    throw GpuError(fmt::format("GPU collision PD: positions of {} nodes for a mesh of {}", x.rows(),
+                               collision.model().num_nodes()));
+  const std::vector<int>& region = collision.region();  // sorted region proxies
   springs.assign(contacts.size(), {});
   offsets.setZero(static_cast<Eigen::Index>(contacts.size()), 3);
   auto local = [&](int node) {
@@ -85,8 +90,13 @@ void device_springs(const CollisionModel& collision, const std::vector<ProxyCont
   };
   for (size_t c = 0; c < contacts.size(); ++c) {
     const ProxyContact& ct = contacts[c];
-    if (ct.proxy < 0 || ct.proxy >= proxies.size())
-      throw GpuError(fmt::format("GPU collision PD: contact of proxy {} of {}", ct.proxy, proxies.size()));
+    if (!std::binary_search(region.begin(), region.end(), ct.proxy))
+      throw GpuError(
+          fmt::format("GPU collision PD: contact of proxy {}, which is not in the collision region", ct.proxy));
+    if (c > 0 && !(contacts[c - 1].proxy < ct.proxy))
+      throw GpuError("GPU collision PD: contacts must be sorted by proxy, one per proxy");
+    if (!ct.target.allFinite())
+      throw GpuError(fmt::format("GPU collision PD: non-finite target of proxy {}", ct.proxy));
     gpu::ContactSpring& sp = springs[c];
     const int t = proxies.tet[static_cast<size_t>(ct.proxy)];
     for (int a = 0; a < 4; ++a) {

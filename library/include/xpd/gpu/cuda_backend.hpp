@@ -265,10 +265,13 @@ struct DeviceCollisionDesc {
 ///   J times: f_β(x) (E_β local step), g = g_α + f_β + f_col(x2), H u2 = g by Woodbury with the
 ///     resident Σ⁻¹ (DeviceSchurSystem), x2 += u2, g_α −= (g − C22 u2) − A22^(β) u2
 ///   z2 = L22ᵀ Σ_j u2_j into y's trailing rows; full backward sweep; x1 += z1
-/// — the CPU's CollisionState::schur_iteration with the springs held. The spring of contact s is
-/// c/2 ||Σ_a w_a x[nodes_a] − o_s||² (ContactSpring over REGION-local nodes; o_s its target in
-/// space, 0 for a two-sided self contact). Every device buffer is made at construction: an
-/// iteration allocates nothing.
+/// — the CPU's CollisionState::schur_iteration with the springs held (the CPU re-detects before
+/// each inner iteration j > 0; with the same contacts its springs are these, except a one-sided
+/// self contact's half-way target, which the CPU recomputes at the moved x and the device keeps).
+/// The spring of contact s is c/2 ||Σ_a w_a x[nodes_a] − o_s||² (ContactSpring over REGION-local
+/// nodes; o_s its target in space, 0 for a two-sided self contact). Every device buffer is made at
+/// construction; the first outer_iteration also instantiates the sweeps' two CUDA graphs, and from
+/// then on iterations take no device memory. The solve is always Woodbury (stiffness > 0).
 class DeviceCollisionPd {
  public:
   explicit DeviceCollisionPd(const DeviceCollisionDesc& desc);
@@ -282,9 +285,12 @@ class DeviceCollisionPd {
   /// max_springs, for a slot (used or not) naming a node outside the region, a stiffness ≤ 0, a
   /// non-finite weight or offset. Uploads a few KB and waits; allocates nothing.
   void set_springs(const std::vector<ContactSpring>& springs, const Points& offsets);
-  /// One outer iteration with `inner` ≥ 1 inner iterations (asynchronous; check() waits and throws
-  /// SolverError for an inverted element or a capacitance that is not positive definite).
+  /// One outer iteration with 1 ≤ `inner` ≤ 256 inner iterations (asynchronous; check() waits and
+  /// throws SolverError for an inverted element or a capacitance that is not positive definite).
+  /// Without set_springs() the contact set is empty. Afterwards pd().forces() holds the step of
+  /// the backward sweep, not f (the forces' buffer is the sweep's right-hand side).
   void outer_iteration(int inner);
+  /// Waits; SolverError as above. Before any outer_iteration it only checks the elements' status.
   void check();
   /// ||g|| of each inner iteration of the last outer iteration (waits for the device).
   std::vector<double> inner_residuals();

@@ -27,13 +27,24 @@ namespace {
   GTEST_SKIP() << (gpu::cuda_compiled() ? "no CUDA device or driver on this machine" \
                                         : "built without the CUDA backend (-DXPD_WITH_CUDA=ON)")
 
-Model sagging_box(int n) {
+// The unit box:n, μ = 1e4, its bottom layer attached; gravity on request.
+ModelDesc box_desc(int n, bool gravity) {
   ModelDesc d;
   d.mesh = make_box(n, n, n, Vec3::Zero(), Vec3::Ones());
   d.mu = {1e4};
-  d.gravity = Vec3(0, 0, -9.81);
+  if (gravity) d.gravity = Vec3(0, 0, -9.81);
   for (int i = 0; i < n * n; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
-  return build_model(d);
+  return d;
+}
+
+Model sagging_box(int n) { return build_model(box_desc(n, true)); }
+
+// The nodes of the box's top face (z = 1).
+std::vector<int> top_nodes(const TetMesh& mesh) {
+  std::vector<int> top;
+  for (Eigen::Index i = 0; i < mesh.nodes.rows(); ++i)
+    if (mesh.nodes(i, 2) > 1.0 - 1e-9) top.push_back(static_cast<int>(i));
+  return top;
 }
 
 Eigen::MatrixXd random_matrix(long rows, long cols, unsigned seed) {
@@ -50,16 +61,12 @@ TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
   if (!gpu::cuda_devices().empty()) GTEST_SKIP() << "a CUDA device is present: the error path is not reachable";
   EXPECT_THROW(gpu::DeviceVector(8), GpuError);
   EXPECT_THROW(gpu::DeviceDenseCholesky(8), GpuError);
-  const Model model = sagging_box(4);
+  const ModelDesc d = box_desc(4, true);
+  const Model model = build_model(d);
   EXPECT_THROW(gpu::DevicePd(make_device_pd_desc(model, model.initial_inputs())), GpuError);
   {
-    std::vector<int> top;
-    for (int i = 0; i < model.num_nodes(); ++i)
-      if (model.rest_positions()(i, 2) > 1.0 - 1e-9) top.push_back(i);
-    TetMesh mesh;
-    mesh.nodes = model.rest_positions();
-    mesh.tets = model.tets();
-    const ProxySet proxies = proxies_from_nodes(mesh, top);
+    const std::vector<int> top = top_nodes(d.mesh);
+    const ProxySet proxies = proxies_from_nodes(d.mesh, top);
     std::vector<int> region(top.size());
     for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);
     CollisionOptions co;
@@ -78,15 +85,9 @@ TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
 // device_springs (host only) builds the CPU's springs and refuses what the CPU's detection check
 // refuses.
 TEST(CudaBackend, DeviceSpringsFollowTheContactsAndRefuseBadOnes) {
-  const int N = 5;
-  ModelDesc d;
-  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
-  d.mu = {1e4};
-  for (int i = 0; i < N * N; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  const ModelDesc d = box_desc(5, false);
   const Model model = build_model(d);
-  std::vector<int> top;
-  for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i)
-    if (d.mesh.nodes(i, 2) > 1.0 - 1e-9) top.push_back(static_cast<int>(i));
+  std::vector<int> top = top_nodes(d.mesh);
   top.push_back(0);  // a proxy outside the region
   const ProxySet proxies = proxies_from_nodes(d.mesh, top);
   std::vector<int> region(top.size() - 1);
@@ -276,14 +277,9 @@ TEST(CudaBackend, CollisionSystemRefactorAndWoodburyEqualTheDenseSolve) {
 TEST(CudaBackend, AlgorithmOneEqualsTheCpuInnerLoopAndTheFullSolve) {
   XPD_REQUIRE_GPU();
   const int N = 10;
-  ModelDesc d;
-  d.mesh = make_box(N, N, N, Vec3::Zero(), Vec3::Ones());
-  d.mu = {1e4};
-  for (int i = 0; i < N * N; ++i) d.attachments.push_back({BaryPoint::node(i), 1e6, d.mesh.nodes.row(i).transpose()});
+  const ModelDesc d = box_desc(N, false);
   const Model model = build_model(d);
-  std::vector<int> top;
-  for (Eigen::Index i = 0; i < d.mesh.nodes.rows(); ++i)
-    if (d.mesh.nodes(i, 2) > 1.0 - 1e-9) top.push_back(static_cast<int>(i));
+  const std::vector<int> top = top_nodes(d.mesh);
   const ProxySet proxies = proxies_from_nodes(d.mesh, top);
   std::vector<int> region(top.size());
   for (size_t k = 0; k < top.size(); ++k) region[k] = static_cast<int>(k);

@@ -171,9 +171,11 @@ TEST(FaceCut, IncisionUnderLateralTensionOpensAtEveryInteriorNodeAndNotPastItsEn
   EXPECT_GT(mid_top, mid_deep);     // ... and at the skin, narrowing towards the wound's floor
   EXPECT_LT(mid_top, 2 * pull);     // never wider than the whole imposed stretch
   // The plane beyond the incision stays closed: its nodes are single (shared by both sides).
-  for (Eigen::Index i = 0; i < box.nodes.rows(); ++i)
-    if (std::abs(box.nodes(i, 0) - 0.5) < 1e-9 && (box.nodes(i, 1) < 0.25 + 1e-9 || box.nodes(i, 1) > 0.75 - 1e-9))
+  for (Eigen::Index i = 0; i < box.nodes.rows(); ++i) {
+    if (std::abs(box.nodes(i, 0) - 0.5) < 1e-9 && (box.nodes(i, 1) < 0.25 + 1e-9 || box.nodes(i, 1) > 0.75 - 1e-9)) {
       EXPECT_EQ(std::count(ev.copy_of.begin(), ev.copy_of.end(), static_cast<int>(i)), 0);
+    }
+  }
 }
 
 // A box with its nodes jittered (no face lies in any of the planes below), 9 × 8 × 8 nodes on

@@ -83,7 +83,7 @@ TEST(CudaBackend, WithoutADeviceEveryEntryPointThrowsGpuError) {
 }
 
 // device_springs (host only) builds the CPU's springs and refuses what the CPU's detection check
-// refuses.
+// (CollisionModel::check_contacts) refuses.
 TEST(CudaBackend, DeviceSpringsFollowTheContactsAndRefuseBadOnes) {
   const ModelDesc d = box_desc(5, false);
   const Model model = build_model(d);
@@ -118,15 +118,16 @@ TEST(CudaBackend, DeviceSpringsFollowTheContactsAndRefuseBadOnes) {
     EXPECT_EQ(Vec3(offsets.row(static_cast<Eigen::Index>(c)).transpose()), contacts[c].target);
     EXPECT_EQ(springs[c].stiffness, 500.0);
   }
+  // The CPU detection's check (CollisionModel::check_contacts), then the device's own.
   auto bad = contacts;
   std::swap(bad[0], bad[1]);  // unsorted
-  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), SolverError);
   bad = contacts;
   bad[1].proxy = static_cast<int>(top.size()) - 1;  // not a region proxy
-  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), SolverError);
   bad = contacts;
   bad[0].target(0) = std::nan("");
-  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), GpuError);
+  EXPECT_THROW(device_springs(cm, bad, x, springs, offsets), SolverError);
   EXPECT_THROW(device_springs(cm, contacts, Points(x.topRows(3)), springs, offsets), GpuError);
 }
 

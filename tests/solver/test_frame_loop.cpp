@@ -129,16 +129,20 @@ TEST(FrameLoop, ResidentStrategyMatchesTheHostLoopAndIsRefusedWhatNeedsHostVecto
   State plain = make_state(model);
   const FrameStats sp = step(model, plain, o);
   ASSERT_TRUE(sp.converged);
+  // The same operations in the same order: the same iterates, bit for bit.
+  auto expect_same_frame = [](const FrameStats& a, const State& sa, const FrameStats& b, const State& sb) {
+    EXPECT_TRUE(a.converged);
+    EXPECT_EQ(a.iterations, b.iterations);
+    EXPECT_EQ(a.residual, b.residual);
+    EXPECT_EQ(a.energy, b.energy);
+    EXPECT_EQ(a.anderson_rejections, b.anderson_rejections);
+    EXPECT_TRUE((sa.x.array() == sb.x.array()).all());
+    EXPECT_TRUE((sa.force.array() == sb.force.array()).all());
+  };
   State resident = make_state(model);
   ResidentPdStep rs(model);
   const FrameStats sr = run_frame(model, resident, rs, o);
-  // The same operations in the same order: the same iterates, bit for bit.
-  EXPECT_TRUE(sr.converged);
-  EXPECT_EQ(sr.iterations, sp.iterations);
-  EXPECT_EQ(sr.residual, sp.residual);
-  EXPECT_EQ(sr.energy, sp.energy);
-  EXPECT_TRUE((resident.x.array() == plain.x.array()).all());
-  EXPECT_TRUE((resident.force.array() == plain.force.array()).all());
+  expect_same_frame(sr, resident, sp, plain);
   EXPECT_EQ(resident.frame, 1);
   // The round-off estimate is taken before the strategy takes the state's vectors.
   EXPECT_TRUE(std::isfinite(sr.roundoff_residual) && sr.roundoff_residual > 0);
@@ -151,43 +155,29 @@ TEST(FrameLoop, ResidentStrategyMatchesTheHostLoopAndIsRefusedWhatNeedsHostVecto
   const FrameStats spa = step(model, pa, anderson);
   State ra = make_state(model);
   const FrameStats sra = run_frame(model, ra, rs, anderson);
-  EXPECT_TRUE(sra.converged);
-  EXPECT_EQ(sra.iterations, spa.iterations);
+  expect_same_frame(sra, ra, spa, pa);
   EXPECT_LT(sra.iterations, sp.iterations);
-  EXPECT_EQ(sra.anderson_rejections, spa.anderson_rejections);
-  EXPECT_TRUE((ra.x.array() == pa.x.array()).all());
 
   // Chebyshev and implicit Euler need the vectors on the host mid-frame: refused by name.
+  auto expect_refused = [](const Model& m, GlobalStep& strategy, const SolverOptions& opt, const char* what) {
+    State s = make_state(m);
+    try {
+      run_frame(m, s, strategy, opt);
+      ADD_FAILURE() << "a resident strategy ran although " << what << " was expected";
+    } catch (const SolverError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
   SolverOptions chebyshev = o;
   chebyshev.accelerator = Accelerator::Chebyshev;
-  State s2 = make_state(model);
-  try {
-    run_frame(model, s2, rs, chebyshev);
-    FAIL() << "a resident strategy ran with Chebyshev";
-  } catch (const SolverError& e) {
-    EXPECT_NE(std::string(e.what()).find("resident step"), std::string::npos) << e.what();
-  }
-  ResidentPdStep claims(model, true);
-  State s4 = make_state(model);
-  try {
-    run_frame(model, s4, claims, chebyshev);
-    FAIL() << "a resident strategy ran with Chebyshev";
-  } catch (const SolverError& e) {
-    EXPECT_NE(std::string(e.what()).find("Chebyshev acceleration and the line search need them on the host"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(model, rs, chebyshev, "resident step");
+  ResidentPdStep claims(model, true);  // the loop refuses even when the strategy claims support
+  expect_refused(model, claims, chebyshev, "Chebyshev acceleration and the line search need them on the host");
   ModelDesc d = test::loaded_desc(mesh);
   d.integrator = Integrator::ImplicitEuler;
   const Model dynamic = build_model(d);
   ResidentPdStep rd(dynamic);
-  State s3 = make_state(dynamic);
-  try {
-    run_frame(dynamic, s3, rd, o);
-    FAIL() << "a resident strategy ran implicit Euler";
-  } catch (const SolverError& e) {
-    EXPECT_NE(std::string(e.what()).find("implicit Euler"), std::string::npos) << e.what();
-  }
+  expect_refused(dynamic, rd, o, "implicit Euler");
 }
 
 // An idle frame: no loads, and the state already at equilibrium to round-off (a pulled body solved

@@ -72,6 +72,19 @@ struct CollisionModel::Impl {
   int m() const { return static_cast<int>(nodes2.size()); }
   bool in_region_proxy(int p) const { return region_mask[static_cast<size_t>(p)] != 0; }
 
+  void check_contacts(const std::vector<ProxyContact>& contacts) const {
+    for (size_t i = 0; i < contacts.size(); ++i) {
+      const ProxyContact& ct = contacts[i];
+      if (ct.proxy < 0 || ct.proxy >= proxies.size() || !in_region_proxy(ct.proxy))
+        throw SolverError(
+            fmt::format("collision detector reported proxy {}, which is not in the collision region", ct.proxy));
+      if (i > 0 && !(contacts[i - 1].proxy < ct.proxy))
+        throw SolverError("collision detector: contacts must be sorted by proxy, one per proxy");
+      if (!ct.target.allFinite())
+        throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
+    }
+  }
+
   Vec3 proxy_position(const Points& x, int p) const {
     const Tets& tets = model->tets();
     const int t = proxies.tet[static_cast<size_t>(p)];
@@ -279,16 +292,7 @@ struct CollisionState::Impl {
   void detect(const Points& x, double frame, CollisionTimings& tm) {
     PhaseTimer pt;
     detector->detect(x, frame, contacts);
-    for (size_t i = 0; i < contacts.size(); ++i) {
-      const ProxyContact& ct = contacts[i];
-      if (ct.proxy < 0 || ct.proxy >= cm->proxies.size() || !cm->in_region_proxy(ct.proxy))
-        throw SolverError(
-            fmt::format("collision detector reported proxy {}, which is not in the collision region", ct.proxy));
-      if (i > 0 && !(contacts[i - 1].proxy < ct.proxy))
-        throw SolverError("collision detector: contacts must be sorted by proxy, one per proxy");
-      if (!ct.target.allFinite())
-        throw SolverError(fmt::format("collision detector: non-finite target of proxy {}", ct.proxy));
-    }
+    cm->check_contacts(contacts);
     update_springs(x);
     pt.lap(tm.detect);
   }
@@ -522,6 +526,9 @@ const SchurFactorization* CollisionModel::schur() const { return impl_->schur ? 
 double CollisionModel::setup_ms() const { return impl_->setup_ms; }
 const std::vector<CollisionBetaElements>& CollisionModel::beta_elements() const { return impl_->beta; }
 const Eigen::SparseMatrix<double>& CollisionModel::beta_matrix() const { return impl_->a22_beta; }
+void CollisionModel::check_contacts(const std::vector<ProxyContact>& contacts) const {
+  impl_->check_contacts(contacts);
+}
 
 CollisionState::CollisionState(const CollisionModel& model, ContactDetector& detector)
     : impl_(std::make_unique<Impl>()) {

@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/energy/corotated.hpp>
@@ -80,7 +79,7 @@ void device_springs(const CollisionModel& collision, const std::vector<ProxyCont
   if (x.rows() != collision.model().num_nodes() || x.cols() != 3)
     throw GpuError(fmt::format("GPU collision PD: positions of {} nodes for a mesh of {}", x.rows(),
                                collision.model().num_nodes()));
-  const std::vector<int>& region = collision.region();  // sorted region proxies
+  collision.check_contacts(contacts);
   springs.assign(contacts.size(), {});
   offsets.setZero(static_cast<Eigen::Index>(contacts.size()), 3);
   auto local = [&](int node) {
@@ -90,13 +89,6 @@ void device_springs(const CollisionModel& collision, const std::vector<ProxyCont
   };
   for (size_t c = 0; c < contacts.size(); ++c) {
     const ProxyContact& ct = contacts[c];
-    if (!std::binary_search(region.begin(), region.end(), ct.proxy))
-      throw GpuError(
-          fmt::format("GPU collision PD: contact of proxy {}, which is not in the collision region", ct.proxy));
-    if (c > 0 && !(contacts[c - 1].proxy < ct.proxy))
-      throw GpuError("GPU collision PD: contacts must be sorted by proxy, one per proxy");
-    if (!ct.target.allFinite())
-      throw GpuError(fmt::format("GPU collision PD: non-finite target of proxy {}", ct.proxy));
     gpu::ContactSpring& sp = springs[c];
     const int t = proxies.tet[static_cast<size_t>(ct.proxy)];
     for (int a = 0; a < 4; ++a) {

@@ -175,6 +175,10 @@ class CollisionModel {
   const std::vector<CollisionBetaElements>& beta_elements() const;
   /// A22^(β) = Σ_β w_e G_eᵀ G_e, the E_β elements' part of K restricted to x2 (m × m, region-local).
   const Eigen::SparseMatrix<double>& beta_matrix() const;
+  /// The check every detection passes (CollisionState, device_springs): SolverError for a contact
+  /// of a proxy outside the collision region, contacts not sorted by proxy or repeated, or a
+  /// non-finite target.
+  void check_contacts(const std::vector<ProxyContact>& contacts) const;
 
   struct Impl;  ///< opaque (collision_solver.cpp)
 

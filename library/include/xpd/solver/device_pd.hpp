@@ -30,9 +30,8 @@ std::unique_ptr<gpu::DeviceCollisionPd> make_device_collision_pd(const Collision
 /// REGION-local nodes and offset = the target; a self contact with a surface point
 /// (two_sided_self_contact) gets the other side's tet with negated weights in slots 4-7 and offset
 /// 0; a one-sided self contact the half-way target x_p + (t − x_p)/2. Stiffness: the model's.
-/// Throws GpuError (as the CPU's detection check does) for a contact of a proxy outside the
-/// collision region, contacts not sorted by proxy or repeated, a non-finite target, a contact whose
-/// nodes are not all in the region, or positions of the wrong size.
+/// The contacts pass CollisionModel::check_contacts (SolverError, as every CPU detection); GpuError
+/// for a contact whose nodes are not all in the region or positions of the wrong size.
 void device_springs(const CollisionModel& collision, const std::vector<ProxyContact>& contacts, const Points& x,
                     std::vector<gpu::ContactSpring>& springs, Points& offsets);
 

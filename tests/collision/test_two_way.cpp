@@ -5,6 +5,7 @@
 // than D⁽ˡ⁾); kinematic obstacles stop a body; bad input is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <xpd/collision/ccd.hpp>
@@ -238,6 +239,105 @@ TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
   }
 }
 
+// The volume floors alone: a plate whose target pushes the top nodes of its middle through the
+// bottom face (inverted tets, as an elastic solve driven through a contact produces). The contact
+// surface is a triangle far away, so no contact constraint acts on the plate and its nodes follow
+// the backward step's result: without floors the result is the inverted target; with the default
+// min_volume every tet keeps a positive volume.
+TEST(TwoWay, VolumeFloorsKeepTetsFromInverting) {
+  const TetMesh m = make_box(5, 5, 2, Vec3(0, 0, 0), Vec3(1, 1, 0.05));
+  Points y = m.nodes;
+  for (Eigen::Index i = 0; i < y.rows(); ++i)
+    if (m.nodes(i, 2) > 0.025 && m.nodes(i, 0) > 0.4 && m.nodes(i, 0) < 0.6 && m.nodes(i, 1) > 0.4 &&
+        m.nodes(i, 1) < 0.6)
+      y(i, 2) = -0.03;  // 3 cm below the bottom face
+  auto count_inverted = [&](const Points& x) {
+    int n = 0;
+    double min_ratio = 1e300;
+    for (Eigen::Index t = 0; t < m.tets.rows(); ++t) {
+      const auto vol = [&](const Points& p) {
+        return signed_volume(p.row(m.tets(t, 0)).transpose(), p.row(m.tets(t, 1)).transpose(),
+                             p.row(m.tets(t, 2)).transpose(), p.row(m.tets(t, 3)).transpose());
+      };
+      n += vol(x) <= 0;
+      min_ratio = std::min(min_ratio, vol(x) / vol(m.nodes));
+    }
+    return std::pair<int, double>(n, min_ratio);
+  };
+  ASSERT_GT(count_inverted(y).first, 0);
+  const Eigen::Index n = m.nodes.rows();
+  Points rest(n + 3, 3), target(n + 3, 3);
+  rest << m.nodes, Eigen::RowVector3d(10, 10, 10), Eigen::RowVector3d(11, 10, 10), Eigen::RowVector3d(10, 11, 10);
+  target << y, rest.bottomRows(3);
+  Triangles far(1, 3);
+  far << static_cast<int>(n), static_cast<int>(n) + 1, static_cast<int>(n) + 2;
+  for (const double floor : {0.0, 0.1}) {
+    SCOPED_TRACE(floor);
+    TwoWayOptions o;
+    o.min_volume = floor;
+    TwoWayProjector projector(rest, far, unique_edges(m.tets), unit_inverse_masses(n + 3), o);
+    projector.set_volume_tets(rest, m.tets);
+    Points x;
+    const TwoWayStats st = projector.project(rest, target, x);
+    const auto [inverted, min_ratio] = count_inverted(x.topRows(n));
+    if (floor == 0) {
+      EXPECT_GT(inverted, 0);  // the control: the contact constraints alone let the tets invert
+    } else {
+      EXPECT_TRUE(st.converged) << st.max_r;
+      EXPECT_EQ(inverted, 0);
+      EXPECT_GT(min_ratio, 0.5 * floor);
+    }
+    if (verbose())
+      std::printf("  min_volume %.2f: %d steps, %d inverted tets, smallest volume / rest %.3f\n", floor, st.steps,
+                  inverted, min_ratio);
+  }
+}
+
+// update_contact_forces: f_i += m_i (x_i − y_i)/h² for the vertices of pairs closer than D^max at
+// x, 0 for every other vertex (and for kinematic ones); a second call accumulates; after the
+// bodies separate the force is gone.
+TEST(TwoWay, ContactForcesAccumulateNearContactAndVanishApart) {
+  const Bodies s = two_spheres(1, Vec3(2.05, 0, 0));                 // 5 cm apart at the poles
+  Eigen::VectorXd inv = Eigen::VectorXd::Constant(s.x.rows(), 0.5);  // masses 2
+  const Eigen::Index n = s.x.rows(), half = n / 2;
+  inv[half] = 0;  // one kinematic vertex of the second sphere
+  TwoWayOptions o;
+  o.delta = 0.02;  // D^max = 8 cm: only the facing poles' neighbourhoods are near
+  const TwoWayProjector projector(s.x, s.faces, Edges(0, 2), inv, o);
+  const double h = 0.01;
+  Points y = s.x;
+  y.array() += 1e-4;  // any correction: the formula is what is tested
+  const ProximityPairs near = proximity_search(s.x, s.faces, projector.contact_edges(), projector.options().d_max);
+  std::vector<char> is_near(static_cast<std::size_t>(n), 0);
+  for (const auto& p : near.vertex_triangle) {
+    is_near[static_cast<std::size_t>(p[0])] = 1;
+    for (int k = 0; k < 3; ++k) is_near[static_cast<std::size_t>(s.faces(p[1], k))] = 1;
+  }
+  for (const auto& p : near.edge_edge)
+    for (int e : p)
+      for (int k = 0; k < 2; ++k) is_near[static_cast<std::size_t>(projector.contact_edges()(e, k))] = 1;
+  const int near_count = static_cast<int>(std::count(is_near.begin(), is_near.end(), 1));
+  ASSERT_GT(near_count, 2);
+  ASSERT_LT(near_count, n / 4);
+  Points f;
+  projector.update_contact_forces(s.x, y, h, f);
+  projector.update_contact_forces(s.x, y, h, f);
+  ASSERT_EQ(f.rows(), n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    SCOPED_TRACE(i);
+    if (is_near[static_cast<std::size_t>(i)] && inv[i] > 0) {
+      const Eigen::RowVector3d expect = 2 * (s.x.row(i) - y.row(i)) / (inv[i] * h * h);
+      EXPECT_LT((f.row(i) - expect).norm(), 1e-12 * expect.norm());
+    } else {
+      EXPECT_EQ(f.row(i).norm(), 0.0);
+    }
+  }
+  Points apart = s.x;
+  apart.bottomRows(n - half).col(0).array() += 1.0;  // 1 m further: no pair
+  projector.update_contact_forces(apart, apart, h, f);
+  EXPECT_EQ(f.norm(), 0.0);
+}
+
 TEST(TwoWay, RefusesBadOptionsAndInput) {
   const Bodies s = two_spheres(1, Vec3(3, 0, 0));
   const Eigen::VectorXd inv = unit_inverse_masses(s.x.rows());
@@ -258,6 +358,7 @@ TEST(TwoWay, RefusesBadOptionsAndInput) {
   add("sigma", [](TwoWayOptions& o) { o.sigma = 0.9; });
   add("max_steps", [](TwoWayOptions& o) { o.max_steps = 0; });
   add("tolerance", [](TwoWayOptions& o) { o.tolerance = 1; });
+  add("min_volume", [](TwoWayOptions& o) { o.min_volume = 1; });
   for (const Bad& b : bad) {
     SCOPED_TRACE(b.key);
     const auto problem = two_way_option_problem(b.o);
@@ -273,6 +374,15 @@ TEST(TwoWay, RefusesBadOptionsAndInput) {
   EXPECT_THROW(projector.project(s.x, y, x), Error);
   EXPECT_THROW(projector.project(s.x, s.x.topRows(3), x), Error);
   EXPECT_THROW(TwoWayProjector(s.x, s.faces, Edges(0, 2), inv.head(3)), Error);
+  TwoWayProjector tets_owner(s.x, s.faces, Edges(0, 2), inv);
+  Tets flat(1, 4);
+  flat << 0, 1, 2, static_cast<int>(s.x.rows());  // index out of range
+  EXPECT_THROW(tets_owner.set_volume_tets(s.x, flat), Error);
+  flat << 0, 0, 1, 2;  // zero rest volume
+  EXPECT_THROW(tets_owner.set_volume_tets(s.x, flat), Error);
+  Points f;
+  EXPECT_THROW(tets_owner.update_contact_forces(s.x, s.x, 0.0, f), Error);
+  EXPECT_THROW(tets_owner.update_contact_forces(s.x, s.x.topRows(3), 0.01, f), Error);
 
   // An intersecting start is refused with both triangles named.
   const Bodies hit = two_spheres(1, Vec3(1.5, 0, 0));

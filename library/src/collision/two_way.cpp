@@ -15,6 +15,7 @@
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/barycentric.hpp>
 #include <xpd/mesh/surface.hpp>
+#include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
 
@@ -91,6 +92,8 @@ std::optional<std::pair<std::string, std::string>> two_way_option_problem(const 
   if (o.sweeps < 1) return bad("sweeps", fmt::format("must be >= 1, got {}", o.sweeps));
   if (!(o.tolerance > 0 && o.tolerance < 1))
     return bad("tolerance", fmt::format("must be in (0, 1), got {}", o.tolerance));
+  if (!(o.min_volume >= 0 && o.min_volume < 1))
+    return bad("min_volume", fmt::format("must be in [0, 1), got {}", o.min_volume));
   return std::nullopt;
 }
 
@@ -122,6 +125,48 @@ TwoWayProjector::TwoWayProjector(const Points& rest, Triangles faces, Edges leng
   if (options_.d_max == 0) options_.d_max = 2 * options_.d_min;
   if (const auto problem = two_way_option_problem(options_))
     throw Error(fmt::format("two-way: {} {} (after the automatic values)", problem->first, problem->second));
+}
+
+void TwoWayProjector::set_volume_tets(const Points& rest, Tets tets) {
+  if (rest.rows() != n_) throw Error(fmt::format("two-way: {} rest positions for {} vertices", rest.rows(), n_));
+  if (tets.size() > 0 && (tets.minCoeff() < 0 || tets.maxCoeff() >= n_))
+    throw Error(fmt::format("two-way: a volume tet's index is outside [0, {})", n_));
+  std::vector<double> volume(static_cast<std::size_t>(tets.rows()));
+  for (Eigen::Index t = 0; t < tets.rows(); ++t) {
+    volume[static_cast<std::size_t>(t)] =
+        signed_volume(rest.row(tets(t, 0)).transpose(), rest.row(tets(t, 1)).transpose(),
+                      rest.row(tets(t, 2)).transpose(), rest.row(tets(t, 3)).transpose());
+    if (!(volume[static_cast<std::size_t>(t)] > 0))
+      throw Error(fmt::format("two-way: volume tet {} has rest volume {} (must be > 0)", t,
+                              volume[static_cast<std::size_t>(t)]));
+  }
+  volume_tets_ = std::move(tets);
+  rest_volume_ = std::move(volume);
+}
+
+void TwoWayProjector::update_contact_forces(const Points& x, const Points& y, double h, Points& f) const {
+  if (x.rows() != n_ || y.rows() != n_)
+    throw Error(fmt::format("two-way: {} projected and {} target positions for {} vertices", x.rows(), y.rows(), n_));
+  if (!(h > 0) || !std::isfinite(h)) throw Error(fmt::format("two-way: time step must be > 0, got {}", h));
+  if (f.rows() != n_ || f.cols() != 3) f = Points::Zero(n_, 3);
+  std::vector<char> near(static_cast<std::size_t>(n_), 0);
+  if (faces_.rows() > 0) {
+    const ProximityPairs pairs = proximity_search(x, faces_, contact_edges_, options_.d_max);
+    for (const auto& p : pairs.vertex_triangle) {
+      near[static_cast<std::size_t>(p[0])] = 1;
+      for (int k = 0; k < 3; ++k) near[static_cast<std::size_t>(faces_(p[1], k))] = 1;
+    }
+    for (const auto& p : pairs.edge_edge)
+      for (int e : p)
+        for (int k = 0; k < 2; ++k) near[static_cast<std::size_t>(contact_edges_(e, k))] = 1;
+  }
+  for (Eigen::Index i = 0; i < n_; ++i) {
+    if (!near[static_cast<std::size_t>(i)] || inverse_mass_[i] == 0) {
+      f.row(i).setZero();
+      continue;
+    }
+    f.row(i) += (x.row(i) - y.row(i)) / (inverse_mass_[i] * h * h);
+  }
 }
 
 void TwoWayProjector::check_intersection_free(const Points& x) const {
@@ -317,6 +362,28 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     stats.max_active = std::max(stats.max_active, cons.size());
     const std::size_t ncontact = cons.size();
     cons.insert(cons.end(), length.begin(), length.end());
+    // Volume floors, linearized at y⁽ˡ⁾ (V is cubic in y: the sweep starts from y⁽ˡ⁾, so that is
+    // where the linearization is accurate); only tets near or below the floor take part.
+    if (o.min_volume > 0)
+      for (Eigen::Index t = 0; t < volume_tets_.rows(); ++t) {
+        Constraint c;
+        Vec3 p[4];
+        bool movable = false;
+        for (int k = 0; k < 4; ++k) {
+          c.v[k] = volume_tets_(t, k);
+          p[k] = y.row(c.v[k]).transpose();
+          c.base[k] = p[k];
+          movable = movable || inverse_mass_[c.v[k]] > 0;
+        }
+        const double V0 = rest_volume_[static_cast<std::size_t>(t)];
+        const Vec3 u = p[1] - p[0], w1 = p[2] - p[0], w2 = p[3] - p[0];
+        const double V = u.dot(w1.cross(w2)) / 6;
+        if (!movable || V >= 2 * o.min_volume * V0) continue;
+        c.J[1] = w1.cross(w2) / (6 * V0), c.J[2] = w2.cross(u) / (6 * V0), c.J[3] = u.cross(w1) / (6 * V0);
+        c.J[0] = -(c.J[1] + c.J[2] + c.J[3]);
+        c.c0 = V / V0 - o.min_volume;
+        cons.push_back(c);
+      }
 
     // Randomized greedy colouring, separately for the edge-length constraints and the contacts:
     // constraints in a seeded random order take the smallest colour that no constraint sharing a

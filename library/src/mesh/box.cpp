@@ -5,6 +5,7 @@
 #include <vector>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/mesh/surface.hpp>
 
 namespace xpd {
 
@@ -66,6 +67,14 @@ TetMesh make_box_from_spec(const std::string& spec) {
   if (n.size() != 3) throw Error("bad box generator '" + spec + "': give 1 or 3 sizes");
   const double h = 1.0 / (std::max({n[0], n[1], n[2]}) - 1);
   return make_box(n[0], n[1], n[2], Vec3::Zero(), Vec3((n[0] - 1) * h, (n[1] - 1) * h, (n[2] - 1) * h));
+}
+
+SurfaceMesh make_box_surface(const Vec3& lo, const Vec3& hi) {
+  const TetMesh box = make_box(2, 2, 2, lo, hi);
+  SurfaceMesh s;
+  s.nodes = box.nodes;
+  s.triangles = boundary_faces(box.tets);
+  return s;
 }
 
 }  // namespace xpd

@@ -891,9 +891,9 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   return c;
 }
 
-TwoWaySettings parse_two_way(const JsonReader& r) {
+TwoWaySettings parse_two_way(const JsonReader& r, const Context& ctx) {
   r.allow_keys({"delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "constraint", "seed",
-                "impact_zones", "start_frame"});
+                "impact_zones", "start_frame", "min_volume", "contact_forces", "obstacles"});
   TwoWaySettings t;
   TwoWayOptions& o = t.options;
   if (const auto v = r.optional_child("delta")) o.delta = positive(*v);
@@ -909,6 +909,16 @@ TwoWaySettings parse_two_way(const JsonReader& r) {
   if (const auto v = r.optional_child("impact_zones")) o.impact_zones = v->as<bool>();
   if (const auto v = r.optional_child("seed")) o.seed = static_cast<std::uint64_t>(int_at_least(*v, 0));
   if (const auto v = r.optional_child("start_frame")) t.start_frame = int_at_least(*v, 1);
+  if (const auto v = r.optional_child("min_volume")) o.min_volume = v->as<double>();
+  if (const auto v = r.optional_child("contact_forces")) o.contact_forces = v->as<bool>();
+  if (const auto v = r.optional_child("obstacles"))
+    t.obstacles = parse_list<ObstacleSpec>(*v, [&](const JsonReader& e) {
+      ObstacleSpec spec = parse_obstacle(e, ctx);
+      if (spec.type != ObstacleSpec::Type::Mesh && spec.type != ObstacleSpec::Type::Box)
+        e.fail_at("type", "two-way obstacles are triangle surfaces: \"mesh\" (a surface file) or \"box\"");
+      if (e.has("cell_size")) e.fail_at("cell_size", "two-way obstacles use the surface itself, not a distance grid");
+      return spec;
+    });
   // Relations between explicit values (automatic ones are checked when the mesh is known).
   if (const auto problem = two_way_option_problem(o)) r.fail_at(problem->first, problem->second);
   return t;
@@ -1106,7 +1116,7 @@ Scene parse_scene(const nlohmann::json& document, const std::string& name, const
       t->fail(
           "two_way and \"collision\": {\"method\": \"ipc\"} are alternatives (IPC keeps the surface "
           "intersection-free by itself); use one");
-    scene.two_way = parse_two_way(*t);
+    scene.two_way = parse_two_way(*t, ctx);
   }
   if (const auto t = root.optional_child("surgery")) scene.surgery = parse_surgery(*t, ctx);
   return scene;

@@ -14,6 +14,7 @@
 #include <xpd/gpu/device.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
+#include <xpd/mesh/box.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/surface.hpp>
@@ -144,14 +145,51 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     collision_ = make_scene_collision(scene_, mesh_, *model_, surface_, embedding_, max_mu);
   }
   if (scene_.two_way) {
-    // Contact surface: the mesh boundary; soft length constraints on every tet edge; the model's
-    // lumped masses (nodes without mass, unused by any tet, are kinematic).
-    Eigen::VectorXd inverse_mass = model_->masses();
-    for (Eigen::Index i = 0; i < inverse_mass.size(); ++i)
-      inverse_mass[i] = inverse_mass[i] > 0 ? 1 / inverse_mass[i] : 0;
+    // Contact surface: the mesh boundary and the obstacles' triangles; soft length constraints and
+    // volume floors on the tets; the model's lumped masses (nodes without mass, unused by any tet,
+    // are kinematic, and so are the obstacles' vertices, appended after the mesh's).
+    const auto n = static_cast<Eigen::Index>(mesh_.nodes.rows());
+    std::vector<SurfaceMesh> parts;
+    for (std::size_t k = 0; k < scene_.two_way->obstacles.size(); ++k) {
+      const ObstacleSpec& spec = scene_.two_way->obstacles[k];
+      try {
+        parts.push_back(spec.type == ObstacleSpec::Type::Box
+                            ? make_box_surface(spec.center - spec.half_extents, spec.center + spec.half_extents)
+                            : io::read_surface(spec.file));
+      } catch (const SceneError&) {
+        throw;
+      } catch (const Error& e) {
+        throw SceneError(scene_.file, fmt::format("/two_way/obstacles/{}", k), e.what());
+      }
+      if (parts.back().triangles.rows() == 0)
+        throw SceneError(scene_.file, fmt::format("/two_way/obstacles/{}", k), "the obstacle has no triangle");
+    }
+    Eigen::Index m = 0, nf = 0;
+    for (const SurfaceMesh& p : parts) m += p.nodes.rows(), nf += p.triangles.rows();
+    obstacle_local_.resize(m, 3);
+    obstacle_faces_.resize(nf, 3);
+    obstacle_ranges_.clear();
+    for (Eigen::Index row = 0, frow = 0; const SurfaceMesh& p : parts) {
+      obstacle_local_.middleRows(row, p.nodes.rows()) = p.nodes;
+      obstacle_faces_.middleRows(frow, p.triangles.rows()) = p.triangles.array() + static_cast<int>(row);
+      obstacle_ranges_.emplace_back(row, row + p.nodes.rows());
+      row += p.nodes.rows(), frow += p.triangles.rows();
+    }
+    obstacle_x_ = obstacle_pose(scene_.two_way->start_frame - 1);
+    const Triangles body_faces = boundary_faces(mesh_.tets);
+    Triangles faces(body_faces.rows() + obstacle_faces_.rows(), 3);
+    faces << body_faces, obstacle_faces_.array() + static_cast<int>(n);
+    Points rest(n + m, 3);
+    rest << mesh_.nodes, obstacle_x_;
+    Eigen::VectorXd inverse_mass = Eigen::VectorXd::Zero(n + m);
+    for (Eigen::Index i = 0; i < n; ++i) inverse_mass[i] = model_->masses()[i] > 0 ? 1 / model_->masses()[i] : 0;
+    TwoWayOptions options = scene_.two_way->options;
+    if (options.delta == 0 && body_faces.rows() > 0)  // automatic δ from the body alone, not the obstacles
+      options.delta = 0.1 * mean_edge_length(mesh_.nodes, unique_edges(body_faces));
     try {
-      two_way_ = std::make_unique<TwoWayProjector>(mesh_.nodes, boundary_faces(mesh_.tets), unique_edges(mesh_.tets),
-                                                   std::move(inverse_mass), scene_.two_way->options);
+      two_way_ = std::make_unique<TwoWayProjector>(rest, std::move(faces), unique_edges(mesh_.tets),
+                                                   std::move(inverse_mass), options);
+      two_way_->set_volume_tets(rest, mesh_.tets);
     } catch (const CollisionError&) {
       throw;
     } catch (const Error& e) {
@@ -159,7 +197,9 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     }
     if (scene_.two_way->start_frame == 1) {
       try {
-        two_way_->check_intersection_free(state_.x);
+        Points start(n + m, 3);
+        start << state_.x, obstacle_x_;
+        two_way_->check_intersection_free(start);
       } catch (const CollisionError& e) {
         throw CollisionError(fmt::format("{}: the initial state is not intersection-free: {}", scene_.file, e.what()));
       }
@@ -181,6 +221,16 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   if (surgery_) surgery_->solver_options() = options_;
   select_device();
   setup_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Points SceneSimulation::obstacle_pose(int frame) const {
+  Points x(obstacle_local_.rows(), 3);
+  for (std::size_t k = 0; k < obstacle_ranges_.size(); ++k) {
+    const RigidTransform T = evaluate(scene_.two_way->obstacles[k].keyframes, static_cast<double>(frame));
+    for (Eigen::Index i = obstacle_ranges_[k].first; i < obstacle_ranges_[k].second; ++i)
+      x.row(i) = T.apply(obstacle_local_.row(i).transpose()).transpose();
+  }
+  return x;
 }
 
 void SceneSimulation::select_device() {
@@ -321,6 +371,10 @@ FrameStats SceneSimulation::advance(int frame) {
     return st;
   }
   set_frame_inputs(frame);
+  const bool implicit_euler = model_->integrator() == Integrator::ImplicitEuler;
+  if (two_way_ && two_way_->options().contact_forces && implicit_euler &&
+      two_way_force_.rows() >= state_.inputs.nodal_forces.rows())
+    state_.inputs.nodal_forces += two_way_force_.topRows(state_.inputs.nodal_forces.rows());
   const Points current = state_.x;  // x_{k−1}
   // No extrapolation with collisions: the guess is judged by the elastic energy alone, which happily
   // drives contacting parts through each other, deeper than detection can see.
@@ -356,18 +410,31 @@ FrameStats SceneSimulation::advance(int frame) {
   }
   two_way_stats_.reset();
   if (two_way_ && frame >= scene_.two_way->start_frame) {
+    // Bodies and obstacles together: the obstacles start where the last projection left them and
+    // aim at their keyframed pose of this frame.
+    const Eigen::Index n = current.rows(), m = obstacle_x_.rows();
+    Points from(n + m, 3), target(n + m, 3), to;
+    from << current, obstacle_x_;
+    target << state_.x, obstacle_pose(frame);
     if (frame == scene_.two_way->start_frame && frame > 1) {
       try {
-        two_way_->check_intersection_free(current);
+        two_way_->check_intersection_free(from);
       } catch (const CollisionError& e) {
         throw CollisionError(
             fmt::format("{}: frame {} (two_way.start_frame) starts intersecting: {}", scene_.file, frame, e.what()));
       }
     }
-    const Points target = state_.x;
     TwoWayFrame tw;
-    tw.projection = two_way_->project(current, target, state_.x);
-    if (model_->integrator() == Integrator::ImplicitEuler) state_.velocity = (state_.x - current) / model_->time_step();
+    tw.projection = two_way_->project(from, target, to);
+    state_.x = to.topRows(n);
+    obstacle_x_ = to.bottomRows(m);
+    if (implicit_euler) {
+      state_.velocity = (state_.x - current) / model_->time_step();
+      // An unconverged projection's x − y holds motion it did not finish, not a contact force:
+      // accumulating it would feed the lag back into the next target; the forces are kept as they were.
+      if (two_way_->options().contact_forces && tw.projection.converged)
+        two_way_->update_contact_forces(to, target, model_->time_step(), two_way_force_);
+    }
     const Tets& tets = mesh_.tets;
     for (Eigen::Index t = 0; t < tets.rows(); ++t) {
       const double v = signed_volume(state_.x.row(tets(t, 0)).transpose(), state_.x.row(tets(t, 1)).transpose(),

@@ -20,6 +20,13 @@
 //            x⁽ˡ⁾, n = (p − q)/|p − q|;
 //        and soft edge-length constraints (eq. 13) c = σ − u·(y_i − y_j)/L ≥ 0, u and L the unit
 //        direction and length of the edge at y^[k+1];
+//        and (our extension) soft volume floors of the tets given by set_volume_tets:
+//          c = V(y)/V_rest − min_volume ≥ 0, V the signed volume, linearized at y⁽ˡ⁾ (rebuilt every
+//          step, for the tets whose volume at y⁽ˡ⁾ is below 2 min_volume V_rest). The paper keeps
+//          tets from collapsing only through eq. 13, which bounds stretch, not compression: on a
+//          one-tet-thick mat pressed against itself the contacts push surface vertices through
+//          their own tets, the inverted tets then drive the next PD target through the mat, and the
+//          projection stops converging (docs/validation.md §10);
 //        M = lumped masses (inverse 0: kinematic vertices, obstacles); constraints greedily
 //        coloured in a seeded random order, one colour at a time in parallel.
 //     forward (eqs. 15–17): D_i = min(D⁽ˡ⁾, min over pairs of P containing i of their distance
@@ -71,6 +78,14 @@ struct TwoWayOptions {
   /// the header comment). false: the paper's per-vertex α (eq. 17).
   bool impact_zones = true;
   std::uint64_t seed = 1;  ///< of the randomized constraint colouring
+  /// Repulsion in the dynamics (our stand-in for the paper's §6.2 repulsive model; the frame loop
+  /// reads it): the projection's correction is carried into the next frame as nodal forces, see
+  /// TwoWayProjector::update_contact_forces. false: each frame's dynamics ignore contact.
+  bool contact_forces = true;
+  /// Soft volume floor of the tets given by set_volume_tets (our extension; 0 = off): in every
+  /// backward step, before the contacts, c = V(y)/V_rest − min_volume ≥ 0 per tet, linearized at
+  /// y⁽ˡ⁾ (see the header comment). In [0, 1).
+  double min_volume = 0.1;
 };
 
 /// The first invalid option as (name, message), or none; names are the scene keys
@@ -112,6 +127,22 @@ class TwoWayProjector {
   TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges, Eigen::VectorXd inverse_mass,
                   TwoWayOptions options = {});
 
+  /// Contact forces for the next frame of implicit-Euler dynamics (time step h > 0), from a
+  /// projection of y (the dynamics' target, which already felt f) to x: the force that would have
+  /// moved y to x in the step, f_i ← f_i + m_i (x_i − y_i)/h², is accumulated for the vertices of
+  /// the pairs closer than D^max at x (a proximity search) and set to 0 for every other vertex, so
+  /// it acts only while surfaces stay near. Persistent contact then enters the dynamics as a force
+  /// (a multiplier estimate carried between frames, corrected by each projection) and the next
+  /// target needs only the change of the contact force, instead of ignoring contact and handing
+  /// the projection a target through the other layer. Vertices of inverse mass 0 get 0. f: #V × 3
+  /// (resized and zeroed when its shape differs). Throws Error on sizes or h ≤ 0.
+  void update_contact_forces(const Points& x, const Points& y, double h, Points& f) const;
+
+  /// Tets (rows of 4 vertex indices, positive rest volume at `rest`) whose volume the backward
+  /// step keeps above options().min_volume × the rest volume; empty (the default) = none. Throws
+  /// Error on an index outside [0, #V) or a rest volume ≤ 0.
+  void set_volume_tets(const Points& rest, Tets tets);
+
   /// The options with automatic values resolved.
   const TwoWayOptions& options() const { return options_; }
   const Triangles& faces() const { return faces_; }
@@ -131,6 +162,8 @@ class TwoWayProjector {
   int n_ = 0;
   Triangles faces_;
   Edges contact_edges_, length_edges_;
+  Tets volume_tets_;
+  std::vector<double> rest_volume_;
   Eigen::VectorXd inverse_mass_;
   std::vector<char> on_surface_;
   TwoWayOptions options_;

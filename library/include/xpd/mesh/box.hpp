@@ -12,6 +12,10 @@ namespace xpd {
 /// `box:48` = 110,592 nodes, 622,938 tets. Requires nx, ny, nz ≥ 2 and lo < hi componentwise.
 TetMesh make_box(int nx, int ny, int nz, const Vec3& lo, const Vec3& hi);
 
+/// The 12 outward-oriented triangles (8 nodes) of the box [lo, hi] (the boundary of
+/// make_box(2, 2, 2, lo, hi)): a kinematic obstacle of the two-way projection, for example.
+SurfaceMesh make_box_surface(const Vec3& lo, const Vec3& hi);
+
 /// Parses a generator string "box:N" or "box:NX,NY,NZ" (nodes per side). The box spans
 /// [0, (N−1)h] per axis with spacing h = 1 / (max(NX,NY,NZ) − 1), so its longest side is 1.
 /// Throws Error on a malformed string or sizes outside [2, 1024].

@@ -215,6 +215,9 @@ struct TwoWaySettings {
   TwoWayOptions
       options;          ///< "delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "tolerance", "constraint", "seed"
   int start_frame = 1;  ///< first projected frame (≥ 1); the state before it must be intersection-free
+  /// "obstacles": kinematic triangle surfaces (type "mesh": a surface file; "box": its 12
+  /// triangles) moved by their keyframes, with inverse mass 0 in the projection.
+  std::vector<ObstacleSpec> obstacles;
 };
 
 /// One surgical event of the "surgery" key (docs/scene-format.md §9b), applied before its frame is

@@ -153,6 +153,10 @@ class SceneSimulation {
     int inverted_tets = 0;
   };
   const std::optional<TwoWayFrame>& two_way_stats() const { return two_way_stats_; }
+  /// The two-way obstacles' triangles (indices into two_way_obstacle_positions()) and where they
+  /// are after the last advance() (empty without "two_way" obstacles).
+  const Triangles& two_way_obstacle_faces() const { return obstacle_faces_; }
+  const Points& two_way_obstacle_positions() const { return obstacle_x_; }
 
  private:
   void set_frame_inputs(int frame);
@@ -182,6 +186,15 @@ class SceneSimulation {
   std::optional<IpcFrameStats> ipc_stats_;
   std::unique_ptr<TwoWayProjector> two_way_;
   std::optional<TwoWayFrame> two_way_stats_;
+  Points two_way_force_;  ///< contact forces carried into the next frame (TwoWayOptions::contact_forces)
+  /// Two-way obstacles (TwoWaySettings::obstacles): their vertices in local frames, one keyframe
+  /// list per vertex range, and where they are now (their last safe positions, behind their
+  /// keyframed pose when the projection blocked them).
+  Points obstacle_local_;
+  Triangles obstacle_faces_;
+  std::vector<std::pair<Eigen::Index, Eigen::Index>> obstacle_ranges_;  ///< [first, end) rows per obstacle
+  Points obstacle_x_;
+  Points obstacle_pose(int frame) const;
   std::unique_ptr<SurgerySession> surgery_;
   std::unique_ptr<DevicePdStep> device_step_;  // solver.device "cuda" (or "automatic" on a GPU)
   std::string compute_device_ = "cpu";

@@ -33,10 +33,14 @@ void run_bench_twoway(const BenchTwoWayOptions& o) {
   int projected = 0, steps = 0, max_steps = 0, searches = 0, unconverged = 0, max_inverted = 0;
   double projection_ms = 0, search_ms = 0, backward_ms = 0, forward_ms = 0, pd_ms = 0, max_frame_ms = 0;
   double max_stretch = 1, min_distance = INFINITY;
+  int pd_unconverged = 0, pd_iterations = 0, pd_iterations_max = 0;
   for (int f = 1; f <= frames; ++f) {
     Timer t;
-    (void)sim.advance(f);
+    const FrameStats st = sim.advance(f);
     const double frame_ms = t.elapsed_ms();
+    pd_unconverged += !st.converged;
+    pd_iterations += st.iterations;
+    pd_iterations_max = std::max(pd_iterations_max, st.iterations);
     if (const auto& tw = sim.two_way_stats()) {
       const TwoWayStats& p = tw->projection;
       ++projected;
@@ -78,6 +82,9 @@ void run_bench_twoway(const BenchTwoWayOptions& o) {
   j["backward_share"] = projection_ms > 0 ? backward_ms / projection_ms : 0.0;
   j["forward_share"] = projection_ms > 0 ? forward_ms / projection_ms : 0.0;
   j["pd_ms_per_frame"] = frames > 0 ? pd_ms / frames : 0.0;
+  j["pd_unconverged_frames"] = pd_unconverged;  // the dynamics' own solve stopped at max_iterations
+  j["pd_iterations_mean"] = frames > 0 ? double(pd_iterations) / frames : 0.0;
+  j["pd_iterations_max"] = pd_iterations_max;
   j["min_distance"] = std::isfinite(min_distance) ? nlohmann::ordered_json(min_distance) : nullptr;
   j["max_stretch"] = max_stretch;
   j["max_inverted_tets"] = max_inverted;
@@ -94,9 +101,11 @@ void add_bench_twoway_command(CLI::App& bench) {
       "frame, time per step and per frame, and the proximity-search share");
   cmd->add_option("--scene", o->scene, "Scene with a \"two_way\" key")->capture_default_str();
   cmd->add_option("--frames", o->frames, "Run only frames 1..N (0: all)")->check(CLI::Range(0, 1 << 30));
-  cmd->add_flag("--json", o->json,
-                "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "
-                "min_distance, max_stretch, max_inverted_tets, pd_ms_per_frame");
+  cmd->add_flag(
+      "--json", o->json,
+      "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "
+      "min_distance, max_stretch, max_inverted_tets, pd_ms_per_frame, pd_unconverged_frames, pd_iterations_mean, "
+      "pd_iterations_max");
   cmd->callback([o] { run_bench_twoway(*o); });
 }
 

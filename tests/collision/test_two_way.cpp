@@ -44,9 +44,11 @@ Bodies two_spheres(int levels, const Vec3& centre) {
 
 // Checks the invariants and the CCD audit of every step; counts steps. Invariants: D_i ≤ D⁽ˡ⁾; no
 // surface vertex moves more than γD⁽ˡ⁾/2 (pairs outside P); every brute-force pair closer than D⁽ˡ⁾
-// is in P; for each such pair of distance d, the displacement of any of its vertices relative to any
-// vertex of the other side is ≤ γ d (the condition under which it cannot meet: implied by the
-// paper's per-vertex |Δx_i| ≤ γ D_i / 2, which is checked too when impact zones are off).
+// is in P; with impact zones or the paper's rule, for each such pair of distance d, the displacement
+// of any of its vertices relative to any vertex of the other side is ≤ γ d (the condition under
+// which it cannot meet: implied by the paper's per-vertex |Δx_i| ≤ γ D_i / 2, which is checked too
+// for that rule). The separating-plane rule allows larger relative motion (sliding, separating):
+// for it the conservative CCD of every sub-step is the check that no pair meets.
 struct Auditor {
   const TwoWayProjector& projector;
   int steps = 0, searches = 0, ccd_hits = 0, move_violations = 0, cap_violations = 0, missing_pairs = 0,
@@ -55,6 +57,7 @@ struct Auditor {
     ++steps;
     searches += s.searched;
     const double gamma = projector.options().gamma;
+    const bool zones = projector.options().forward != TwoWayForward::Planes;
     const Points& x0 = *s.x_before;
     const Points d = *s.x_after - x0;
     for (Eigen::Index i = 0; i < x0.rows(); ++i) {
@@ -63,7 +66,8 @@ struct Auditor {
       if (Di > s.D) ++cap_violations;
       const double move = d.row(i).norm();
       if (move > 0.5 * gamma * s.D * (1 + 1e-12)) ++cap_violations;
-      if (!projector.options().impact_zones && move > 0.5 * gamma * Di * (1 + 1e-12)) ++move_violations;
+      if (projector.options().forward == TwoWayForward::Vertex && move > 0.5 * gamma * Di * (1 + 1e-12))
+        ++move_violations;
     }
     const ProximityPairs brute = brute_force_proximity(x0, projector.faces(), projector.contact_edges(), s.D);
     const Triangles& f = projector.faces();
@@ -77,12 +81,12 @@ struct Auditor {
     for (std::size_t q = 0; q < brute.vertex_triangle.size(); ++q) {
       const auto& p = brute.vertex_triangle[q];
       const int v[4] = {p[0], f(p[1], 0), f(p[1], 1), f(p[1], 2)};
-      if (relative(v, 1) > gamma * brute.vertex_triangle_distance[q] * (1 + 1e-9)) ++relative_violations;
+      if (zones && relative(v, 1) > gamma * brute.vertex_triangle_distance[q] * (1 + 1e-9)) ++relative_violations;
     }
     for (std::size_t q = 0; q < brute.edge_edge.size(); ++q) {
       const auto& p = brute.edge_edge[q];
       const int v[4] = {e(p[0], 0), e(p[0], 1), e(p[1], 0), e(p[1], 1)};
-      if (relative(v, 2) > gamma * brute.edge_edge_distance[q] * (1 + 1e-9)) ++relative_violations;
+      if (zones && relative(v, 2) > gamma * brute.edge_edge_distance[q] * (1 + 1e-9)) ++relative_violations;
     }
     const std::set<std::array<int, 2>> vt(s.pairs->vertex_triangle.begin(), s.pairs->vertex_triangle.end()),
         ee(s.pairs->edge_edge.begin(), s.pairs->edge_edge.end());
@@ -187,8 +191,9 @@ TEST(TwoWay, KinematicObstacleStopsABody) {
 
 // Two plates (one tet thick, 1 cm, 2 cm apart) with the upper one's target 0.3 m through the lower
 // one: the target is tunnelled (Fig. 4 of the paper), the projection must hold the upper plate on
-// its side. With impact zones the pair distances end at δ, the tets stay positive and every step
-// passes the audit; the paper's per-vertex α is run beside it for the record (it squeezes pairs).
+// its side. With separating planes (the default) and with impact zones the pair distances end at
+// δ, the tets stay positive and every step passes the audit; the paper's per-vertex α is run
+// beside them for the record (it squeezes pairs).
 TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
   const TetMesh a = make_box(7, 7, 2, Vec3(0, 0, 0), Vec3(1, 1, 0.01));
   const TetMesh b = make_box(7, 7, 2, Vec3(0, 0, 0.03), Vec3(1, 1, 0.04));
@@ -205,13 +210,17 @@ TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
   ASSERT_EQ(test::count_intersections(y, faces), 0);
   ASSERT_LT(y.bottomRows(x.rows() - na).col(2).maxCoeff(), y.topRows(na).col(2).minCoeff());
   ASSERT_TRUE(surface_ccd(x, y, faces, unique_edges(faces)).hit);
-  for (const bool zones : {true, false}) {
-    SCOPED_TRACE(zones ? "impact zones" : "per-vertex alpha");
+  for (const TwoWayForward rule : {TwoWayForward::Planes, TwoWayForward::Zones, TwoWayForward::Vertex}) {
+    const char* name = rule == TwoWayForward::Planes  ? "separating planes"
+                       : rule == TwoWayForward::Zones ? "impact zones"
+                                                      : "per-vertex alpha";
+    SCOPED_TRACE(name);
+    const bool zones = rule != TwoWayForward::Vertex;  // the two rules under test
     TwoWayOptions o;
     o.delta = 0.0025;
-    o.impact_zones = zones;
+    o.forward = rule;
     const TwoWayProjector projector(x, faces, unique_edges(tets), unit_inverse_masses(x.rows()), o);
-    // The audit runs on the default; the per-vertex run squeezes pairs below the CCD tolerance,
+    // The audit runs on the two; the per-vertex run squeezes pairs below the CCD tolerance,
     // where the conservative audit reports (false) hits, so it is only checked for intersections.
     Auditor audit{projector};
     Points out;
@@ -227,15 +236,14 @@ TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
                                 out.row(tets(t, 2)).transpose(), out.row(tets(t, 3)).transpose()) <= 0;
     if (zones) {
       EXPECT_TRUE(st.converged) << st.max_r << " after " << st.steps << " steps";
-      EXPECT_GT(st.min_distance, 0.9 * o.delta);
+      EXPECT_GT(st.min_distance, 0.5 * o.delta);  // not squeezed (the per-vertex rule: toward rounding)
       EXPECT_EQ(inverted, 0);
     }
     if (verbose())
       std::printf(
           "  %s: %d steps, converged %d (max r %.3g), min distance %.3g (delta %.3g), %d inverted tets, "
           "max stretch %.2f\n",
-          zones ? "impact zones" : "per-vertex alpha", st.steps, st.converged, st.max_r, st.min_distance, o.delta,
-          inverted, st.max_stretch);
+          name, st.steps, st.converged, st.max_r, st.min_distance, o.delta, inverted, st.max_stretch);
   }
 }
 
@@ -293,7 +301,7 @@ TEST(TwoWay, VolumeFloorsKeepTetsFromInverting) {
   }
 }
 
-// update_contact_forces: f_i += m_i (x_i − y_i)/h² for the vertices of pairs closer than D^max at
+// update_contact_forces: f_i += m_i (x_i − y_i)/h² for the vertices of pairs closer than D^min at
 // x, 0 for every other vertex (and for kinematic ones); a second call accumulates; after the
 // bodies separate the force is gone.
 TEST(TwoWay, ContactForcesAccumulateNearContactAndVanishApart) {
@@ -302,12 +310,12 @@ TEST(TwoWay, ContactForcesAccumulateNearContactAndVanishApart) {
   const Eigen::Index n = s.x.rows(), half = n / 2;
   inv[half] = 0;  // one kinematic vertex of the second sphere
   TwoWayOptions o;
-  o.delta = 0.02;  // D^max = 8 cm: only the facing poles' neighbourhoods are near
+  o.delta = 0.03;  // D^min = 6 cm: only the facing poles' neighbourhoods are near
   const TwoWayProjector projector(s.x, s.faces, Edges(0, 2), inv, o);
   const double h = 0.01;
   Points y = s.x;
   y.array() += 1e-4;  // any correction: the formula is what is tested
-  const ProximityPairs near = proximity_search(s.x, s.faces, projector.contact_edges(), projector.options().d_max);
+  const ProximityPairs near = brute_force_proximity(s.x, s.faces, projector.contact_edges(), projector.options().d_min);
   std::vector<char> is_near(static_cast<std::size_t>(n), 0);
   for (const auto& p : near.vertex_triangle) {
     is_near[static_cast<std::size_t>(p[0])] = 1;

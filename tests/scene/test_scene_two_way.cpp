@@ -11,7 +11,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/surface.hpp>
+#include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
@@ -87,9 +89,9 @@ TEST(SceneTwoWay, BadKeysAreNamed) {
     const char* key;
     json value;
   };
-  for (const Bad& b :
-       {Bad{"gamma", 1.0}, Bad{"sigma", 0.5}, Bad{"delta", -1.0}, Bad{"max_steps", 0}, Bad{"tolerance", 2.0},
-        Bad{"constraint", "soft"}, Bad{"min_volume", 1.0}, Bad{"contact_forces", "yes"}, Bad{"frobnicate", 1}}) {
+  for (const Bad& b : {Bad{"gamma", 1.0}, Bad{"sigma", 0.5}, Bad{"delta", -1.0}, Bad{"max_steps", 0},
+                       Bad{"tolerance", 2.0}, Bad{"constraint", "soft"}, Bad{"min_volume", 1.0},
+                       Bad{"contact_forces", "yes"}, Bad{"forward", "fast"}, Bad{"frobnicate", 1}}) {
     SCOPED_TRACE(b.key);
     json j = coarse_mat(8);
     j["two_way"][b.key] = b.value;
@@ -187,6 +189,21 @@ TEST(SceneTwoWay, KinematicPlateObstaclePressesABlockWithoutIntersection) {
                   st->projection.steps, plate_bottom, body_top, st->projection.min_distance);
   }
   EXPECT_LT(sim.positions().col(2).maxCoeff(), 0.115);  // pushed 4.5 cm or more below its rest top (0.16)
+
+  // The run writer puts the obstacles where they stand beside the surfaces: obstacles/NNNN.ply.
+  json written = j;
+  written["outputs"] = {{"every", 5}, {"vtu", false}, {"surface", "ply"}};
+  SceneSimulation run(parse_scene(written, "plate.json", "."));
+  const std::filesystem::path out = test::scratch_dir("two_way_obstacles") / "out";
+  (void)run_scene(run, out.string());
+  for (const char* name : {"0000.ply", "0005.ply", "0010.ply"}) {
+    SCOPED_TRACE(name);
+    const SurfaceMesh o = io::read_surface((out / "obstacles" / name).string());
+    ASSERT_EQ(o.nodes.rows(), 8);
+    EXPECT_EQ(o.triangles, plate);
+  }
+  const SurfaceMesh last = io::read_surface((out / "obstacles" / "0010.ply").string());
+  EXPECT_EQ(last.nodes, run.two_way_obstacle_positions());  // PLY stores doubles
 
   // Only triangle surfaces are two-way obstacles.
   json bad = j;

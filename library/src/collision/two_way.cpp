@@ -151,7 +151,7 @@ void TwoWayProjector::update_contact_forces(const Points& x, const Points& y, do
   if (f.rows() != n_ || f.cols() != 3) f = Points::Zero(n_, 3);
   std::vector<char> near(static_cast<std::size_t>(n_), 0);
   if (faces_.rows() > 0) {
-    const ProximityPairs pairs = proximity_search(x, faces_, contact_edges_, options_.d_max);
+    const ProximityPairs pairs = proximity_search(x, faces_, contact_edges_, options_.d_min);
     for (const auto& p : pairs.vertex_triangle) {
       near[static_cast<std::size_t>(p[0])] = 1;
       for (int k = 0; k < 3; ++k) near[static_cast<std::size_t>(faces_(p[1], k))] = 1;
@@ -461,7 +461,59 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     }
     x_prev = x;
     alpha.assign(nv, 1.0);
-    if (!o.impact_zones) {  // α_i of eq. 17 per vertex
+    if (o.forward == TwoWayForward::Planes) {
+      // Separating planes (our extension; the header comment gives the argument).
+      for (std::size_t i = 0; i < nv; ++i) {  // the cap ½γD of every surface vertex
+        const double len = (y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i))).norm();
+        if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * D / len, 1.0);
+      }
+      for (std::size_t q = 0; q < np; ++q) {
+        int v[4];
+        const bool ee = pair_vertices(q, v);
+        const int na = ee ? 2 : 1;
+        Vec3 p[4], dx[4];
+        double m = 0;
+        for (int k = 0; k < 4; ++k) {
+          p[k] = x.row(v[k]).transpose();
+          dx[k] = y.row(v[k]).transpose() - p[k];
+          m = std::max(m, p[k].cwiseAbs().maxCoeff());
+        }
+        Vec3 pa, pb;
+        if (ee) {
+          const auto st = closest_on_segments(p[0], p[1], p[2], p[3]);
+          pa = (1 - st[0]) * p[0] + st[0] * p[1];
+          pb = (1 - st[1]) * p[2] + st[1] * p[3];
+        } else {
+          const Vec3 b = closest_point_weights_on_triangle(p[0], p[1], p[2], p[3]);
+          pa = p[0];
+          pb = b[0] * p[1] + b[1] * p[2] + b[2] * p[3];
+        }
+        const Vec3 diff = pa - pb;
+        const double dn = diff.norm();
+        double gap = -1;
+        Vec3 n = Vec3::Zero();
+        if (dn > 0) {
+          n = diff / dn;
+          double smin = kInf, smax = -kInf;
+          for (int k = 0; k < na; ++k) smin = std::min(smin, n.dot(p[k]));
+          for (int k = na; k < 4; ++k) smax = std::max(smax, n.dot(p[k]));
+          // Rounding of the dot products (|n| = 1 to rounding): a few ε M each.
+          gap = smin - smax - 16 * std::numeric_limits<double>::epsilon() * m;
+        }
+        for (int k = 0; k < 4; ++k) {
+          const std::size_t i = static_cast<std::size_t>(v[k]);
+          if (gap > 0) {
+            const double toward = k < na ? -n.dot(dx[k]) : n.dot(dx[k]);  // motion toward the plane
+            if (toward > 0) alpha[i] = std::min(alpha[i], 0.5 * o.gamma * gap / toward);
+          } else {
+            const double len = dx[k].norm();
+            if (len > 0) alpha[i] = std::min(alpha[i], 0.5 * o.gamma * pair_lb[q] / len);
+          }
+        }
+      }
+      for (std::size_t i = 0; i < nv; ++i)
+        if (!on_surface_[i]) alpha[i] = 1.0;
+    } else if (o.forward == TwoWayForward::Vertex) {  // α_i of eq. 17 per vertex
       for (std::size_t i = 0; i < nv; ++i) {
         const double len = (y.row(static_cast<Eigen::Index>(i)) - x.row(static_cast<Eigen::Index>(i))).norm();
         if (on_surface_[i] && len > 0) alpha[i] = std::min(0.5 * o.gamma * safe[i] / len, 1.0);

@@ -17,7 +17,7 @@ RunOutput::RunOutput(std::string dir) : dir_(std::move(dir)) {
   fs::create_directories(fs::path(dir_) / "frames", ec);
   if (ec) throw IoError(dir_, 0, "cannot create output folder: " + ec.message());
   // A previous run's frames would mix with this one's: remove them (only our own file pattern).
-  for (const char* sub : {"frames", "surfaces"}) {
+  for (const char* sub : {"frames", "surfaces", "obstacles"}) {
     const fs::path d = fs::path(dir_) / sub;
     if (!fs::is_directory(d, ec)) continue;
     for (const auto& entry : fs::directory_iterator(d, ec)) {
@@ -46,6 +46,12 @@ void RunOutput::write_surface(int frame, const SurfaceMesh& surface, const std::
   std::error_code ec;
   fs::create_directories(fs::path(dir_) / "surfaces", ec);
   io::write_surface(fmt::format("{}/surfaces/{:04d}.{}", dir_, frame, ext), surface);
+}
+
+void RunOutput::write_obstacles(int frame, const SurfaceMesh& obstacles, const std::string& ext) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dir_) / "obstacles", ec);
+  io::write_surface(fmt::format("{}/obstacles/{:04d}.{}", dir_, frame, ext), obstacles);
 }
 
 void RunOutput::append_stats(const nlohmann::ordered_json& frame_stats) {

@@ -205,6 +205,8 @@ void RunWriter::write_geometry(int frame) {
       }
       out_.write_surface(frame, SurfaceMesh{sim.positions(), boundary_}, ext);
     }
+    if (sim.two_way_obstacle_faces().rows() > 0)
+      out_.write_obstacles(frame, SurfaceMesh{sim.two_way_obstacle_positions(), sim.two_way_obstacle_faces()}, ext);
   }
 }
 

@@ -893,7 +893,7 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
 
 TwoWaySettings parse_two_way(const JsonReader& r, const Context& ctx) {
   r.allow_keys({"delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "constraint", "seed",
-                "impact_zones", "start_frame", "min_volume", "contact_forces", "obstacles"});
+                "forward", "start_frame", "min_volume", "contact_forces", "obstacles"});
   TwoWaySettings t;
   TwoWayOptions& o = t.options;
   if (const auto v = r.optional_child("delta")) o.delta = positive(*v);
@@ -906,7 +906,10 @@ TwoWaySettings parse_two_way(const JsonReader& r, const Context& ctx) {
   if (const auto v = r.optional_child("tolerance")) o.tolerance = v->as<double>();
   if (const auto v = r.optional_child("constraint"))
     o.constraint = v->one_of({"volume", "gap"}) == "volume" ? TwoWayConstraint::Volume : TwoWayConstraint::Gap;
-  if (const auto v = r.optional_child("impact_zones")) o.impact_zones = v->as<bool>();
+  if (const auto v = r.optional_child("forward")) {
+    const std::string f = v->one_of({"planes", "zones", "vertex"});
+    o.forward = f == "planes" ? TwoWayForward::Planes : f == "zones" ? TwoWayForward::Zones : TwoWayForward::Vertex;
+  }
   if (const auto v = r.optional_child("seed")) o.seed = static_cast<std::uint64_t>(int_at_least(*v, 0));
   if (const auto v = r.optional_child("start_frame")) t.start_frame = int_at_least(*v, 1);
   if (const auto v = r.optional_child("min_volume")) o.min_volume = v->as<double>();

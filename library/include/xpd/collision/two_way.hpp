@@ -33,7 +33,17 @@
 //        at x⁽ˡ⁾ minus a rounding bound); α_i = min(½γ D_i / |y_i − x_i|, 1); x_i += α_i (y_i − x_i);
 //        r_i ← r_i (1 − α_i). No vertex moves more than half the distance of any of its pairs, so
 //        no pair meets on the segment x⁽ˡ⁾ → x⁽ˡ⁺¹⁾ (eq. 16); vertices on no contact triangle move
-//        with α = 1 (they are in no pair). With impact_zones (default; our extension) the bound is
+//        with α = 1 (they are in no pair). With forward = Planes (default; our extension) only the
+//        motion toward the other side is bounded: for each pair of P, n is the unit vector between
+//        its closest points at x⁽ˡ⁾ and g = min over side A's vertices of n·x − max over side B's of
+//        n·x (minus a rounding allowance) its gap along n; the plane between the sides keeps the
+//        convex hulls apart on the whole linear step when every vertex of A moves by n·Δx ≥ −γg/2 and
+//        every vertex of B by n·Δx ≤ γg/2, so α_i is lowered only for vertices moving toward the
+//        plane, and sliding or separating is free; every surface vertex is still capped at ½γD⁽ˡ⁾
+//        (pairs outside P). A pair whose gap is not positive along n (degenerate) falls back to
+//        ½γd/|Δx_i| for its four vertices. Unlike the two bounds below, a pair squeezed close by an
+//        unresolved backward step opens again as soon as its target separates it, instead of
+//        freezing everything that moves with it. With forward = Zones the bound is
 //        relative instead: a pair cannot meet on the step if the displacement of each of its
 //        vertices relative to each vertex of the other side is below its distance d (a point of a
 //        primitive moves by a convex combination of its corners' displacements), and a pair outside
@@ -63,6 +73,12 @@ namespace xpd {
 
 enum class TwoWayConstraint { Volume, Gap };
 
+/// How the forward step bounds each vertex's advance (all three keep every pair apart on the step):
+/// Planes — a separating plane per pair bounds only the motion toward the other side (default);
+/// Zones — impact zones move as blocks, relative motion per pair ≤ γ d; Vertex — the paper's
+/// |Δx_i| ≤ γ D_i / 2 (eq. 17).
+enum class TwoWayForward { Planes, Zones, Vertex };
+
 /// Parameters (paper Table 2; lengths in the mesh's units). 0 = automatic where stated.
 struct TwoWayOptions {
   double delta = 0;         ///< δ > 0, contact activation distance; 0 → 0.1 × mean contact-surface edge at rest
@@ -74,9 +90,9 @@ struct TwoWayOptions {
   int sweeps = 1;           ///< projected Gauss–Seidel sweeps per backward step ≥ 1 (paper Fig. 7: 1)
   double tolerance = 1e-4;  ///< ε ∈ (0, 1) on ‖r‖∞
   TwoWayConstraint constraint = TwoWayConstraint::Volume;
-  /// Forward step by impact zones with the relative-motion bound (our extension, on by default; see
-  /// the header comment). false: the paper's per-vertex α (eq. 17).
-  bool impact_zones = true;
+  /// The forward step's rule (see the header comment): separating planes (default), impact zones,
+  /// or the paper's per-vertex α (eq. 17).
+  TwoWayForward forward = TwoWayForward::Planes;
   std::uint64_t seed = 1;  ///< of the randomized constraint colouring
   /// Repulsion in the dynamics (our stand-in for the paper's §6.2 repulsive model; the frame loop
   /// reads it): the projection's correction is carried into the next frame as nodal forces, see
@@ -130,7 +146,7 @@ class TwoWayProjector {
   /// Contact forces for the next frame of implicit-Euler dynamics (time step h > 0), from a
   /// projection of y (the dynamics' target, which already felt f) to x: the force that would have
   /// moved y to x in the step, f_i ← f_i + m_i (x_i − y_i)/h², is accumulated for the vertices of
-  /// the pairs closer than D^max at x (a proximity search) and set to 0 for every other vertex, so
+  /// the pairs closer than D^min at x (a proximity search) and set to 0 for every other vertex, so
   /// it acts only while surfaces stay near. Persistent contact then enters the dynamics as a force
   /// (a multiplier estimate carried between frames, corrected by each projection) and the next
   /// target needs only the change of the contact force, instead of ignoring contact and handing

@@ -25,6 +25,8 @@ class RunOutput {
                    const std::vector<VtuField>& point_fields = {}, const std::vector<VtuField>& cell_fields = {});
   /// Writes surfaces/NNNN.EXT (EXT = "obj" or "ply").
   void write_surface(int frame, const SurfaceMesh& surface, const std::string& ext);
+  /// Writes obstacles/NNNN.EXT: the kinematic obstacles' triangles where they stand.
+  void write_obstacles(int frame, const SurfaceMesh& obstacles, const std::string& ext);
 
   /// Appends one frame's statistics and rewrites stats.json.
   void append_stats(const nlohmann::ordered_json& frame_stats);

@@ -13,6 +13,7 @@
 #include <xpd/collision/two_way.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
+#include <xpd/mesh/embedding.hpp>
 #include <xpd/mesh/tet_mesh.hpp>
 
 #include "collision/collision_fixtures.hpp"
@@ -58,8 +59,8 @@ struct Auditor {
     searches += s.searched;
     const double gamma = projector.options().gamma;
     const bool zones = projector.options().forward != TwoWayForward::Planes;
-    const Points& x0 = *s.x_before;
-    const Points d = *s.x_after - x0;
+    const Points& x0 = *s.s_before;  // contact points (the nodes when W = I)
+    const Points d = *s.s_after - x0;
     for (Eigen::Index i = 0; i < x0.rows(); ++i) {
       const double Di = (*s.safe_distance)[static_cast<std::size_t>(i)];
       if (!std::isfinite(Di)) continue;  // not on the contact surface
@@ -95,7 +96,7 @@ struct Auditor {
     // Conservative CCD of the linear sub-step x⁽ˡ⁾ → x⁽ˡ⁺¹⁾.
     CcdOptions o;
     o.tolerance = 1e-7;
-    const SurfaceCcdResult ccd = surface_ccd(x0, *s.x_after, projector.faces(), projector.contact_edges(), o);
+    const SurfaceCcdResult ccd = surface_ccd(x0, *s.s_after, projector.faces(), projector.contact_edges(), o);
     ccd_hits += ccd.hit;
   }
 };
@@ -112,6 +113,8 @@ TEST(TwoWay, HeadOnSpheresEndIntersectionFreeAlongASafePath) {
     for (Eigen::Index i = 0; i < n; ++i)
       y.row(i) += (i < half ? Eigen::RowVector3d(0.4, 0.02, 0.0) : Eigen::RowVector3d(-0.4, -0.02, 0.01));
     ASSERT_GT(test::count_intersections(y, s.faces), 0);  // the target intersects: the test can fail
+    // The broad-phase count (tools/count_intersections.cpp) against the brute-force one.
+    EXPECT_EQ(test::count_intersections_broad_phase(y, s.faces), test::count_intersections(y, s.faces));
     ASSERT_EQ(test::count_intersections(s.x, s.faces), 0);
     TwoWayOptions o;
     o.constraint = kind;
@@ -141,6 +144,87 @@ TEST(TwoWay, HeadOnSpheresEndIntersectionFreeAlongASafePath) {
           kind == TwoWayConstraint::Volume ? "volume" : "gap", st.steps, st.searches, st.max_pairs, st.max_active,
           st.min_distance, projector.options().delta, st.max_stretch, st.ms_total);
   }
+}
+
+// Embedded contact surfaces (W ≠ I): two icospheres, each bound by barycentric weights to the tets
+// of a coarse box around it (the two boxes overlap: only the spheres are contact surfaces), driven
+// into each other by a target that moves and shears the boxes' nodes. For every forward rule: the
+// spheres end intersection-free (exact predicates) where the target's spheres intersect, every
+// sub-step of the spheres passes the conservative CCD audit, every surface point moves at most
+// γD/2 (γD_i/2 with the per-vertex rule), P holds every brute-force pair, and the projection
+// converges; the projector's contact points are the embedding's positions, W x.
+TEST(TwoWay, EmbeddedSurfacesProjectThroughTheirWeights) {
+  const SurfaceMesh a = test::icosphere(2), b = test::icosphere(2, Vec3(2.2, 0.05, 0), 1.0);
+  const TetMesh box_a = make_box(3, 3, 3, Vec3(-1.1, -1.1, -1.1), Vec3(1.1, 1.1, 1.1));
+  const TetMesh box_b = make_box(3, 3, 3, Vec3(1.1, -1.05, -1.1), Vec3(3.3, 1.15, 1.1));
+  const auto na = static_cast<int>(box_a.nodes.rows());
+  Points nodes(na + box_b.nodes.rows(), 3);
+  nodes << box_a.nodes, box_b.nodes;
+  Tets tets(box_a.tets.rows() + box_b.tets.rows(), 4);
+  tets << box_a.tets, box_b.tets.array() + na;
+  const PointEmbedding ea = embed_points(box_a, a.nodes), eb = embed_points(box_b, b.nodes);
+  ASSERT_TRUE(ea.all_inside() && eb.all_inside());
+  const Eigen::Index pa = a.nodes.rows(), pb = b.nodes.rows();
+  TwoWayEmbedding w;
+  w.nodes.resize(pa + pb, 4);
+  w.weights.resize(pa + pb, 4);
+  std::vector<int> tet_of(static_cast<std::size_t>(pa + pb));
+  BarycentricWeights bary(pa + pb, 4);
+  for (Eigen::Index i = 0; i < pa + pb; ++i) {
+    const bool first = i < pa;
+    const int t = first ? ea.tet_of_point[static_cast<std::size_t>(i)]
+                        : eb.tet_of_point[static_cast<std::size_t>(i - pa)] + static_cast<int>(box_a.tets.rows());
+    tet_of[static_cast<std::size_t>(i)] = t;
+    bary.row(i) = first ? ea.weights.row(i) : eb.weights.row(i - pa);
+    for (int k = 0; k < 4; ++k) w.nodes(i, k) = tets(t, k), w.weights(i, k) = bary(i, k);
+  }
+  Triangles faces(a.triangles.rows() + b.triangles.rows(), 3);
+  faces << a.triangles, b.triangles.array() + static_cast<int>(pa);
+  // Target: the boxes 0.8 into each other, sheared.
+  Points y = nodes;
+  for (Eigen::Index i = 0; i < y.rows(); ++i) {
+    const double z = nodes(i, 2);
+    y.row(i) +=
+        i < na ? Eigen::RowVector3d(0.4 + 0.05 * z, 0.02, 0.0) : Eigen::RowVector3d(-0.4, -0.02 + 0.05 * z, 0.01);
+  }
+  for (const TwoWayForward rule : {TwoWayForward::Planes, TwoWayForward::Zones, TwoWayForward::Vertex}) {
+    SCOPED_TRACE(static_cast<int>(rule));
+    TwoWayOptions o;
+    o.forward = rule;
+    TwoWayProjector projector(nodes, w, faces, unique_edges(tets), unit_inverse_masses(nodes.rows()), o);
+    projector.set_volume_tets(nodes, tets);
+    const Points s0 = projector.contact_points(nodes);
+    ASSERT_LT((s0 - embedded_positions(tets, tet_of, bary, nodes)).cwiseAbs().maxCoeff(), 1e-15);
+    ASSERT_EQ(test::count_intersections(s0, faces), 0);
+    ASSERT_GT(test::count_intersections(projector.contact_points(y), faces), 0);  // the test can fail
+    Auditor audit{projector};
+    Points x;
+    const TwoWayStats st = projector.project(nodes, y, x, std::ref(audit));
+    std::string first;
+    EXPECT_EQ(test::count_intersections(projector.contact_points(x), faces, &first), 0) << first;
+    EXPECT_EQ(audit.ccd_hits, 0);
+    EXPECT_EQ(audit.move_violations, 0);
+    EXPECT_EQ(audit.cap_violations, 0);
+    EXPECT_EQ(audit.missing_pairs, 0);
+    EXPECT_EQ(audit.relative_violations, 0);
+    EXPECT_TRUE(st.converged) << "max r " << st.max_r << " after " << st.steps << " steps";
+    EXPECT_GT(st.max_active, 0u);
+    EXPECT_GT(st.max_displacement, 0.1);  // the contact pushed nodes back from the target
+    if (verbose())
+      std::printf("  rule %d: %d steps, %d searches, max active %zu, min distance %.3g (delta %.3g), %.1f ms\n",
+                  static_cast<int>(rule), st.steps, st.searches, st.max_active, st.min_distance,
+                  projector.options().delta, st.ms_total);
+  }
+  // Bad embeddings are refused.
+  TwoWayEmbedding bad = w;
+  bad.weights(0, 0) += 0.1;  // row sum 1.1
+  EXPECT_THROW(TwoWayProjector(nodes, bad, faces, Edges(0, 2), unit_inverse_masses(nodes.rows())), Error);
+  bad = w;
+  bad.nodes(3, 2) = static_cast<int>(nodes.rows());
+  EXPECT_THROW(TwoWayProjector(nodes, bad, faces, Edges(0, 2), unit_inverse_masses(nodes.rows())), Error);
+  bad = w;
+  bad.weights.conservativeResize(5, 4);
+  EXPECT_THROW(TwoWayProjector(nodes, bad, faces, Edges(0, 2), unit_inverse_masses(nodes.rows())), Error);
 }
 
 // Free motion (no pair within reach): the result is the target, reached in several capped steps
@@ -236,7 +320,10 @@ TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
                                 out.row(tets(t, 2)).transpose(), out.row(tets(t, 3)).transpose()) <= 0;
     if (zones) {
       EXPECT_TRUE(st.converged) << st.max_r << " after " << st.steps << " steps";
-      EXPECT_GT(st.min_distance, 0.5 * o.delta);  // not squeezed (the per-vertex rule: toward rounding)
+      // Not squeezed (the per-vertex rule: toward rounding). Impact zones keep the pair at δ; the
+      // separating planes stop each side's advance toward the plane at a fraction γ/2 of the gap per
+      // step, so a pair closing in from both sides can end between δ/2 and δ.
+      EXPECT_GT(st.min_distance, (rule == TwoWayForward::Zones ? 0.9 : 0.5) * o.delta);
       EXPECT_EQ(inverted, 0);
     }
     if (verbose())
@@ -367,6 +454,7 @@ TEST(TwoWay, RefusesBadOptionsAndInput) {
   add("max_steps", [](TwoWayOptions& o) { o.max_steps = 0; });
   add("tolerance", [](TwoWayOptions& o) { o.tolerance = 1; });
   add("min_volume", [](TwoWayOptions& o) { o.min_volume = 1; });
+  add("rest_fraction", [](TwoWayOptions& o) { o.rest_fraction = 1.5; });
   for (const Bad& b : bad) {
     SCOPED_TRACE(b.key);
     const auto problem = two_way_option_problem(b.o);

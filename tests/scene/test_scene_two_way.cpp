@@ -17,6 +17,7 @@
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
+#include "collision/collision_fixtures.hpp"
 #include "collision/exact_intersection.hpp"
 #include "test_util.hpp"
 
@@ -89,9 +90,10 @@ TEST(SceneTwoWay, BadKeysAreNamed) {
     const char* key;
     json value;
   };
-  for (const Bad& b : {Bad{"gamma", 1.0}, Bad{"sigma", 0.5}, Bad{"delta", -1.0}, Bad{"max_steps", 0},
-                       Bad{"tolerance", 2.0}, Bad{"constraint", "soft"}, Bad{"min_volume", 1.0},
-                       Bad{"contact_forces", "yes"}, Bad{"forward", "fast"}, Bad{"frobnicate", 1}}) {
+  for (const Bad& b :
+       {Bad{"gamma", 1.0}, Bad{"sigma", 0.5}, Bad{"delta", -1.0}, Bad{"max_steps", 0}, Bad{"tolerance", 2.0},
+        Bad{"constraint", "soft"}, Bad{"min_volume", 1.0}, Bad{"rest_fraction", -0.1}, Bad{"contact_forces", "yes"},
+        Bad{"forward", "fast"}, Bad{"frobnicate", 1}}) {
     SCOPED_TRACE(b.key);
     json j = coarse_mat(8);
     j["two_way"][b.key] = b.value;
@@ -214,6 +216,60 @@ TEST(SceneTwoWay, KinematicPlateObstaclePressesABlockWithoutIntersection) {
   } catch (const SceneError& e) {
     EXPECT_NE(std::string(e.what()).find("/two_way/obstacles/0/type"), std::string::npos) << e.what();
   }
+}
+
+// An embedded surface is the contact surface: a ball (icosphere, radius 10 cm) embedded in a BCC
+// lattice ("generator": "lattice") and pressed by a kinematic plate 5 cm down. The ball's surface
+// and the plate stay intersection-free (exact test) in every frame, while the lattice's nodes,
+// which stick out of the ball by up to a cell, pass into the plate: the projection moved the
+// drawn surface, not the lattice's boundary. Quasistatic (the projection after each solve).
+TEST(SceneTwoWay, EmbeddedSurfaceIsTheContactSurface) {
+  const std::filesystem::path dir = test::scratch_dir("two_way_embedded");
+  const SurfaceMesh ball = test::icosphere(3, Vec3(0, 0, 0.1), 0.1);
+  io::write_surface((dir / "ball.obj").string(), ball);
+  const json j = {{"mesh", {{"generator", "lattice"}, {"surface", (dir / "ball.obj").string()}, {"resolution", 6}}},
+                  {"selections", {{"base", {{"type", "half_space"}, {"normal", {0, 0, -1}}, {"offset", -0.03}}}}},
+                  {"materials", {{{"mu", 1e3}, {"density", 1000}}}},
+                  {"attachments", {{{"type", "fixed"}, {"selection", "base"}, {"stiffness", 1e5}}}},
+                  {"solver", {{"type", "quasistatic"}, {"frames", 10}, {"tolerance", 1e-6}}},
+                  {"two_way",
+                   {{"obstacles",
+                     {{{"type", "box"},
+                       {"center", {0, 0, 0.25}},
+                       {"half_extents", {0.2, 0.2, 0.04}},
+                       {"keyframes", {{{"frame", 0}}, {{"frame", 10}, {"translation", {0, 0, -0.06}}}}}}}}}}};
+  SceneSimulation sim(parse_scene(j, "ball.json", "."));
+  ASSERT_TRUE(sim.embedding().has_value());
+  const Triangles& plate = sim.two_way_obstacle_faces();
+  const auto nb = static_cast<int>(ball.nodes.rows());
+  ASSERT_EQ(sim.two_way()->num_contact_points(), nb + 8);
+  Triangles faces(ball.triangles.rows() + plate.rows(), 3);
+  faces << ball.triangles, plate.array() + nb;
+  int lattice_into_plate = 0;
+  for (int frame = 1; frame <= 10; ++frame) {
+    SCOPED_TRACE(frame);
+    sim.advance(frame);
+    const std::optional<SurfaceMesh> skin = sim.embedded_surface();  // what the output draws
+    ASSERT_TRUE(skin.has_value());
+    const Points& p = sim.two_way_obstacle_positions();
+    Points all(nb + p.rows(), 3);
+    all << skin->nodes, p;
+    std::string first;
+    ASSERT_EQ(test::count_intersections(all, faces, &first), 0) << first;
+    const auto& st = sim.two_way_stats();
+    ASSERT_TRUE(st.has_value());
+    EXPECT_TRUE(st->projection.converged) << st->projection.max_r;
+    const double plate_bottom = p.col(2).minCoeff(), skin_top = skin->nodes.col(2).maxCoeff();
+    EXPECT_NEAR(plate_bottom, 0.21 - 0.006 * frame, 1e-9);
+    EXPECT_LT(skin_top, plate_bottom);
+    lattice_into_plate += sim.positions().col(2).maxCoeff() > plate_bottom;
+    if (verbose())
+      std::printf("  frame %d: %d steps, plate bottom %.4f, skin top %.4f, lattice top %.4f, closest %.3e\n", frame,
+                  st->projection.steps, plate_bottom, skin_top, sim.positions().col(2).maxCoeff(),
+                  st->projection.min_distance);
+  }
+  EXPECT_GT(lattice_into_plate, 0);  // the lattice's boundary is not what the projection keeps apart
+  EXPECT_LT(sim.embedded_surface()->nodes.col(2).maxCoeff(), 0.16);  // pressed ≥ 4 cm below its rest top (0.2)
 }
 
 }  // namespace

@@ -176,18 +176,32 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       row += p.nodes.rows(), frow += p.triangles.rows();
     }
     obstacle_x_ = obstacle_pose(scene_.two_way->start_frame - 1);
-    const Triangles body_faces = boundary_faces(mesh_.tets);
+    // Contact points: the embedded surface's vertices through their tets' weights, or the nodes of
+    // the tet mesh's boundary; then the obstacles' vertices (one node each).
+    const Triangles body_faces = surface_ ? surface_->triangles : boundary_faces(mesh_.tets);
+    const Eigen::Index nb = surface_ ? surface_->nodes.rows() : n;  // the body's contact points
+    TwoWayEmbedding contact = TwoWayEmbedding::identity(nb + m);
+    if (surface_) {
+      for (Eigen::Index i = 0; i < nb; ++i) {
+        const int t = embedding_->tet_of_point[static_cast<std::size_t>(i)];
+        if (t < 0)
+          throw SceneError(scene_.file, "/mesh", fmt::format("two_way: surface vertex {} is not bound to a tet", i));
+        for (int k = 0; k < 4; ++k)
+          contact.nodes(i, k) = mesh_.tets(t, k), contact.weights(i, k) = embedding_->weights(i, k);
+      }
+      for (Eigen::Index k = 0; k < m; ++k) contact.nodes(nb + k, 0) = static_cast<int>(n + k);
+    }
     Triangles faces(body_faces.rows() + obstacle_faces_.rows(), 3);
-    faces << body_faces, obstacle_faces_.array() + static_cast<int>(n);
+    faces << body_faces, obstacle_faces_.array() + static_cast<int>(nb);
     Points rest(n + m, 3);
     rest << mesh_.nodes, obstacle_x_;
     Eigen::VectorXd inverse_mass = Eigen::VectorXd::Zero(n + m);
     for (Eigen::Index i = 0; i < n; ++i) inverse_mass[i] = model_->masses()[i] > 0 ? 1 / model_->masses()[i] : 0;
     TwoWayOptions options = scene_.two_way->options;
-    if (options.delta == 0 && body_faces.rows() > 0)  // automatic δ from the body alone, not the obstacles
-      options.delta = 0.1 * mean_edge_length(mesh_.nodes, unique_edges(body_faces));
+    if (options.delta == 0)  // automatic δ from the body alone, not the obstacles
+      options.delta = two_way_automatic_delta(surface_ ? surface_->nodes : mesh_.nodes, body_faces);
     try {
-      two_way_ = std::make_unique<TwoWayProjector>(rest, std::move(faces), unique_edges(mesh_.tets),
+      two_way_ = std::make_unique<TwoWayProjector>(rest, std::move(contact), std::move(faces), unique_edges(mesh_.tets),
                                                    std::move(inverse_mass), options);
       two_way_->set_volume_tets(rest, mesh_.tets);
     } catch (const CollisionError&) {

@@ -9,7 +9,9 @@
 //   for l = 0 … L−1:
 //     if D⁽ˡ⁾ < D^min: P ← proximity_search(x⁽ˡ⁾, D^max); D⁽ˡ⁾ ← D^max   (collision/proximity.hpp)
 //     backward: y⁽ˡ⁺¹⁾ ← one projected Gauss–Seidel sweep from y⁽ˡ⁾ over
-//        contact constraints of the pairs of P closer than δ at x⁽ˡ⁾, linearized at x⁽ˡ⁾ (eq. 9):
+//        contact constraints of the pairs of P closer than δ at x⁽ˡ⁾, linearized at x⁽ˡ⁾ (eq. 9;
+//        δ here is per pair: min(δ, ρ × the pair's rest distance) within one connected surface,
+//        see TwoWayOptions::rest_fraction):
 //          volume (eq. 11): c = s·V(x)/V_r − 1 ≥ 0, V the signed volume of the 4 points
 //            (vertex–triangle with the point–plane closest feature, edge–edge with interior closest
 //            points), s its sign at x⁽ˡ⁾, V_r the volume with the two sides pushed apart along the
@@ -61,6 +63,19 @@
 //
 // Step-and-project has no global convergence guarantee (paper §8): it keeps the surface
 // intersection-free, it does not promise to reach y.
+//
+// Embedded contact surfaces (our extension; the surface of a lattice-embedded body, Wang et al.
+// 2021): the projection moves the nodes x (#V), the contact surface's points are s = W x (#P, each
+// row of W at most 4 weights w_ik, Σ_k w_ik = 1), and every figure above that names a vertex is
+// taken on s: the search, the distances, the CCD-free argument. Contact constraints are linear in
+// s, so their node gradients are Wᵀ J (entries of one node merged) and the sweep moves nodes by
+// M⁻¹WᵀJᵀΔλ; edge lengths and volume floors act on the nodes. The forward step keeps one α_j per
+// node: s_i moves by Σ_k w_ik α_k Δ_k, so a bound B on a point's motion holds when each of its
+// nodes satisfies α_k|Δ_k| ≤ B/‖w_i‖₁ (for separating planes: only the node motion that, times
+// the sign of its weight, goes toward the plane is bounded, by γg/(2‖w_i‖₁)); impact zones are
+// unions of nodes, and a pair's relative bound is divided by the product of its sides' largest
+// ‖w‖₁. With convex weights ‖w_i‖₁ = 1, and with W = I (a tet mesh's own boundary) all of this is
+// the vertex rule above. The path s(t) = W x(t) of a linear node step is linear, so eq. 16 holds.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -79,15 +94,28 @@ enum class TwoWayConstraint { Volume, Gap };
 /// |Δx_i| ≤ γ D_i / 2 (eq. 17).
 enum class TwoWayForward { Planes, Zones, Vertex };
 
+/// Contact points bound to the nodes: point i sits at Σ_k weights(i, k) · x[nodes(i, k)] (k < 4;
+/// node −1 = unused entry, weight 0). Each row's weights sum to 1 (barycentric in a tet; weights
+/// slightly negative, as for points snapped from outside a lattice, are allowed).
+struct TwoWayEmbedding {
+  Eigen::Matrix<int, Eigen::Dynamic, 4, Eigen::RowMajor> nodes;
+  Eigen::Matrix<double, Eigen::Dynamic, 4, Eigen::RowMajor> weights;
+  /// Point i = node i (W = I), #V points.
+  static TwoWayEmbedding identity(Eigen::Index n);
+};
+
+/// The automatic δ: 0.1 × the mean length of the edges of `faces` at `rest` (0 without faces).
+double two_way_automatic_delta(const Points& rest, const Triangles& faces);
+
 /// Parameters (paper Table 2; lengths in the mesh's units). 0 = automatic where stated.
 struct TwoWayOptions {
-  double delta = 0;         ///< δ > 0, contact activation distance; 0 → 0.1 × mean contact-surface edge at rest
-  double d_min = 0;         ///< D^min ≥ δ, search again below it; 0 → 2δ
-  double d_max = 0;         ///< D^max > D^min, proximity search distance; 0 → 4δ
-  double gamma = 0.9;       ///< γ ∈ (0, 1), forward-step damping
-  double sigma = 1.1;       ///< σ ≥ 1, allowed edge stretch relative to y^[k+1]
-  int max_steps = 512;      ///< L ≥ 1
-  int sweeps = 1;           ///< projected Gauss–Seidel sweeps per backward step ≥ 1 (paper Fig. 7: 1)
+  double delta = 0;     ///< δ > 0, contact activation distance; 0 → two_way_automatic_delta of the contact surface
+  double d_min = 0;     ///< D^min ≥ δ, search again below it; 0 → 2δ
+  double d_max = 0;     ///< D^max > D^min, proximity search distance; 0 → 4δ
+  double gamma = 0.9;   ///< γ ∈ (0, 1), forward-step damping
+  double sigma = 1.1;   ///< σ ≥ 1, allowed edge stretch relative to y^[k+1]
+  int max_steps = 512;  ///< L ≥ 1
+  int sweeps = 1;       ///< projected Gauss–Seidel sweeps per backward step ≥ 1 (paper Fig. 7: 1)
   double tolerance = 1e-4;  ///< ε ∈ (0, 1) on ‖r‖∞
   TwoWayConstraint constraint = TwoWayConstraint::Volume;
   /// The forward step's rule (see the header comment): separating planes (default), impact zones,
@@ -102,10 +130,19 @@ struct TwoWayOptions {
   /// backward step, before the contacts, c = V(y)/V_rest − min_volume ≥ 0 per tet, linearized at
   /// y⁽ˡ⁾ (see the header comment). In [0, 1).
   double min_volume = 0.1;
+  /// ρ ∈ [0, 1] (our extension): a pair of one connected contact surface that is closer than δ in
+  /// the rest pose (small or uneven triangles: the arm's skin has edges of 0.03 δ) is given a contact
+  /// constraint only below ρ × its rest distance, and pushed to that, instead of to δ: pushing it to
+  /// δ would inflate the surface where it is already at rest, and on an embedded surface it cannot
+  /// be done at all when both sides sit in the same tet. Pairs of different components (bodies,
+  /// obstacles) always use δ. 0: such pairs get no contact constraint (the forward step still
+  /// keeps them apart).
+  double rest_fraction = 0.5;
 };
 
 /// The first invalid option as (name, message), or none; names are the scene keys
-/// ("delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance").
+/// ("delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "min_volume",
+/// "rest_fraction").
 std::optional<std::pair<std::string, std::string>> two_way_option_problem(const TwoWayOptions& options);
 
 /// Figures of one projection.
@@ -127,10 +164,12 @@ struct TwoWayStepInfo {
   int step = 0;
   bool searched = false;                               ///< a proximity search ran at the start of this step
   double D = 0;                                        ///< D⁽ˡ⁾ after the search (the cap of every D_i)
-  const Points* x_before = nullptr;                    ///< x⁽ˡ⁾
-  const Points* x_after = nullptr;                     ///< x⁽ˡ⁺¹⁾
-  const Points* y = nullptr;                           ///< y⁽ˡ⁺¹⁾
-  const std::vector<double>* safe_distance = nullptr;  ///< D_i per vertex (∞ off the contact surface)
+  const Points* x_before = nullptr;                    ///< x⁽ˡ⁾ (nodes)
+  const Points* x_after = nullptr;                     ///< x⁽ˡ⁺¹⁾ (nodes)
+  const Points* y = nullptr;                           ///< y⁽ˡ⁺¹⁾ (nodes)
+  const Points* s_before = nullptr;                    ///< W x⁽ˡ⁾ (contact points; = x⁽ˡ⁾ when W = I)
+  const Points* s_after = nullptr;                     ///< W x⁽ˡ⁺¹⁾
+  const std::vector<double>* safe_distance = nullptr;  ///< D_i per contact point (∞ off the contact surface)
   const ProximityPairs* pairs = nullptr;               ///< P (indices into faces / contact_edges())
 };
 
@@ -142,11 +181,19 @@ class TwoWayProjector {
   /// (0: kinematic). Throws Error on inconsistent sizes or indices and on invalid options.
   TwoWayProjector(const Points& rest, Triangles faces, Edges length_edges, Eigen::VectorXd inverse_mass,
                   TwoWayOptions options = {});
+  /// An embedded contact surface: `faces` index the points of `embedding` (#P rows, nodes in
+  /// [0, #V)); everything else as above (the nodes carry the masses, edges and volume floors).
+  /// Throws Error on bad indices, non-finite weights or rows not summing to 1.
+  TwoWayProjector(const Points& rest, TwoWayEmbedding embedding, Triangles faces, Edges length_edges,
+                  Eigen::VectorXd inverse_mass, TwoWayOptions options = {});
+
+  /// The contact points W x of node positions x (#V × 3) → #P × 3.
+  Points contact_points(const Points& x) const;
 
   /// Contact forces for the next frame of implicit-Euler dynamics (time step h > 0), from a
   /// projection of y (the dynamics' target, which already felt f) to x: the force that would have
-  /// moved y to x in the step, f_i ← f_i + m_i (x_i − y_i)/h², is accumulated for the vertices of
-  /// the pairs closer than D^min at x (a proximity search) and set to 0 for every other vertex, so
+  /// moved y to x in the step, f_i ← f_i + m_i (x_i − y_i)/h², is accumulated for the nodes of
+  /// the pairs closer than D^min at x (a proximity search) and set to 0 for every other node, so
   /// it acts only while surfaces stay near. Persistent contact then enters the dynamics as a force
   /// (a multiplier estimate carried between frames, corrected by each projection) and the next
   /// target needs only the change of the contact force, instead of ignoring contact and handing
@@ -164,24 +211,33 @@ class TwoWayProjector {
   const Triangles& faces() const { return faces_; }
   const Edges& contact_edges() const { return contact_edges_; }
   const Edges& length_edges() const { return length_edges_; }
+  const TwoWayEmbedding& embedding() const { return embedding_; }
+  Eigen::Index num_nodes() const { return n_; }
+  Eigen::Index num_contact_points() const { return embedding_.nodes.rows(); }
 
-  /// Throws CollisionError naming the two triangles if the contact surface at x intersects itself
+  /// Throws CollisionError naming the two triangles if the contact surface at W x intersects itself
   /// (collision/intersection.hpp), Error on non-finite or wrongly sized x.
   void check_intersection_free(const Points& x) const;
 
-  /// Projects: x ← a safe state reached from x_safe toward y (both #V × 3; x_safe must be
-  /// intersection-free, which is not re-checked here). Throws Error on sizes or non-finite input.
+  /// Projects: x ← a safe state reached from x_safe toward y (node positions, both #V × 3; the
+  /// contact surface at x_safe must be intersection-free, which is not re-checked here). Throws
+  /// Error on sizes or non-finite input.
   TwoWayStats project(const Points& x_safe, const Points& y, Points& x,
                       const std::function<void(const TwoWayStepInfo&)>& observe = {}) const;
 
  private:
   int n_ = 0;
+  TwoWayEmbedding embedding_;
+  std::vector<double> l1_;  // ‖w_i‖₁ per contact point
   Triangles faces_;
   Edges contact_edges_, length_edges_;
   Tets volume_tets_;
   std::vector<double> rest_volume_;
   Eigen::VectorXd inverse_mass_;
-  std::vector<char> on_surface_;
+  std::vector<char> on_surface_;       // per contact point: a vertex of a contact face
+  std::vector<char> node_on_surface_;  // per node: carries weight ≠ 0 of a point on the surface
+  std::vector<int> component_;         // per contact point: connected component of the faces
+  Points rest_points_;                 // W × rest
   TwoWayOptions options_;
 };
 

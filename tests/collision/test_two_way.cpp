@@ -227,6 +227,49 @@ TEST(TwoWay, EmbeddedSurfacesProjectThroughTheirWeights) {
   EXPECT_THROW(TwoWayProjector(nodes, bad, faces, Edges(0, 2), unit_inverse_masses(nodes.rows())), Error);
 }
 
+// rest_fraction: a closed flat box surface 0.4 δ thick (its top and bottom triangles are
+// non-adjacent pairs closer than δ at rest, as on a skin with small triangles). Off (0, the
+// default), the projection of the rest pose onto itself pushes the faces apart to δ; with ρ = 0.5
+// the rest pose is left as it is (no constraint is active), and a target squeezing the box to 0.1
+// of its thickness is pushed back to about ρ × the rest thickness, not to δ.
+TEST(TwoWay, RestFractionKeepsPairsCloseAtRestNearTheirRestDistance) {
+  const double delta = 0.1, t = 0.4 * delta;
+  const SurfaceMesh box = make_box_surface(Vec3(0, 0, 0), Vec3(1, 1, t));
+  const Eigen::Index n = box.nodes.rows();
+  auto thickness = [](const Points& x) { return x.col(2).maxCoeff() - x.col(2).minCoeff(); };
+  Points squeezed = box.nodes;
+  for (Eigen::Index i = 0; i < n; ++i)
+    if (box.nodes(i, 2) > 0) squeezed(i, 2) = 0.1 * t;
+  for (const double rho : {0.0, 0.5}) {
+    SCOPED_TRACE(rho);
+    TwoWayOptions o;
+    o.delta = delta;
+    o.rest_fraction = rho;
+    const TwoWayProjector projector(box.nodes, box.triangles, Edges(0, 2), unit_inverse_masses(n), o);
+    Points x;
+    const TwoWayStats at_rest = projector.project(box.nodes, box.nodes, x);
+    EXPECT_TRUE(at_rest.converged);
+    if (rho == 0) {
+      EXPECT_GT(at_rest.max_active, 0u);
+      EXPECT_GT(thickness(x), 0.9 * delta);  // inflated to δ
+    } else {
+      EXPECT_EQ(at_rest.max_active, 0u);
+      EXPECT_EQ(x, box.nodes);
+    }
+    Points from = box.nodes;
+    const TwoWayStats st = projector.project(from, squeezed, x);
+    EXPECT_EQ(test::count_intersections(x, box.triangles), 0);
+    if (rho > 0) {
+      EXPECT_GT(thickness(x), 0.45 * t);
+      EXPECT_LT(thickness(x), 0.75 * t);
+    }
+    if (verbose())
+      std::printf(
+          "  rest_fraction %.1f: at rest %d steps, thickness %.4f; squeezed to %.4f: %d steps, thickness %.4f\n", rho,
+          at_rest.steps, thickness(box.nodes), 0.1 * t, st.steps, thickness(x));
+  }
+}
+
 // Free motion (no pair within reach): the result is the target, reached in several capped steps
 // when the motion exceeds γ D^max / 2.
 TEST(TwoWay, FreeMotionReachesTheTarget) {

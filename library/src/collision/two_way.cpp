@@ -427,12 +427,14 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       if (!(pair_d[q] < o.delta)) continue;
       int v[4];
       const bool ee = pair_vertices(q, v);
-      // The pair's activation distance: δ, or ρ × its rest distance if that is smaller and both
-      // sides belong to one connected surface.
+      // The pair's activation distance: δ, or (with ρ > 0) ρ × its rest distance if both sides
+      // belong to one connected surface and were closer than δ at rest.
       double delta = o.delta;
-      if (component_[static_cast<std::size_t>(v[0])] == component_[static_cast<std::size_t>(v[3])]) {
+      if (o.rest_fraction > 0 &&
+          component_[static_cast<std::size_t>(v[0])] == component_[static_cast<std::size_t>(v[3])]) {
         Vec3 rp[4];
-        delta = std::min(delta, o.rest_fraction * std::sqrt(pair_squared_distance(q, rest_points_, rp)));
+        const double rest = std::sqrt(pair_squared_distance(q, rest_points_, rp));
+        if (rest < o.delta) delta = o.rest_fraction * rest;
         if (!(pair_d[q] < delta)) continue;
       }
       const Vec3 p[4] = {s.row(v[0]).transpose(), s.row(v[1]).transpose(), s.row(v[2]).transpose(),

@@ -10,8 +10,8 @@
 //     if D⁽ˡ⁾ < D^min: P ← proximity_search(x⁽ˡ⁾, D^max); D⁽ˡ⁾ ← D^max   (collision/proximity.hpp)
 //     backward: y⁽ˡ⁺¹⁾ ← one projected Gauss–Seidel sweep from y⁽ˡ⁾ over
 //        contact constraints of the pairs of P closer than δ at x⁽ˡ⁾, linearized at x⁽ˡ⁾ (eq. 9;
-//        δ here is per pair: min(δ, ρ × the pair's rest distance) within one connected surface,
-//        see TwoWayOptions::rest_fraction):
+//        with rest_fraction ρ > 0, δ is per pair: ρ × the pair's rest distance for pairs of one
+//        connected surface that were closer than δ at rest):
 //          volume (eq. 11): c = s·V(x)/V_r − 1 ≥ 0, V the signed volume of the 4 points
 //            (vertex–triangle with the point–plane closest feature, edge–edge with interior closest
 //            points), s its sign at x⁽ˡ⁾, V_r the volume with the two sides pushed apart along the
@@ -130,14 +130,14 @@ struct TwoWayOptions {
   /// backward step, before the contacts, c = V(y)/V_rest − min_volume ≥ 0 per tet, linearized at
   /// y⁽ˡ⁾ (see the header comment). In [0, 1).
   double min_volume = 0.1;
-  /// ρ ∈ [0, 1] (our extension): a pair of one connected contact surface that is closer than δ in
-  /// the rest pose (small or uneven triangles: the arm's skin has edges of 0.03 δ) is given a contact
-  /// constraint only below ρ × its rest distance, and pushed to that, instead of to δ: pushing it to
-  /// δ would inflate the surface where it is already at rest, and on an embedded surface it cannot
-  /// be done at all when both sides sit in the same tet. Pairs of different components (bodies,
-  /// obstacles) always use δ. 0: such pairs get no contact constraint (the forward step still
-  /// keeps them apart).
-  double rest_fraction = 0.5;
+  /// ρ ∈ [0, 1] (our extension; 0 = off): with ρ > 0, a pair of one connected contact surface
+  /// that was closer than δ in the rest pose (small or uneven triangles: the arm's skin has edges
+  /// of 0.3 δ) gets a contact constraint only below ρ × its rest distance, and is pushed to that,
+  /// instead of to δ: pushing it to δ inflates the surface where it is at rest, and on an embedded
+  /// surface it cannot be done at all when both sides sit in one tet. Pairs of different
+  /// components (bodies, obstacles) always use δ. Off by default: letting such pairs come closer
+  /// also lets them be squeezed, which stalled the armadillo funnel (docs/validation.md §10).
+  double rest_fraction = 0;
 };
 
 /// The first invalid option as (name, message), or none; names are the scene keys

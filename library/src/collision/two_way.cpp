@@ -358,7 +358,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
   std::vector<int> order, colour;
   std::vector<std::uint64_t> used(nv, 0);
   Points x_prev, s = contact_points(x), s_prev;
-  std::vector<double> alpha, zone_alpha;
+  std::vector<double> alpha, zone_alpha, len;  // len: |y_j − x_j| per node
   std::vector<int> parent, zone;
   std::vector<std::size_t> across;  // pairs of P across impact zones
   Points delta_x;
@@ -607,7 +607,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     x_prev = x;
     s_prev = s;
     delta_x = y - x;
-    std::vector<double> len(nv);
+    len.resize(nv);
     for (std::size_t j = 0; j < nv; ++j) len[j] = delta_x.row(static_cast<Eigen::Index>(j)).norm();
     alpha.assign(nv, 1.0);
     // α_j ≤ bound / (‖w‖₁ |Δ_j|) for every node of contact point i.

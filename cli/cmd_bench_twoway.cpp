@@ -22,14 +22,19 @@ namespace {
 struct BenchTwoWayOptions {
   std::string scene = "scenes/mat_twist.json";
   int frames = 0;  // 0: all of the scene's
+  std::string device = "cpu";
   bool json = false;
 };
 
-void run_bench_twoway(const BenchTwoWayOptions& o) {
-  SceneSimulation sim(load_scene(o.scene));
-  if (!sim.two_way()) throw Error(fmt::format("bench twoway: {} has no \"two_way\" key", o.scene));
+// One run of the scene's frames with the projection on the CPU or the device; the figures, and the
+// final positions in `x`.
+nlohmann::ordered_json bench_one(const BenchTwoWayOptions& o, bool cuda, Points& x) {
+  Scene scene = load_scene(o.scene);
+  if (!scene.two_way) throw Error(fmt::format("bench twoway: {} has no \"two_way\" key", o.scene));
+  scene.two_way->cuda = cuda;
+  SceneSimulation sim(std::move(scene));
   const int frames = o.frames > 0 ? std::min(o.frames, sim.num_frames()) : sim.num_frames();
-  Progress progress("frames", frames);
+  Progress progress(cuda ? "frames (cuda)" : "frames", frames);
   int projected = 0, steps = 0, max_steps = 0, searches = 0, unconverged = 0, max_inverted = 0;
   double projection_ms = 0, search_ms = 0, backward_ms = 0, forward_ms = 0, pd_ms = 0, max_frame_ms = 0;
   double max_stretch = 1, min_distance = INFINITY;
@@ -63,8 +68,9 @@ void run_bench_twoway(const BenchTwoWayOptions& o) {
     progress.update(f, fmt::format("{} projections, {} steps", projected, steps));  // stderr
   }
   progress.finish();
+  x = sim.positions();
   nlohmann::ordered_json j;
-  j["scene"] = o.scene;
+  j["device"] = cuda ? "cuda" : "cpu";
   j["frames"] = frames;
   j["nodes"] = sim.mesh().nodes.rows();
   j["surface_triangles"] = sim.two_way()->faces().rows();
@@ -88,6 +94,31 @@ void run_bench_twoway(const BenchTwoWayOptions& o) {
   j["min_distance"] = std::isfinite(min_distance) ? nlohmann::ordered_json(min_distance) : nullptr;
   j["max_stretch"] = max_stretch;
   j["max_inverted_tets"] = max_inverted;
+  return j;
+}
+
+void run_bench_twoway(const BenchTwoWayOptions& o) {
+  Points x_cpu, x_cuda;
+  if (o.device != "both") {
+    nlohmann::ordered_json j;
+    j["scene"] = o.scene;
+    j.update(bench_one(o, o.device == "cuda", x_cpu));
+    print_result(j, o.json);
+    return;
+  }
+  // Both in one run: the CPU first, then the device from the same scene.
+  nlohmann::ordered_json j;
+  j["scene"] = o.scene;
+  j["cpu"] = bench_one(o, false, x_cpu);
+  j["cuda"] = bench_one(o, true, x_cuda);
+  const double cpu_step = j["cpu"]["ms_per_step"], cuda_step = j["cuda"]["ms_per_step"];
+  const double cpu_frame = j["cpu"]["ms_per_frame"], cuda_frame = j["cuda"]["ms_per_frame"];
+  j["step_speedup"] = cuda_step > 0 ? cpu_step / cuda_step : 0.0;
+  j["frame_speedup"] = cuda_frame > 0 ? cpu_frame / cuda_frame : 0.0;
+  // The two runs sweep their constraints in different orders (gpu/two_way.hpp): their trajectories
+  // drift apart; this is how far, at the last frame, over the model's nodes.
+  j["final_max_difference"] =
+      x_cpu.rows() == x_cuda.rows() && x_cpu.rows() > 0 ? (x_cpu - x_cuda).rowwise().norm().maxCoeff() : 0.0;
   print_result(j, o.json);
 }
 
@@ -101,6 +132,11 @@ void add_bench_twoway_command(CLI::App& bench) {
       "frame, time per step and per frame, and the proximity-search share");
   cmd->add_option("--scene", o->scene, "Scene with a \"two_way\" key")->capture_default_str();
   cmd->add_option("--frames", o->frames, "Run only frames 1..N (0: all)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--device", o->device,
+                  "Where the projection runs: cpu, cuda (needs -DXPD_WITH_CUDA=ON and a device), or both (the CPU "
+                  "run, then the device run, with step_speedup and frame_speedup)")
+      ->check(CLI::IsMember({"cpu", "cuda", "both"}))
+      ->capture_default_str();
   cmd->add_flag(
       "--json", o->json,
       "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "

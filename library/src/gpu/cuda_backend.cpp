@@ -19,6 +19,7 @@
 #include <cusparse.h>
 
 #include "kernels.cuh"
+#include "two_way_kernels.cuh"
 #endif
 
 namespace xpd::gpu {
@@ -205,6 +206,11 @@ std::vector<To> narrow(const std::vector<From>& v) {
 }
 
 }  // namespace
+
+namespace detail {
+cudaStream_t backend_stream() { return stream(); }
+void check_cuda(cudaError_t e, const char* what) { cuda_check(e, what); }
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 DeviceVector::DeviceVector(size_t n) : p_(device_alloc<double>(n, "DeviceVector")), n_(n) {}

@@ -893,7 +893,7 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
 
 TwoWaySettings parse_two_way(const JsonReader& r, const Context& ctx) {
   r.allow_keys({"delta", "d_min", "d_max", "gamma", "sigma", "max_steps", "sweeps", "tolerance", "constraint", "seed",
-                "forward", "start_frame", "min_volume", "rest_fraction", "contact_forces", "obstacles"});
+                "forward", "start_frame", "min_volume", "rest_fraction", "contact_forces", "obstacles", "device"});
   TwoWaySettings t;
   TwoWayOptions& o = t.options;
   if (const auto v = r.optional_child("delta")) o.delta = positive(*v);
@@ -915,6 +915,7 @@ TwoWaySettings parse_two_way(const JsonReader& r, const Context& ctx) {
   if (const auto v = r.optional_child("min_volume")) o.min_volume = v->as<double>();
   if (const auto v = r.optional_child("rest_fraction")) o.rest_fraction = v->as<double>();
   if (const auto v = r.optional_child("contact_forces")) o.contact_forces = v->as<bool>();
+  if (const auto v = r.optional_child("device")) t.cuda = v->one_of({"cpu", "cuda"}) == "cuda";
   if (const auto v = r.optional_child("obstacles"))
     t.obstacles = parse_list<ObstacleSpec>(*v, [&](const JsonReader& e) {
       ObstacleSpec spec = parse_obstacle(e, ctx);

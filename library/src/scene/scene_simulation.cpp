@@ -12,6 +12,7 @@
 #include <xpd/core/skeleton_pose.hpp>
 #include <xpd/core/threads.hpp>
 #include <xpd/gpu/device.hpp>
+#include <xpd/gpu/two_way.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
 #include <xpd/mesh/box.hpp>
@@ -208,6 +209,13 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       throw;
     } catch (const Error& e) {
       throw SceneError(scene_.file, "/two_way", e.what());
+    }
+    if (scene_.two_way->cuda) {
+      try {
+        device_two_way_ = std::make_unique<gpu::DeviceTwoWay>(*two_way_);
+      } catch (const GpuError& e) {
+        throw SceneError(scene_.file, "/two_way/device", std::string("\"cuda\": ") + e.what());
+      }
     }
     if (scene_.two_way->start_frame == 1) {
       try {
@@ -439,7 +447,7 @@ FrameStats SceneSimulation::advance(int frame) {
       }
     }
     TwoWayFrame tw;
-    tw.projection = two_way_->project(from, target, to);
+    tw.projection = device_two_way_ ? device_two_way_->project(from, target, to) : two_way_->project(from, target, to);
     state_.x = to.topRows(n);
     obstacle_x_ = to.bottomRows(m);
     if (implicit_euler) {

@@ -214,6 +214,14 @@ class TwoWayProjector {
   const TwoWayEmbedding& embedding() const { return embedding_; }
   Eigen::Index num_nodes() const { return n_; }
   Eigen::Index num_contact_points() const { return embedding_.nodes.rows(); }
+  const Eigen::VectorXd& inverse_mass() const { return inverse_mass_; }
+  /// The tets of set_volume_tets and their rest volumes.
+  const Tets& volume_tets() const { return volume_tets_; }
+  const std::vector<double>& volume_tet_rest_volumes() const { return rest_volume_; }
+  /// Per contact point: the smallest point index of its connected component of the contact faces.
+  const std::vector<int>& components() const { return component_; }
+  /// The contact points at the rest positions (W × rest).
+  const Points& rest_contact_points() const { return rest_points_; }
 
   /// Throws CollisionError naming the two triangles if the contact surface at W x intersects itself
   /// (collision/intersection.hpp), Error on non-finite or wrongly sized x.

@@ -218,6 +218,9 @@ struct TwoWaySettings {
   /// "obstacles": kinematic triangle surfaces (type "mesh": a surface file; "box": its 12
   /// triangles) moved by their keyframes, with inverse mass 0 in the projection.
   std::vector<ObstacleSpec> obstacles;
+  /// "device": "cpu" (default) or "cuda": the projection on the GPU (gpu/two_way.hpp). Without the
+  /// CUDA backend or a device the simulation refuses it (SceneError at /two_way/device).
+  bool cuda = false;
 };
 
 /// One surgical event of the "surgery" key (docs/scene-format.md §9b), applied before its frame is

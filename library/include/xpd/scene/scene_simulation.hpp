@@ -57,6 +57,9 @@
 namespace xpd {
 
 class DevicePdStep;
+namespace gpu {
+class DeviceTwoWay;
+}
 
 class SceneSimulation {
  public:
@@ -185,6 +188,7 @@ class SceneSimulation {
   std::optional<CollisionFrameStats> collision_stats_;
   std::optional<IpcFrameStats> ipc_stats_;
   std::unique_ptr<TwoWayProjector> two_way_;
+  std::unique_ptr<gpu::DeviceTwoWay> device_two_way_;  ///< two_way.device "cuda"
   std::optional<TwoWayFrame> two_way_stats_;
   Points two_way_force_;  ///< contact forces carried into the next frame (TwoWayOptions::contact_forces)
   /// Two-way obstacles (TwoWaySettings::obstacles): their vertices in local frames, one keyframe

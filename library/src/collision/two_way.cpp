@@ -11,6 +11,7 @@
 #include <xpd/collision/distance.hpp>
 #include <xpd/collision/intersection.hpp>
 #include <xpd/collision/two_way.hpp>
+#include <xpd/core/disjoint_sets.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/barycentric.hpp>
@@ -221,20 +222,11 @@ TwoWayProjector::TwoWayProjector(const Points& rest, TwoWayEmbedding embedding, 
           node_on_surface_[static_cast<std::size_t>(embedding_.nodes(i, k))] = 1;
   rest_points_ = contact_points(rest);
   // Connected components of the contact surface (through shared points).
-  component_.resize(static_cast<std::size_t>(np));
-  std::iota(component_.begin(), component_.end(), 0);
-  auto find = [&](int a) {
-    while (component_[static_cast<std::size_t>(a)] != a)
-      a = component_[static_cast<std::size_t>(a)] =
-          component_[static_cast<std::size_t>(component_[static_cast<std::size_t>(a)])];
-    return a;
-  };
+  DisjointSets components(static_cast<int>(np));
   for (Eigen::Index f = 0; f < faces_.rows(); ++f)
-    for (int k = 1; k < 3; ++k) {
-      const int a = find(faces_(f, 0)), b = find(faces_(f, k));
-      if (a != b) component_[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
-    }
-  for (Eigen::Index i = 0; i < np; ++i) component_[static_cast<std::size_t>(i)] = find(static_cast<int>(i));
+    for (int k = 1; k < 3; ++k) components.unite(faces_(f, 0), faces_(f, k));
+  component_.resize(static_cast<std::size_t>(np));
+  for (Eigen::Index i = 0; i < np; ++i) component_[static_cast<std::size_t>(i)] = components.find(static_cast<int>(i));
   if (options_.delta == 0) options_.delta = two_way_automatic_delta(rest_points_, faces_);
   if (options_.delta == 0) options_.delta = 1;  // no contact surface: never used
   if (options_.d_min == 0) options_.d_min = 2 * options_.delta;
@@ -359,7 +351,8 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
   std::vector<std::uint64_t> used(nv, 0);
   Points x_prev, s = contact_points(x), s_prev;
   std::vector<double> alpha, zone_alpha, len;  // len: |y_j − x_j| per node
-  std::vector<int> parent, zone;
+  std::vector<int> zone;
+  DisjointSets zone_sets;
   std::vector<std::size_t> across;  // pairs of P across impact zones
   Points delta_x;
 
@@ -610,11 +603,17 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
     len.resize(nv);
     for (std::size_t j = 0; j < nv; ++j) len[j] = delta_x.row(static_cast<Eigen::Index>(j)).norm();
     alpha.assign(nv, 1.0);
-    // α_j ≤ bound / (‖w‖₁ |Δ_j|) for every node of contact point i.
-    auto cap_point = [&](int i, double bound, std::vector<double>& a) {
+    // lower(j, bound / (‖w‖₁ |Δ_j|)) for every moving node j of contact point i: the node's α
+    // (planes, per-vertex) or its zone's.
+    auto cap_point_with = [&](int i, double bound, auto&& lower_node) {
       for_nodes(i, [&](int j, double, double l1) {
         const auto ju = static_cast<std::size_t>(j);
-        if (len[ju] > 0) a[ju] = std::min(a[ju], bound / (l1 * len[ju]));
+        if (len[ju] > 0) lower_node(j, bound / (l1 * len[ju]));
+      });
+    };
+    auto cap_point = [&](int i, double bound, std::vector<double>& a) {
+      cap_point_with(i, bound, [&](int j, double value) {
+        a[static_cast<std::size_t>(j)] = std::min(a[static_cast<std::size_t>(j)], value);
       });
     };
     if (o.forward == TwoWayForward::Planes) {
@@ -675,15 +674,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
       // γ d per step while its zone travels, instead of creeping at ½γ d per step. On an embedded
       // surface the relative motion of two points is at most ‖w_a‖₁‖w_b‖₁ times the largest
       // relative motion of their nodes, which is what is bounded.
-      parent.resize(nv);
-      std::iota(parent.begin(), parent.end(), 0);
-      auto find = [&](int a) {
-        while (parent[static_cast<std::size_t>(a)] != a) {
-          parent[static_cast<std::size_t>(a)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(a)])];
-          a = parent[static_cast<std::size_t>(a)];
-        }
-        return a;
-      };
+      zone_sets.reset(n_);
       // The nodes of pair q, side A first: returns (count, count of side A) and the largest ‖w‖₁
       // of each side.
       auto pair_nodes = [&](std::size_t q, int* nodes, int& na_nodes, double& l1a, double& l1b) {
@@ -706,13 +697,10 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
         int nodes[16], na_nodes = 0;
         double l1a, l1b;
         const int count = pair_nodes(q, nodes, na_nodes, l1a, l1b);
-        for (int k = 1; k < count; ++k) {
-          const int a = find(nodes[0]), b = find(nodes[k]);
-          if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
-        }
+        for (int k = 1; k < count; ++k) zone_sets.unite(nodes[0], nodes[k]);
       }
       zone.resize(nv);
-      for (std::size_t i = 0; i < nv; ++i) zone[i] = find(static_cast<int>(i));
+      for (std::size_t i = 0; i < nv; ++i) zone[i] = zone_sets.find(static_cast<int>(i));
       zone_alpha.assign(nv, 1.0);
       auto za = [&](int i) { return zone_alpha[static_cast<std::size_t>(zone[static_cast<std::size_t>(i)])]; };
       auto lower = [&](int i, double value) {
@@ -720,11 +708,7 @@ TwoWayStats TwoWayProjector::project(const Points& x_safe, const Points& y_targe
         if (value < a) a = value;
       };
       for (std::size_t i = 0; i < npts; ++i)  // the cap ½γD of every surface point
-        if (on_surface_[i])
-          for_nodes(static_cast<int>(i), [&](int j, double, double l1) {
-            if (len[static_cast<std::size_t>(j)] > 0)
-              lower(j, 0.5 * o.gamma * D / (l1 * len[static_cast<std::size_t>(j)]));
-          });
+        if (on_surface_[i]) cap_point_with(static_cast<int>(i), 0.5 * o.gamma * D, lower);
       // A pair within one zone moves relatively by α rel0 whatever else happens: one pass lowers
       // its zone to γd/rel0 (later rounds only lower α further). Pairs across zones go to rounds
       // that lower zones until every such pair holds; each round only lowers α, and after

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <xpd/core/disjoint_sets.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/energy/corotated.hpp>
 #include <xpd/energy/loads.hpp>
@@ -13,23 +14,6 @@
 namespace xpd {
 
 namespace {
-
-struct UnionFind {
-  std::vector<int> parent;
-  explicit UnionFind(int n) : parent(static_cast<size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
-  int find(int i) {
-    while (parent[static_cast<size_t>(i)] != i) {
-      parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-      i = parent[static_cast<size_t>(i)];
-    }
-    return i;
-  }
-  void unite(int a, int b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-  }
-};
 
 void validate_desc(const ModelDesc& d) {
   const auto nv = d.mesh.nodes.rows();
@@ -161,7 +145,7 @@ Model build_model(const ModelDesc& d) {
   m.inputs0_.nodal_forces = d.nodal_forces;
 
   // Connected components (through tets and springs) and their anchors; checked BEFORE factorizing.
-  UnionFind uf(nv);
+  DisjointSets uf(static_cast<int>(nv));
   std::vector<char> used(static_cast<size_t>(nv), 0), anchored(static_cast<size_t>(nv), 0);
   for (int t = 0; t < nt; ++t)
     for (int a = 0; a < 4; ++a) {

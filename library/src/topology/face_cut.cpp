@@ -5,6 +5,7 @@
 #include <array>
 #include <numeric>
 #include <optional>
+#include <xpd/core/disjoint_sets.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/topology/face_cut.hpp>
@@ -42,14 +43,6 @@ int shared_nodes(const Tets& tets, int a, int b) {
     for (int j = 0; j < 4; ++j)
       if (tets(a, i) == tets(b, j)) ++s;
   return s;
-}
-
-int find(std::vector<int>& p, int i) {
-  while (p[static_cast<size_t>(i)] != i) {
-    p[static_cast<size_t>(i)] = p[static_cast<size_t>(p[static_cast<size_t>(i)])];
-    i = p[static_cast<size_t>(i)];
-  }
-  return i;
 }
 
 }  // namespace
@@ -109,21 +102,19 @@ CutEvent FaceCutter::cut(const std::vector<TetPair>& faces) {
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
 
   std::vector<std::pair<int, Eigen::RowVector4i>> old;  // first old row per changed tet
-  std::vector<int> parent;
+  DisjointSets sides;
   for (int v : nodes) {
     const std::vector<int> T = node_tets_[static_cast<size_t>(v)];
     const int m = static_cast<int>(T.size());
-    parent.resize(static_cast<size_t>(m));
-    std::iota(parent.begin(), parent.end(), 0);
+    sides.reset(m);
     for (int i = 0; i < m; ++i)
       for (int j = i + 1; j < m; ++j) {
         const int a = T[static_cast<size_t>(i)], b = T[static_cast<size_t>(j)];
-        if (shared_nodes(mesh_.tets, a, b) == 3 && !is_cut(a, b))
-          parent[static_cast<size_t>(find(parent, i))] = find(parent, j);
+        if (shared_nodes(mesh_.tets, a, b) == 3 && !is_cut(a, b)) sides.unite(i, j);
       }
     // Components; the one with the lowest tet id keeps v.
     std::vector<int> root_of(static_cast<size_t>(m));
-    for (int i = 0; i < m; ++i) root_of[static_cast<size_t>(i)] = find(parent, i);
+    for (int i = 0; i < m; ++i) root_of[static_cast<size_t>(i)] = sides.find(i);
     int keep = -1, keep_tet = nt;
     for (int i = 0; i < m; ++i)
       if (T[static_cast<size_t>(i)] < keep_tet) {

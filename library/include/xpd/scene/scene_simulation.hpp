@@ -27,7 +27,8 @@
 // (collision/two_way.hpp) of the tet mesh's boundary surface from the previous frame's state (safe)
 // to the frame's result; implicit Euler velocities become (x_projected − x_{k−1})/h, which carries
 // the projection's damping (Wang, Chen et al. 2023, §7.2). The surface must be intersection-free
-// before the first projected frame (CollisionError naming the two triangles otherwise).
+// before the first projected frame (CollisionError naming the two triangles otherwise). With
+// two_way.device "cuda" the projection runs on the GPU (gpu/two_way.hpp), the rest on the CPU.
 // With a "surgery" key (docs/scene-format.md §9b), the model is a SurgerySession
 // (solver/surgery_session.hpp): the events of frame k (cuts, excisions, released attachments, hooks,
 // sutures) are applied before frame k is solved, the factor following by

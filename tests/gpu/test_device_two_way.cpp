@@ -152,6 +152,40 @@ TEST(DeviceTwoWay, ProximitySearchEqualsTheCpuSearch) {
   }
 }
 
+// A primitive far larger than the grid's cells (a kinematic plate of two triangles 60 × 60 under a
+// sphere of edges ~0.3) is kept out of the grid and scanned by every query: the search still equals
+// the CPU's, and a sphere dropped onto the plate stops above it, every step audited.
+TEST(DeviceTwoWay, LargeObstacleTrianglesAreFoundAndStopABody) {
+  XPD_REQUIRE_GPU();
+  const SurfaceMesh sphere = test::icosphere(2, Vec3(0, 0, 1.1), 1.0);
+  Points plate(4, 3);
+  plate << -30, -30, 0, 30, -30, 0, 30, 30, 0, -30, 30, 0;
+  const int n0 = static_cast<int>(sphere.nodes.rows());
+  Points x(n0 + 4, 3);
+  x << sphere.nodes, plate;
+  Triangles faces(sphere.triangles.rows() + 2, 3);
+  faces << sphere.triangles, Eigen::RowVector3i(n0, n0 + 1, n0 + 2), Eigen::RowVector3i(n0, n0 + 2, n0 + 3);
+  Eigen::VectorXd inv = Eigen::VectorXd::Ones(x.rows());
+  inv.tail(4).setZero();
+  const TwoWayProjector p(x, faces, unique_edges(sphere.triangles), inv);
+  gpu::DeviceTwoWay d(p);
+  const double D = 0.5;  // larger than the sphere's edges: pairs of both kinds with the plate
+  Points low = x;
+  low.topRows(n0).col(2).array() -= sphere.nodes.col(2).minCoeff() - 0.5 * D;  // lowest vertex at D/2
+  expect_same_pairs(proximity_search(low, p.faces(), p.contact_edges(), D), d.proximity_search(low, D), D);
+  Points y = x;
+  y.topRows(n0).col(2).array() -= 0.6;  // would sink 0.5 below the plate
+  ASSERT_GT(test::count_intersections(y, faces), 0);
+  Auditor audit{p};
+  Points out;
+  const TwoWayStats st = d.project(x, y, out, std::ref(audit));
+  EXPECT_EQ(test::count_intersections(out, faces), 0);
+  test::expect_clean_audit(audit, st);
+  EXPECT_TRUE(st.converged) << st.max_r;
+  EXPECT_EQ((out.bottomRows(4) - plate).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_GT(out.topRows(n0).col(2).minCoeff(), 0.0);
+}
+
 // No pair within reach: the forward step alone, the same bounds on both: the same steps and result.
 TEST(DeviceTwoWay, FreeMotionEqualsTheCpu) {
   XPD_REQUIRE_GPU();

@@ -108,7 +108,7 @@ struct DeviceTwoWay::Impl {
   // Search.
   DeviceArray<long long> counts, vt_keys, ee_keys;
   DeviceArray<unsigned long long> codes;
-  DeviceArray<int> items, flags;  // flags: 0 overflow, 1 found, 2 active, 3 changed
+  DeviceArray<int> items, large, flags;  // flags: 0 large primitives, 1 found, 2 active, 3 changed
   DeviceArray<double> vt_dist, ee_dist;
   int nvt = 0, nee = 0;
   // CUB's scratch and second buffers; key_bits: the bits of a pair key (a << 32 | b).
@@ -209,22 +209,18 @@ struct DeviceTwoWay::Impl {
     const int* rows = vt ? setup.faces : setup.edges;
     if (count == 0) return 0;
     counts.reserve(static_cast<std::size_t>(count) + 1, "two-way search");
+    large.reserve(static_cast<std::size_t>(count), "two-way search");
     memset_async(flags.data(), 0, 4 * sizeof(int));
-    launch_cell_counts(pos, rows, count, K, D, cell, counts.data(), flags.data(), st);
+    launch_cell_counts(pos, rows, count, K, D, cell, counts.data(), large.data(), flags.data(), st);
     memset_async(counts.data() + count, 0, sizeof(long long));
     scan_counts(counts.data(), count, temp, st);
     long long total = 0;
-    int overflow = 0;
+    int n_large = 0;
     check_cuda(cudaMemcpyAsync(&total, counts.data() + count, sizeof total, cudaMemcpyDeviceToHost, st),
                "two-way search");
-    check_cuda(cudaMemcpyAsync(&overflow, flags.data(), sizeof overflow, cudaMemcpyDeviceToHost, st), "two-way search");
+    check_cuda(cudaMemcpyAsync(&n_large, flags.data(), sizeof n_large, cudaMemcpyDeviceToHost, st), "two-way search");
     check_cuda(cudaStreamSynchronize(st), "two-way search");
     check_cuda(cudaGetLastError(), "two-way search kernel");
-    if (overflow)
-      throw GpuError(fmt::format(
-          "two-way proximity search on the device: a {} spans more than 65,536 grid cells of size {:.3g} (a "
-          "primitive far larger than the contact surface's mean edge)",
-          vt ? "triangle's box" : "edge's box", cell));
     codes.reserve(static_cast<std::size_t>(std::max(total, 1LL)), "two-way search grid");
     items.reserve(static_cast<std::size_t>(std::max(total, 1LL)), "two-way search grid");
     launch_cell_fill(pos, rows, count, K, D, cell, counts.data(), codes.data(), items.data(), st);
@@ -236,16 +232,16 @@ struct DeviceTwoWay::Impl {
       dist.reserve(static_cast<std::size_t>(capacity), "two-way pairs");
       memset_async(flags.data() + 1, 0, sizeof(int));
       if (vt)
-        launch_query_vt(setup, pos, D, cell, codes.data(), items.data(), total, keys.data(), dist.data(), capacity,
-                        flags.data() + 1, st);
+        launch_query_vt(setup, pos, D, cell, codes.data(), items.data(), total, large.data(), n_large, keys.data(),
+                        dist.data(), capacity, flags.data() + 1, st);
       else
-        launch_query_ee(setup, pos, D, cell, codes.data(), items.data(), total, keys.data(), dist.data(), capacity,
-                        flags.data() + 1, st);
+        launch_query_ee(setup, pos, D, cell, codes.data(), items.data(), total, large.data(), n_large, keys.data(),
+                        dist.data(), capacity, flags.data() + 1, st);
       check_cuda(cudaMemcpyAsync(&found, flags.data() + 1, sizeof found, cudaMemcpyDeviceToHost, st), "two-way search");
       check_cuda(cudaStreamSynchronize(st), "two-way search");
       check_cuda(cudaGetLastError(), "two-way search kernel");
       if (found <= capacity) break;
-      capacity = found + found / 2 + 1;
+      capacity = static_cast<int>(std::min<long long>(found + found / 2 + 1LL, std::numeric_limits<int>::max()));
     }
     sort_pairs(keys.data(), dist.data(), found, key_bits, keys_alt, dist_alt, temp, st);
     return found;
@@ -289,6 +285,8 @@ struct DeviceTwoWay::Impl {
     if (c.m == 0) return 0;
     const cudaStream_t st = backend_stream();
     int h[kBatch];
+    // Zeroed here as well as by the rounds' resets: a colouring that threw must not leave marks.
+    memset_async(best.data(), 0, static_cast<std::size_t>(std::max(setup.n, 1)) * sizeof(unsigned long long));
     for (int rounds = 0; rounds < (1 << 16); rounds += kBatch) {
       memset_async(remaining.data(), 0, kBatch * sizeof(int));
       for (int b = 0; b < kBatch; ++b)

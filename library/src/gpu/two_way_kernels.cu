@@ -1,9 +1,8 @@
 // Kernels of the device two-way projection (two_way_kernels.cuh, gpu/two_way.hpp). The geometry
 // follows collision/distance.cpp, mesh/tet_locator.cpp (closest point on a triangle) and
-// collision/two_way.cpp formula by formula, in FP64 without contraction into FMAs (-fmad=false),
-// so that a distance differs from the CPU's by rounding only.
-#include <cfloat>
-#include <cstdint>
+// collision/two_way.cpp formula by formula, in FP64 without contraction into FMAs (-fmad=false);
+// sums and products may be taken in another order than Eigen's (a dot product left to right, a
+// reciprocal multiplied), so a value differs from the CPU's by rounding only.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -31,10 +30,10 @@ __device__ inline double clamp01(double v) { return fmin(fmax(v, 0.0), 1.0); }
 
 // Non-negative doubles order like their bit patterns: atomicMin/atomicMax on the bits are exact.
 __device__ inline void atomic_min_nonneg(unsigned long long* a, double v) {
-  atomicMin(a, static_cast<unsigned long long>(__double_as_longlong(fmax(v, 0.0))));
+  atomicMin(a, static_cast<unsigned long long>(__double_as_longlong(v > 0 ? v : 0.0)));
 }
 __device__ inline void atomic_max_nonneg(unsigned long long* a, double v) {
-  atomicMax(a, static_cast<unsigned long long>(__double_as_longlong(fmax(v, 0.0))));
+  atomicMax(a, static_cast<unsigned long long>(__double_as_longlong(v > 0 ? v : 0.0)));
 }
 __device__ inline double from_bits(unsigned long long b) { return __longlong_as_double(static_cast<long long>(b)); }
 
@@ -279,17 +278,22 @@ __device__ inline long long lower_bound(const unsigned long long* codes, long lo
   return lo;
 }
 
+// A primitive whose grown box covers more cells than this is not registered in the grid but kept
+// in a list that every query scans (the obstacle plates of a funnel against a fine body).
+constexpr long long kLargeCells = 4096;
+
+__device__ inline long long box_cells(const Box& b, double cell) {
+  return (cell_of(b.hi.x, cell) - cell_of(b.lo.x, cell) + 1) * (cell_of(b.hi.y, cell) - cell_of(b.lo.y, cell) + 1) *
+         (cell_of(b.hi.z, cell) - cell_of(b.lo.z, cell) + 1);
+}
+
 __global__ void k_cell_counts(const double* s, const int* rows, int count, int K, double grow, double cell,
-                              long long* counts, int* overflow) {
+                              long long* counts, int* large, int* n_large) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= count) return;
-  const Box b = row_box(s, rows, r, K, grow);
-  const long long nx = cell_of(b.hi.x, cell) - cell_of(b.lo.x, cell) + 1;
-  const long long ny = cell_of(b.hi.y, cell) - cell_of(b.lo.y, cell) + 1;
-  const long long nz = cell_of(b.hi.z, cell) - cell_of(b.lo.z, cell) + 1;
-  long long c = nx * ny * nz;
-  if (c > (1LL << 16)) {  // a primitive over 65,536 cells: the host refuses the search
-    atomicExch(overflow, 1);
+  long long c = box_cells(row_box(s, rows, r, K, grow), cell);
+  if (c > kLargeCells) {
+    large[atomicAdd(n_large, 1)] = r;
     c = 0;
   }
   counts[r] = c;
@@ -300,10 +304,10 @@ __global__ void k_cell_fill(const double* s, const int* rows, int count, int K, 
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= count) return;
   const Box b = row_box(s, rows, r, K, grow);
+  if (box_cells(b, cell) > kLargeCells) return;
   const long long i0 = cell_of(b.lo.x, cell), i1 = cell_of(b.hi.x, cell);
   const long long j0 = cell_of(b.lo.y, cell), j1 = cell_of(b.hi.y, cell);
   const long long k0 = cell_of(b.lo.z, cell), k1 = cell_of(b.hi.z, cell);
-  if ((i1 - i0 + 1) * (j1 - j0 + 1) * (k1 - k0 + 1) > (1LL << 16)) return;
   long long o = offsets[r];
   for (long long i = i0; i <= i1; ++i)
     for (long long j = j0; j <= j1; ++j)
@@ -322,41 +326,67 @@ __device__ inline void record(long long key, double dist, long long* keys, doubl
   }
 }
 
+// Vertex v (at p) against face f: the CPU's filters (not a corner, inside the grown box, the plane
+// distance as a lower bound), then the distance.
+__device__ inline void test_vt(const TwoWaySetup& d, const double* s, double D, int v, V3 p, int f, long long* keys,
+                               double* dist, int capacity, int* found) {
+  const int f0 = d.faces[3 * f], f1 = d.faces[3 * f + 1], f2 = d.faces[3 * f + 2];
+  if (f0 == v || f1 == v || f2 == v) return;
+  if (!contains(row_box(s, d.faces, f, 3, D), p)) return;
+  const V3 a = load(s, f0), b = load(s, f1), c = load(s, f2);
+  const V3 n = cross(b - a, c - a);
+  const double nn = sqrt(dot(n, n));
+  if (nn > 0 && fabs(dot(p - a, n)) / nn > D * (1 + 1e-9)) return;
+  bool face = false;
+  const double dd = sqrt(point_triangle_sq(p, a, b, c, &face));
+  if (dd < D) record((static_cast<long long>(v) << 32) | f, dd, keys, dist, capacity, found);
+}
+
 __global__ void k_query_vt(TwoWaySetup d, const double* s, double D, double cell, const unsigned long long* codes,
-                           const int* items, long long n_entries, long long* keys, double* dist, int capacity,
-                           int* found) {
+                           const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                           double* dist, int capacity, int* found) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= d.nsp) return;
   const int v = d.surface_points[q];
   const V3 p = load(s, v);
   const unsigned long long c = cell_code(cell_of(p.x, cell), cell_of(p.y, cell), cell_of(p.z, cell));
-  for (long long e = lower_bound(codes, n_entries, c); e < n_entries && codes[e] == c; ++e) {
-    const int f = items[e];
-    const int f0 = d.faces[3 * f], f1 = d.faces[3 * f + 1], f2 = d.faces[3 * f + 2];
-    if (f0 == v || f1 == v || f2 == v) continue;
-    if (!contains(row_box(s, d.faces, f, 3, D), p)) continue;
-    const V3 a = load(s, f0), b = load(s, f1), cc = load(s, f2);
-    // Distance to the face's plane: a lower bound of the point–triangle distance.
-    const V3 n = cross(b - a, cc - a);
-    const double nn = sqrt(dot(n, n));
-    if (nn > 0 && fabs(dot(p - a, n)) / nn > D * (1 + 1e-9)) continue;
-    bool face = false;
-    const double dd = sqrt(point_triangle_sq(p, a, b, cc, &face));
-    if (dd < D) record((static_cast<long long>(v) << 32) | f, dd, keys, dist, capacity, found);
-  }
+  for (long long e = lower_bound(codes, n_entries, c); e < n_entries && codes[e] == c; ++e)
+    test_vt(d, s, D, v, p, items[e], keys, dist, capacity, found);
+  for (int l = 0; l < n_large; ++l) test_vt(d, s, D, v, p, large[l], keys, dist, capacity, found);
 }
 
+// Edges a and b (a ≠ b, either order): no shared vertex, boxes in reach, the line distance as a lower
+// bound (skipped when nearly parallel), then the distance; recorded as (min, max).
+__device__ inline void test_ee(const TwoWaySetup& d, const double* s, double D, int a, int b, long long* keys,
+                               double* dist, int capacity, int* found) {
+  const int a0 = d.edges[2 * a], a1 = d.edges[2 * a + 1], b0 = d.edges[2 * b], b1 = d.edges[2 * b + 1];
+  if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) return;
+  if (!overlap(row_box(s, d.edges, b, 2, D), row_box(s, d.edges, a, 2, 0.0))) return;
+  const V3 pa0 = load(s, a0), pa1 = load(s, a1), pb0 = load(s, b0), pb1 = load(s, b1);
+  const V3 ua = pa1 - pa0, ub = pb1 - pb0, n = cross(ua, ub);
+  const double nn = dot(n, n);
+  if (nn > 1e-6 * dot(ua, ua) * dot(ub, ub) && fabs(dot(pb0 - pa0, n)) / sqrt(nn) > D * (1 + 1e-9)) return;
+  bool interior = false;
+  const double dd = sqrt(edge_edge_sq(pa0, pa1, pb0, pb1, &interior));
+  if (dd < D) record((static_cast<long long>(min(a, b)) << 32) | max(a, b), dd, keys, dist, capacity, found);
+}
+
+// Each pair is found once: two registered edges by the smaller one in the lowest cell both ranges
+// share; a registered and a large edge by the registered one (scanning the large list); two large
+// edges by the smaller one.
 __global__ void k_query_ee(TwoWaySetup d, const double* s, double D, double cell, const unsigned long long* codes,
-                           const int* items, long long n_entries, long long* keys, double* dist, int capacity,
-                           int* found) {
+                           const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                           double* dist, int capacity, int* found) {
   const int a = blockIdx.x * blockDim.x + threadIdx.x;
   if (a >= d.ne) return;
+  const bool a_large = box_cells(row_box(s, d.edges, a, 2, D), cell) > kLargeCells;
+  for (int l = 0; l < n_large; ++l)
+    if (!a_large || large[l] > a) test_ee(d, s, D, a, large[l], keys, dist, capacity, found);
+  if (a_large) return;
   const Box own = row_box(s, d.edges, a, 2, 0.0);
   const long long i0 = cell_of(own.lo.x, cell), i1 = cell_of(own.hi.x, cell);
   const long long j0 = cell_of(own.lo.y, cell), j1 = cell_of(own.hi.y, cell);
   const long long k0 = cell_of(own.lo.z, cell), k1 = cell_of(own.hi.z, cell);
-  const int a0 = d.edges[2 * a], a1 = d.edges[2 * a + 1];
-  const V3 pa0 = load(s, a0), pa1 = load(s, a1);
   for (long long i = i0; i <= i1; ++i)
     for (long long j = j0; j <= j1; ++j)
       for (long long k = k0; k <= k1; ++k) {
@@ -364,22 +394,12 @@ __global__ void k_query_ee(TwoWaySetup d, const double* s, double D, double cell
         for (long long e = lower_bound(codes, n_entries, c); e < n_entries && codes[e] == c; ++e) {
           const int b = items[e];
           if (b <= a) continue;
-          const int b0 = d.edges[2 * b], b1 = d.edges[2 * b + 1];
-          if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) continue;
-          const Box grown = row_box(s, d.edges, b, 2, D);
-          if (!overlap(grown, own)) continue;
           // Seen from several cells: kept in the lowest cell both ranges share.
+          const Box grown = row_box(s, d.edges, b, 2, D);
           if (max(i0, cell_of(grown.lo.x, cell)) != i || max(j0, cell_of(grown.lo.y, cell)) != j ||
               max(k0, cell_of(grown.lo.z, cell)) != k)
             continue;
-          const V3 pb0 = load(s, b0), pb1 = load(s, b1);
-          // Distance between the lines: a lower bound (skipped when nearly parallel).
-          const V3 ua = pa1 - pa0, ub = pb1 - pb0, n = cross(ua, ub);
-          const double nn = dot(n, n);
-          if (nn > 1e-6 * dot(ua, ua) * dot(ub, ub) && fabs(dot(pb0 - pa0, n)) / sqrt(nn) > D * (1 + 1e-9)) continue;
-          bool interior = false;
-          const double dd = sqrt(edge_edge_sq(pa0, pa1, pb0, pb1, &interior));
-          if (dd < D) record((static_cast<long long>(a) << 32) | b, dd, keys, dist, capacity, found);
+          test_ee(d, s, D, a, b, keys, dist, capacity, found);
         }
       }
 }
@@ -424,20 +444,20 @@ __global__ void k_min_pair_distance(TwoWaySetup d, PairList pl, const double* s,
 __device__ inline void add_entry(ConstraintSlots& c, int slot, int& used, int v, V3 g, V3 b) {
   const int K = c.K;
   for (int e = 0; e < used; ++e)
-    if (c.node[slot * K + e] == v) {
-      double* J = c.J + 3 * (slot * K + e);
+    if (c.node[static_cast<long long>(slot) * K + e] == v) {
+      double* J = c.J + 3 * (static_cast<long long>(slot) * K + e);
       J[0] += g.x, J[1] += g.y, J[2] += g.z;
       return;
     }
   if (used >= K) return;  // cannot happen: 4 points × 4 nodes = 16 = K
-  const int e = slot * K + used++;
+  const long long e = static_cast<long long>(slot) * K + used++;
   c.node[e] = v;
   c.J[3 * e] = g.x, c.J[3 * e + 1] = g.y, c.J[3 * e + 2] = g.z;
   c.base[3 * e] = b.x, c.base[3 * e + 1] = b.y, c.base[3 * e + 2] = b.z;
 }
 
 __device__ inline void close_slot(ConstraintSlots& c, int slot, int used, double c0, bool active) {
-  for (int e = used; e < c.K; ++e) c.node[slot * c.K + e] = -1;
+  for (int e = used; e < c.K; ++e) c.node[static_cast<long long>(slot) * c.K + e] = -1;
   c.c0[slot] = c0;
   c.colour[slot] = active ? -1 : -2;
 }
@@ -595,7 +615,7 @@ __global__ void k_colour_propose(ConstraintSlots c, const double* im, std::uint6
   if (q >= c.m || c.colour[q] != -1) return;
   const unsigned long long key = priority(salt, q);
   for (int e = 0; e < c.K; ++e) {
-    const int v = c.node[q * c.K + e];
+    const int v = c.node[static_cast<long long>(q) * c.K + e];
     if (v >= 0 && im[v] > 0) atomicMax(&best[v], key);
   }
 }
@@ -606,7 +626,7 @@ __global__ void k_colour_select(ConstraintSlots c, const double* im, std::uint64
   const unsigned long long key = priority(salt, q);
   bool wins = true;
   for (int e = 0; e < c.K; ++e) {
-    const int v = c.node[q * c.K + e];
+    const int v = c.node[static_cast<long long>(q) * c.K + e];
     if (v >= 0 && im[v] > 0 && best[v] != key) wins = false;
   }
   if (wins)
@@ -618,7 +638,7 @@ __global__ void k_colour_reset(ConstraintSlots c, int round, unsigned long long*
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= c.m || (c.colour[q] != -1 && c.colour[q] != round)) return;
   for (int e = 0; e < c.K; ++e) {
-    const int v = c.node[q * c.K + e];
+    const int v = c.node[static_cast<long long>(q) * c.K + e];
     if (v >= 0) best[v] = 0;
   }
 }
@@ -628,19 +648,19 @@ __global__ void k_relax(ConstraintSlots c, int colour, const double* im, double*
   if (q >= c.m || c.colour[q] != colour) return;
   double g = c.c0[q], w = 0;
   for (int e = 0; e < c.K; ++e) {
-    const int v = c.node[q * c.K + e];
+    const int v = c.node[static_cast<long long>(q) * c.K + e];
     if (v < 0) continue;
-    const double* J = c.J + 3 * (q * c.K + e);
-    const double* b = c.base + 3 * (q * c.K + e);
+    const double* J = c.J + 3 * (static_cast<long long>(q) * c.K + e);
+    const double* b = c.base + 3 * (static_cast<long long>(q) * c.K + e);
     g += J[0] * (y[3 * v] - b[0]) + J[1] * (y[3 * v + 1] - b[1]) + J[2] * (y[3 * v + 2] - b[2]);
     w += im[v] * (J[0] * J[0] + J[1] * J[1] + J[2] * J[2]);
   }
   if (g >= 0 || !(w > 0)) return;
   const double dl = -g / w;
   for (int e = 0; e < c.K; ++e) {
-    const int v = c.node[q * c.K + e];
+    const int v = c.node[static_cast<long long>(q) * c.K + e];
     if (v < 0 || im[v] == 0) continue;
-    const double* J = c.J + 3 * (q * c.K + e);
+    const double* J = c.J + 3 * (static_cast<long long>(q) * c.K + e);
     const double f = im[v] * dl;
     y[3 * v] += f * J[0], y[3 * v + 1] += f * J[1], y[3 * v + 2] += f * J[2];
   }
@@ -746,8 +766,11 @@ __device__ inline int pair_nodes(const TwoWaySetup& d, const PairList& pl, int q
   }
   return count;
 }
+// Reads through volatile: other threads lower parent[] with atomicMin meanwhile (the values only
+// decrease, parent[x] ≤ x, so the walk ends).
 __device__ inline int root_of(const int* parent, int a) {
-  for (int p = parent[a]; p != a; p = parent[a]) a = p;
+  const volatile int* p = parent;
+  for (int up = p[a]; up != a; up = p[a]) a = up;
   return a;
 }
 __global__ void k_zone_init(int n, int* parent, unsigned long long* zone_alpha) {
@@ -886,8 +909,9 @@ __global__ void k_init_r(TwoWaySetup d, double* r) {
 
 // --- launch functions -------------------------------------------------------------------------
 void launch_cell_counts(const double* s, const int* rows, int count, int K, double grow, double cell, long long* counts,
-                        int* overflow, cudaStream_t st) {
-  if (count > 0) k_cell_counts<<<blocks(count), kThreads, 0, st>>>(s, rows, count, K, grow, cell, counts, overflow);
+                        int* large, int* n_large, cudaStream_t st) {
+  if (count > 0)
+    k_cell_counts<<<blocks(count), kThreads, 0, st>>>(s, rows, count, K, grow, cell, counts, large, n_large);
 }
 void scan_counts(long long* counts, int count, DeviceArray<char>& temp, cudaStream_t st) {
   std::size_t bytes = 0;
@@ -927,16 +951,18 @@ void sort_entries(unsigned long long* codes, int* items, long long n, DeviceArra
   radix_sort(codes, items, n, 63, codes_alt, items_alt, temp, st);
 }
 void launch_query_vt(const TwoWaySetup& d, const double* s, double D, double cell, const unsigned long long* codes,
-                     const int* items, long long n_entries, long long* keys, double* dist, int capacity, int* found,
-                     cudaStream_t st) {
+                     const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                     double* dist, int capacity, int* found, cudaStream_t st) {
   if (d.nsp > 0)
-    k_query_vt<<<blocks(d.nsp), kThreads, 0, st>>>(d, s, D, cell, codes, items, n_entries, keys, dist, capacity, found);
+    k_query_vt<<<blocks(d.nsp), kThreads, 0, st>>>(d, s, D, cell, codes, items, n_entries, large, n_large, keys, dist,
+                                                   capacity, found);
 }
 void launch_query_ee(const TwoWaySetup& d, const double* s, double D, double cell, const unsigned long long* codes,
-                     const int* items, long long n_entries, long long* keys, double* dist, int capacity, int* found,
-                     cudaStream_t st) {
+                     const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                     double* dist, int capacity, int* found, cudaStream_t st) {
   if (d.ne > 0)
-    k_query_ee<<<blocks(d.ne), kThreads, 0, st>>>(d, s, D, cell, codes, items, n_entries, keys, dist, capacity, found);
+    k_query_ee<<<blocks(d.ne), kThreads, 0, st>>>(d, s, D, cell, codes, items, n_entries, large, n_large, keys, dist,
+                                                  capacity, found);
 }
 void sort_pairs(long long* keys, double* dist, int n, int end_bit, DeviceArray<long long>& keys_alt,
                 DeviceArray<double>& dist_alt, DeviceArray<char>& temp, cudaStream_t st) {

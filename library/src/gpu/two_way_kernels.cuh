@@ -92,9 +92,11 @@ struct PairList {
 };
 
 // --- proximity search -------------------------------------------------------------------------
-/// Counts the grid cells of each primitive's box grown by `grow`: rows of `K` indices into s.
+/// Counts the grid cells of each primitive's box grown by `grow`: rows of `K` indices into s. A
+/// primitive over 4,096 cells counts 0 and is appended to `large` (*n_large of them): the queries
+/// scan that list instead of the grid.
 void launch_cell_counts(const double* s, const int* rows, int count, int K, double grow, double cell, long long* counts,
-                        int* overflow, cudaStream_t st);
+                        int* large, int* n_large, cudaStream_t st);
 /// Exclusive scan of counts (count + 1 entries: the last receives the total); CUB, with its
 /// scratch in `temp` (grown on demand).
 void scan_counts(long long* counts, int count, DeviceArray<char>& temp, cudaStream_t st);
@@ -103,14 +105,15 @@ void launch_cell_fill(const double* s, const int* rows, int count, int K, double
 /// Radix sort of the (code, item) entries by code (CUB; `*_alt` are the second buffers).
 void sort_entries(unsigned long long* codes, int* items, long long n, DeviceArray<unsigned long long>& codes_alt,
                   DeviceArray<int>& items_alt, DeviceArray<char>& temp, cudaStream_t st);
-/// Vertex–triangle candidates: the surface points against the registered faces; found pairs go to
-/// keys/dist while *found < capacity (*found counts all).
+/// Vertex–triangle candidates: the surface points against the registered faces and the large ones;
+/// found pairs go to keys/dist while *found < capacity (*found counts all).
 void launch_query_vt(const TwoWaySetup& d, const double* s, double D, double cell, const unsigned long long* codes,
-                     const int* items, long long n_entries, long long* keys, double* dist, int capacity, int* found,
-                     cudaStream_t st);
+                     const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                     double* dist, int capacity, int* found, cudaStream_t st);
+/// Edge–edge candidates, each pair once as (smaller, larger).
 void launch_query_ee(const TwoWaySetup& d, const double* s, double D, double cell, const unsigned long long* codes,
-                     const int* items, long long n_entries, long long* keys, double* dist, int capacity, int* found,
-                     cudaStream_t st);
+                     const int* items, long long n_entries, const int* large, int n_large, long long* keys,
+                     double* dist, int capacity, int* found, cudaStream_t st);
 /// Radix sort of the pairs by key over its low end_bit bits.
 void sort_pairs(long long* keys, double* dist, int n, int end_bit, DeviceArray<long long>& keys_alt,
                 DeviceArray<double>& dist_alt, DeviceArray<char>& temp, cudaStream_t st);

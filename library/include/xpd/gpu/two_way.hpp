@@ -8,19 +8,22 @@
 // the two (tests/gpu/test_device_two_way.cpp).
 //
 // What differs from the CPU, and why it keeps the guarantees:
-// - Proximity search: the cells of a uniform grid (cell size max(D, the rest mean edge length of the
-//   contact surface)) are 63-bit codes; each triangle's (each edge's) box grown by D is registered
-//   in the cells it overlaps, the (code, primitive) entries are radix-sorted (Thrust), and a point
-//   (an edge) finds its cells' entries by binary search. Candidates pass the same box, plane/line
-//   and distance tests as the CPU's; the pairs come back sorted, as on the CPU, so pair q means the
-//   same pair on both (up to pairs whose distance rounds differently across D).
+// - Proximity search: the cells of a uniform grid (cell size max(D^max, the rest mean edge length
+//   of the contact surface)) are 63-bit codes; each triangle's (each edge's) box grown by D is
+//   registered in the cells it overlaps, the (code, primitive) entries are radix-sorted (CUB), and a
+//   point (an edge) finds its cells' entries by binary search. A primitive whose grown box covers
+//   more than 4,096 cells (an obstacle plate beside a fine body) is kept in a list that every query
+//   scans instead. Candidates pass the same box, plane/line and distance tests as the CPU's; the
+//   pairs come back sorted, as on the CPU, so pair q means the same pair on both (up to pairs whose
+//   distance rounds differently across D).
 // - Colouring: the CPU colours greedily in a seeded random order; the device colours by rounds of
 //   independent sets (Jones & Plassmann 1993): a constraint takes the round's colour when its
 //   seeded random priority is the largest among the uncoloured constraints sharing a movable node
 //   with it. Every colour is still a set of constraints without a shared movable node, so a colour
-//   relaxes in parallel exactly as it would serially; the sweep order (edge lengths, volume floors,
-//   then contacts) is the CPU's. The edge-length constraints are coloured once per projection, the
-//   contacts and volume floors every step. Results equal the CPU's up to the order of the sweep.
+//   relaxes in parallel exactly as it would serially. The soft constraints go first and the
+//   contacts last, as on the CPU, but where the CPU colours edge lengths and volume floors together
+//   every step, the device colours them as two families, the edge lengths once per projection, the
+//   floors and contacts every step. Results equal the CPU's up to the order of the sweep.
 // - Forward step: the per-node α is the minimum of the same bounds, taken with an integer atomicMin
 //   on the bits of non-negative doubles (exact and order-independent); every maximum (‖r‖∞, the
 //   largest point motion) likewise. Two runs are bitwise equal.
@@ -45,8 +48,9 @@ namespace xpd::gpu {
 
 class DeviceTwoWay {
  public:
-  /// Uploads the projector's setup. The projector must outlive this object. Throws GpuError without
-  /// the CUDA backend or a device.
+  /// Uploads the projector's setup (read once: a later set_volume_tets on the projector is not
+  /// seen). The projector must outlive this object. Throws GpuError without the CUDA backend or a
+  /// device.
   explicit DeviceTwoWay(const TwoWayProjector& projector);
   ~DeviceTwoWay();
   DeviceTwoWay(const DeviceTwoWay&) = delete;

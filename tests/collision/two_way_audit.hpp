@@ -11,6 +11,7 @@
 #include <xpd/collision/proximity.hpp>
 #include <xpd/collision/surface_ccd.hpp>
 #include <xpd/collision/two_way.hpp>
+#include <xpd/mesh/surface.hpp>
 
 #include "collision/collision_fixtures.hpp"
 
@@ -34,6 +35,31 @@ inline Bodies two_spheres(int levels, const Vec3& centre) {
   s.x << a.nodes, b.nodes;
   s.faces.resize(a.triangles.rows() + b.triangles.rows(), 3);
   s.faces << a.triangles, b.triangles.array() + static_cast<int>(a.nodes.rows());
+  return s;
+}
+
+// A unit icosphere (4 levels of subdivision: 2) centred 1.1 above a kinematic plate of two triangles
+// at z = 0 spanning [−h, h]²; the plate's 4 vertices come last, with inverse mass 0.
+struct SphereOverPlate {
+  Points x;
+  Triangles faces;
+  Edges sphere_edges;
+  Eigen::VectorXd inverse_mass;
+  int n0 = 0;  ///< the sphere's vertices
+};
+inline SphereOverPlate sphere_over_plate(double h) {
+  const SurfaceMesh sphere = test::icosphere(2, Vec3(0, 0, 1.1), 1.0);
+  SphereOverPlate s;
+  s.n0 = static_cast<int>(sphere.nodes.rows());
+  const int n0 = s.n0;
+  s.x.resize(n0 + 4, 3);
+  s.x.topRows(n0) = sphere.nodes;
+  s.x.bottomRows(4) << -h, -h, 0, h, -h, 0, h, h, 0, -h, h, 0;
+  s.faces.resize(sphere.triangles.rows() + 2, 3);
+  s.faces << sphere.triangles, Eigen::RowVector3i(n0, n0 + 1, n0 + 2), Eigen::RowVector3i(n0, n0 + 2, n0 + 3);
+  s.sphere_edges = unique_edges(sphere.triangles);
+  s.inverse_mass = Eigen::VectorXd::Ones(s.x.rows());
+  s.inverse_mass.tail(4).setZero();
   return s;
 }
 

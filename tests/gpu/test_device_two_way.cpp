@@ -157,21 +157,16 @@ TEST(DeviceTwoWay, ProximitySearchEqualsTheCpuSearch) {
 // the CPU's, and a sphere dropped onto the plate stops above it, every step audited.
 TEST(DeviceTwoWay, LargeObstacleTrianglesAreFoundAndStopABody) {
   XPD_REQUIRE_GPU();
-  const SurfaceMesh sphere = test::icosphere(2, Vec3(0, 0, 1.1), 1.0);
-  Points plate(4, 3);
-  plate << -30, -30, 0, 30, -30, 0, 30, 30, 0, -30, 30, 0;
-  const int n0 = static_cast<int>(sphere.nodes.rows());
-  Points x(n0 + 4, 3);
-  x << sphere.nodes, plate;
-  Triangles faces(sphere.triangles.rows() + 2, 3);
-  faces << sphere.triangles, Eigen::RowVector3i(n0, n0 + 1, n0 + 2), Eigen::RowVector3i(n0, n0 + 2, n0 + 3);
-  Eigen::VectorXd inv = Eigen::VectorXd::Ones(x.rows());
-  inv.tail(4).setZero();
-  const TwoWayProjector p(x, faces, unique_edges(sphere.triangles), inv);
+  const test::SphereOverPlate s = test::sphere_over_plate(30);
+  const Points& x = s.x;
+  const Triangles& faces = s.faces;
+  const int n0 = s.n0;
+  const Points plate = x.bottomRows(4);
+  const TwoWayProjector p(x, faces, s.sphere_edges, s.inverse_mass);
   gpu::DeviceTwoWay d(p);
   const double D = 0.5;  // larger than the sphere's edges: pairs of both kinds with the plate
   Points low = x;
-  low.topRows(n0).col(2).array() -= sphere.nodes.col(2).minCoeff() - 0.5 * D;  // lowest vertex at D/2
+  low.topRows(n0).col(2).array() -= x.topRows(n0).col(2).minCoeff() - 0.5 * D;  // lowest vertex at D/2
   expect_same_pairs(proximity_search(low, p.faces(), p.contact_edges(), D), d.proximity_search(low, D), D);
   Points y = x;
   y.topRows(n0).col(2).array() -= 0.6;  // would sink 0.5 below the plate

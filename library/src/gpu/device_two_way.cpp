@@ -128,8 +128,6 @@ struct DeviceTwoWay::Impl {
 
   explicit Impl(const TwoWayProjector& p) : pj(p) {}
 
-  const double* positions(int which) const { return s[which].data(); }
-
   void upload_setup() {
     const TwoWayOptions& o = pj.options();
     const TwoWayEmbedding& emb = pj.embedding();

@@ -35,7 +35,7 @@ nlohmann::ordered_json bench_one(const BenchTwoWayOptions& o, bool cuda, Points&
   SceneSimulation sim(std::move(scene));
   const int frames = o.frames > 0 ? std::min(o.frames, sim.num_frames()) : sim.num_frames();
   Progress progress(cuda ? "frames (cuda)" : "frames", frames);
-  int projected = 0, steps = 0, max_steps = 0, searches = 0, unconverged = 0, max_inverted = 0;
+  int projected = 0, steps = 0, max_steps = 0, searches = 0, unconverged = 0, max_inverted = 0, max_target_inverted = 0;
   double projection_ms = 0, search_ms = 0, backward_ms = 0, forward_ms = 0, pd_ms = 0, max_frame_ms = 0;
   double max_stretch = 1, min_distance = INFINITY;
   int pd_unconverged = 0, pd_iterations = 0, pd_iterations_max = 0;
@@ -54,6 +54,7 @@ nlohmann::ordered_json bench_one(const BenchTwoWayOptions& o, bool cuda, Points&
       searches += p.searches;
       unconverged += !p.converged;
       max_inverted = std::max(max_inverted, tw->inverted_tets);
+      max_target_inverted = std::max(max_target_inverted, tw->target_inverted_tets);
       projection_ms += p.ms_total;
       search_ms += p.ms_search;
       backward_ms += p.ms_backward;
@@ -94,6 +95,7 @@ nlohmann::ordered_json bench_one(const BenchTwoWayOptions& o, bool cuda, Points&
   j["min_distance"] = std::isfinite(min_distance) ? nlohmann::ordered_json(min_distance) : nullptr;
   j["max_stretch"] = max_stretch;
   j["max_inverted_tets"] = max_inverted;
+  j["max_target_inverted_tets"] = max_target_inverted;  // in the PD solutions the projections started from
   return j;
 }
 
@@ -137,11 +139,11 @@ void add_bench_twoway_command(CLI::App& bench) {
                   "run, then the device run, with step_speedup and frame_speedup)")
       ->check(CLI::IsMember({"cpu", "cuda", "both"}))
       ->capture_default_str();
-  cmd->add_flag(
-      "--json", o->json,
-      "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "
-      "min_distance, max_stretch, max_inverted_tets, pd_ms_per_frame, pd_unconverged_frames, pd_iterations_mean, "
-      "pd_iterations_max");
+  cmd->add_flag("--json", o->json,
+                "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "
+                "min_distance, max_stretch, max_inverted_tets, max_target_inverted_tets, pd_ms_per_frame, "
+                "pd_unconverged_frames, pd_iterations_mean, "
+                "pd_iterations_max");
   cmd->callback([o] { run_bench_twoway(*o); });
 }
 

@@ -145,7 +145,7 @@ void run(const RunCliOptions& o) {
   const bool interactive = sim.scene().solver.interactive_iterations > 0;
   IpcTotals ipc;
   struct {
-    int frames = 0, steps = 0, max_steps = 0, unconverged = 0, max_inverted = 0;
+    int frames = 0, steps = 0, max_steps = 0, unconverged = 0, max_inverted = 0, max_target_inverted = 0;
     double ms = 0, search_ms = 0, min_distance = -1;
   } tw;
   ro.on_frame = [&](const FrameReport& r) {
@@ -156,6 +156,7 @@ void run(const RunCliOptions& o) {
       tw.max_steps = std::max(tw.max_steps, p.steps);
       tw.unconverged += !p.converged;
       tw.max_inverted = std::max(tw.max_inverted, st->inverted_tets);
+      tw.max_target_inverted = std::max(tw.max_target_inverted, st->target_inverted_tets);
       tw.ms += p.ms_total;
       tw.search_ms += p.ms_search;
       if (std::isfinite(p.min_distance))
@@ -204,6 +205,7 @@ void run(const RunCliOptions& o) {
     if (tw.min_distance >= 0)
       fmt::print("{:<58} {:>12.3e}\n", "Closest surface pair after a projection", tw.min_distance);
     fmt::print("{:<58} {:>12}\n", "Inverted tets after a projection (max)", tw.max_inverted);
+    fmt::print("{:<58} {:>12}\n", "Inverted tets in the PD solution before it (max)", tw.max_target_inverted);
     if (tw.unconverged > 0)
       fmt::print(
           "\nWARNING: {} two-way projection(s) reached max_steps before ||r|| < tolerance (the state is "

@@ -223,6 +223,60 @@ TEST(SceneTwoWay, KinematicPlateObstaclePressesABlockWithoutIntersection) {
 // and the plate stay intersection-free (exact test) in every frame, while the lattice's nodes,
 // which stick out of the ball by up to a cell, pass into the plate: the projection moved the
 // drawn surface, not the lattice's boundary. Quasistatic (the projection after each solve).
+// The inversion counts of a frame: the block's centre node (interior, on no contact triangle) is
+// dragged by a stiff rigid attachment far past its neighbours, so the PD solution itself inverts
+// tets around it. target_inverted_tets counts the PD solution the projection starts from (frame 1:
+// the same solve as the scene without "two_way", counted independently), inverted_tets the
+// projection's result (its volume floors push back on the inversions).
+TEST(SceneTwoWay, InversionsOfThePdSolutionAreCountedApartFromTheProjections) {
+  json j = {{"mesh", {{"generator", "box"}, {"nodes", {5, 5, 3}}, {"max", {0.4, 0.4, 0.16}}}},
+            {"selections", {{"base", {{"type", "half_space"}, {"normal", {0, 0, -1}}, {"offset", -0.01}}}}},
+            {"materials", {{{"mu", 1e3}, {"density", 1000}}}},
+            {"attachments", {{{"type", "fixed"}, {"selection", "base"}, {"stiffness", 1e5}}}},
+            {"solver", {{"type", "quasistatic"}, {"frames", 2}, {"tolerance", 1e-8}}}};
+  const Points rest = SceneSimulation(parse_scene(j, "drag.json", ".")).mesh().nodes;
+  Eigen::Index centre = 0;
+  (rest.rowwise() - Eigen::RowVector3d(0.2, 0.2, 0.08)).rowwise().squaredNorm().minCoeff(&centre);
+  j["selections"]["centre"] = {{"type", "indices"}, {"nodes", {centre}}};
+  j["attachments"].push_back({{"type", "rigid"},
+                              {"selection", "centre"},
+                              {"stiffness", 1e7},
+                              {"keyframes", {{{"frame", 0}}, {{"frame", 2}, {"translation", {0.25, 0, 0}}}}}});
+  auto inverted = [](const SceneSimulation& s) {
+    int count = 0;
+    const Tets& tets = s.mesh().tets;
+    const Points& x = s.positions();
+    for (Eigen::Index t = 0; t < tets.rows(); ++t)
+      count += (x.row(tets(t, 1)) - x.row(tets(t, 0)))
+                   .cross(x.row(tets(t, 2)) - x.row(tets(t, 0)))
+                   .dot(x.row(tets(t, 3)) - x.row(tets(t, 0))) <= 0;
+    return count;
+  };
+  SceneSimulation plain(parse_scene(j, "drag.json", "."));
+  plain.advance(1);
+  const int plain_inverted = inverted(plain);
+  ASSERT_GT(plain_inverted, 0);  // the fixture inverts tets by PD alone
+
+  j["two_way"] = json::object();
+  SceneSimulation sim(parse_scene(j, "drag.json", "."));
+  const Triangles body = boundary_faces(sim.mesh().tets);
+  for (int frame = 1; frame <= 2; ++frame) {
+    SCOPED_TRACE(frame);
+    sim.advance(frame);
+    ASSERT_EQ(test::count_intersections(sim.positions(), body), 0);
+    const auto& st = sim.two_way_stats();
+    ASSERT_TRUE(st.has_value());
+    EXPECT_TRUE(st->projection.converged);
+    if (frame == 1) {
+      EXPECT_EQ(st->target_inverted_tets, plain_inverted);
+    }
+    EXPECT_EQ(st->inverted_tets, inverted(sim));
+    if (verbose())
+      std::printf("  frame %d: %d inverted in the PD solution, %d after the projection (max |x - y| %.3g)\n", frame,
+                  st->target_inverted_tets, st->inverted_tets, st->projection.max_displacement);
+  }
+}
+
 TEST(SceneTwoWay, EmbeddedSurfaceIsTheContactSurface) {
   const std::filesystem::path dir = test::scratch_dir("two_way_embedded");
   const SurfaceMesh ball = test::icosphere(3, Vec3(0, 0, 0.1), 0.1);

@@ -239,6 +239,7 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
         {"max_displacement", p.max_displacement},
         {"max_stretch", p.max_stretch},
         {"inverted_tets", tw->inverted_tets},
+        {"target_inverted_tets", tw->target_inverted_tets},
         {"timings_ms",
          {{"total", p.ms_total}, {"search", p.ms_search}, {"backward", p.ms_backward}, {"forward", p.ms_forward}}}};
   }

@@ -447,6 +447,15 @@ FrameStats SceneSimulation::advance(int frame) {
       }
     }
     TwoWayFrame tw;
+    const Tets& tets = mesh_.tets;
+    auto inverted = [&](const auto& x) {
+      int count = 0;
+      for (Eigen::Index t = 0; t < tets.rows(); ++t)
+        count += signed_volume(x.row(tets(t, 0)).transpose(), x.row(tets(t, 1)).transpose(),
+                               x.row(tets(t, 2)).transpose(), x.row(tets(t, 3)).transpose()) <= 0;
+      return count;
+    };
+    tw.target_inverted_tets = inverted(state_.x);  // the PD solution, before the projection
     tw.projection = device_two_way_ ? device_two_way_->project(from, target, to) : two_way_->project(from, target, to);
     state_.x = to.topRows(n);
     obstacle_x_ = to.bottomRows(m);
@@ -457,12 +466,7 @@ FrameStats SceneSimulation::advance(int frame) {
       if (two_way_->options().contact_forces && tw.projection.converged)
         two_way_->update_contact_forces(to, target, model_->time_step(), two_way_force_);
     }
-    const Tets& tets = mesh_.tets;
-    for (Eigen::Index t = 0; t < tets.rows(); ++t) {
-      const double v = signed_volume(state_.x.row(tets(t, 0)).transpose(), state_.x.row(tets(t, 1)).transpose(),
-                                     state_.x.row(tets(t, 2)).transpose(), state_.x.row(tets(t, 3)).transpose());
-      tw.inverted_tets += v <= 0;
-    }
+    tw.inverted_tets = inverted(state_.x);
     two_way_stats_ = tw;
   }
   previous_x_ = current;

@@ -150,11 +150,14 @@ class SceneSimulation {
 
   /// The two-way projector of the scene (null without a "two_way" key).
   const TwoWayProjector* two_way() const { return two_way_.get(); }
-  /// Two-way figures of the last advance(): the projection's, and the tets of the mesh with
-  /// non-positive volume after it (empty without "two_way" or before its start frame).
+  /// Two-way figures of the last advance(): the projection's, the tets of the mesh with
+  /// non-positive volume after it, and those with non-positive volume in the frame's PD solution
+  /// that the projection started from (its target y: the dynamics' own inversions, which the
+  /// projection did not cause) (empty without "two_way" or before its start frame).
   struct TwoWayFrame {
     TwoWayStats projection;
     int inverted_tets = 0;
+    int target_inverted_tets = 0;
   };
   const std::optional<TwoWayFrame>& two_way_stats() const { return two_way_stats_; }
   /// The two-way obstacles' triangles (indices into two_way_obstacle_positions()) and where they

@@ -13,7 +13,8 @@ skin is W x. Then, all through xpd.torch.QuasistaticLayer and its adjoint gradie
 2. Decoder: the expressions are split into a training and a held-out set (fixed seed). A linear
    decoder a(z) = mean + z B (code z of --code numbers) starts as the PCA of the training set's
    fitted actuations and is then trained end to end through the simulator (B, mean and the training
-   codes); for a held-out expression only its code is fitted, through the decoder and the simulator.
+   codes); for a held-out expression only its code is fitted, through the decoder and the simulator
+   (from the mean code, or with --code-init fit from the least-squares code of its own fitted actuation).
 3. Baseline: PCA of the training expressions' vertex positions with the same number of components
    (the thesis's data-only baseline); a held-out expression is projected onto it.
    Prints the held-out RMS vertex error (mm) of both.
@@ -299,6 +300,9 @@ def main(argv=None):
     ap.add_argument("--train-steps", type=int, default=20, help="L-BFGS evaluations of the end-to-end decoder refinement")
     ap.add_argument("--code-steps", type=int, default=20, help="L-BFGS evaluations of the held-out code fit")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--code-init", choices=["mean", "fit"], default="mean",
+                    help="start of a held-out code: the mean (0) or the projection of the expression's own "
+                         "fitted actuation onto the decoder")
     ap.add_argument("--out", help="folder for results.json and the run folder of the held-out expressions")
     args = ap.parse_args(argv)
     full = args.full
@@ -362,7 +366,13 @@ def main(argv=None):
     # Held-out: only the code is fitted, through decoder and simulator, from the mean code (0).
     for p in decoder.parameters():
         p.requires_grad_(False)
-    z = torch.nn.Parameter(torch.zeros(len(te), codes.shape[1], dtype=torch.float64))
+    if args.code_init == "fit":  # least-squares code of the held-out fits: z B ≈ a_fit − mean
+        with torch.no_grad():
+            B = decoder.basis
+            rhs = B @ (a_fit[te].reshape(len(te), -1) - decoder.mean).T
+            z = torch.nn.Parameter(torch.linalg.solve(B @ B.T, rhs).T.contiguous())
+    else:
+        z = torch.nn.Parameter(torch.zeros(len(te), codes.shape[1], dtype=torch.float64))
 
     def test_loss():
         return ((skin(layer(decoder(z))) - T_te) ** 2).sum(-1).mean(-1).sum() / cell ** 2

@@ -142,8 +142,7 @@ void add_bench_twoway_command(CLI::App& bench) {
   cmd->add_flag("--json", o->json,
                 "Print JSON: steps_mean, steps_max, ms_per_step, ms_per_frame, search_share, unconverged_frames, "
                 "min_distance, max_stretch, max_inverted_tets, max_target_inverted_tets, pd_ms_per_frame, "
-                "pd_unconverged_frames, pd_iterations_mean, "
-                "pd_iterations_max");
+                "pd_unconverged_frames, pd_iterations_mean, pd_iterations_max");
   cmd->callback([o] { run_bench_twoway(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/quality.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
@@ -218,11 +219,6 @@ TEST(SceneTwoWay, KinematicPlateObstaclePressesABlockWithoutIntersection) {
   }
 }
 
-// An embedded surface is the contact surface: a ball (icosphere, radius 10 cm) embedded in a BCC
-// lattice ("generator": "lattice") and pressed by a kinematic plate 5 cm down. The ball's surface
-// and the plate stay intersection-free (exact test) in every frame, while the lattice's nodes,
-// which stick out of the ball by up to a cell, pass into the plate: the projection moved the
-// drawn surface, not the lattice's boundary. Quasistatic (the projection after each solve).
 // The inversion counts of a frame: the block's centre node (interior, on no contact triangle) is
 // dragged by a stiff rigid attachment far past its neighbours, so the PD solution itself inverts
 // tets around it. target_inverted_tets counts the PD solution the projection starts from (frame 1:
@@ -243,14 +239,7 @@ TEST(SceneTwoWay, InversionsOfThePdSolutionAreCountedApartFromTheProjections) {
                               {"stiffness", 1e7},
                               {"keyframes", {{{"frame", 0}}, {{"frame", 2}, {"translation", {0.25, 0, 0}}}}}});
   auto inverted = [](const SceneSimulation& s) {
-    int count = 0;
-    const Tets& tets = s.mesh().tets;
-    const Points& x = s.positions();
-    for (Eigen::Index t = 0; t < tets.rows(); ++t)
-      count += (x.row(tets(t, 1)) - x.row(tets(t, 0)))
-                   .cross(x.row(tets(t, 2)) - x.row(tets(t, 0)))
-                   .dot(x.row(tets(t, 3)) - x.row(tets(t, 0))) <= 0;
-    return count;
+    return mesh_quality(TetMesh{s.positions(), s.mesh().tets, {}, {}}).num_inverted;
   };
   SceneSimulation plain(parse_scene(j, "drag.json", "."));
   plain.advance(1);
@@ -277,6 +266,11 @@ TEST(SceneTwoWay, InversionsOfThePdSolutionAreCountedApartFromTheProjections) {
   }
 }
 
+// An embedded surface is the contact surface: a ball (icosphere, radius 10 cm) embedded in a BCC
+// lattice ("generator": "lattice") and pressed by a kinematic plate 5 cm down. The ball's surface
+// and the plate stay intersection-free (exact test) in every frame, while the lattice's nodes,
+// which stick out of the ball by up to a cell, pass into the plate: the projection moved the
+// drawn surface, not the lattice's boundary. Quasistatic (the projection after each solve).
 TEST(SceneTwoWay, EmbeddedSurfaceIsTheContactSurface) {
   const std::filesystem::path dir = test::scratch_dir("two_way_embedded");
   const SurfaceMesh ball = test::icosphere(3, Vec3(0, 0, 0.1), 0.1);

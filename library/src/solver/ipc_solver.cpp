@@ -363,9 +363,13 @@ struct IpcState::Impl final : public GlobalStep {
     const int n = m->model->num_nodes();
     if (m->options.global_solve == IpcGlobalSolve::Woodbury) {
       f = state.force;
+      PhaseTimer parts;
       m->schur->forward(ws, f, y1, g2);
+      parts.lap(extra.substitution_ms);
       m->schur->solve_low_rank_system(ws, term, g2, u2);
+      parts.lap(extra.reduced_ms);
       m->schur->backward(ws, y1, u2, u);
+      parts.lap(extra.substitution_ms);
       state.step = u;
     } else if (m->options.global_solve == IpcGlobalSolve::Pcg) {
       pcg_solve(state);

@@ -76,6 +76,11 @@ struct IpcFrameStats {
   int max_rank = 0;              ///< largest r (columns of U) in one iteration
   double min_step_fraction = 1;  ///< smallest CCD bound α_max of the frame
   double ccd_ms = 0, barrier_ms = 0;
+  /// global_solve = woodbury, parts of the global step summed over the frame: the sparse forward
+  /// and backward substitutions with the PD factor (what a plain PD iteration also pays), and the
+  /// reduced solve on the region (gather of Σ⁻¹[N, N], capacitance and its factorization, the
+  /// Σ⁻¹ products and the refinement step).
+  double substitution_ms = 0, reduced_ms = 0;
   int pcg_iterations = 0;  ///< CG iterations of the frame (global_solve = pcg)
 };
 

@@ -1007,8 +1007,15 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
       dpotrs_("L", &r, &one, s.data(), &r, t.data(), &r, &inf);
       wflat.noalias() = term.u * t;
     }
-    // out −= Σ⁻¹[:, N] W.
-    for (int a = 0; a < q; ++a) out.noalias() -= d.sigma_inv.col(term.nodes[static_cast<std::size_t>(a)]) * wq.row(a);
+    // out −= Σ⁻¹[:, N] W, by blocks of rows so that the block of out stays in cache while the q
+    // columns pass (one rank-1 update of all of out per column would stream out q times).
+    constexpr int kRows = 256;
+    for (int r0 = 0; r0 < m; r0 += kRows) {
+      const int rows = std::min(kRows, m - r0);
+      auto ob = out.middleRows(r0, rows);
+      for (int a = 0; a < q; ++a)
+        ob.noalias() -= d.sigma_inv.col(term.nodes[static_cast<std::size_t>(a)]).segment(r0, rows) * wq.row(a);
+    }
   };
   apply(g, u2);
   for (int step = 0; step < refinement_steps; ++step) {

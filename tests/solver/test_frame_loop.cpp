@@ -1,8 +1,8 @@
 // The one frame loop (solver/frame_loop.hpp) with strategies other than the shipped ones: a step
 // bound (the hook of CCD-limited barrier steps) is honoured by the line search and still reaches
-// the same equilibrium; the strategy's constant-matrix solve (the hook of adjoint passes) is the
-// model's factor; unsupported accelerators are refused by name; a strategy that keeps its vectors
-// to itself during a frame (a device) runs the same iterations.
+// the same equilibrium, and Anderson's extrapolated iterates pass the same bound; the strategy's constant-matrix solve
+// (the hook of adjoint passes) is the model's factor; unsupported accelerators are refused by name; a strategy that
+// keeps its vectors to itself during a frame (a device) runs the same iterations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -70,6 +70,78 @@ TEST(FrameLoop, StepBoundIsHonouredAndReachesTheSameEquilibrium) {
   EXPECT_EQ(half.bounds, sb.iterations);
   EXPECT_GT(sb.iterations, sp.iterations);  // half steps: slower, same fixed point
   EXPECT_LE((bounded.x - plain.x).cwiseAbs().maxCoeff(), 1e-7 * test::bbox_diagonal(plain.x));
+}
+
+// Plain PD with Anderson under a bound like CCD's: no node may pass below the floor z = floor along
+// the straight path from the iterate (the bound returns 0.8 of the first crossing, as the IPC step
+// does). evaluate() records the lowest z it is ever shown: an extrapolated iterate that tunnels
+// through the floor would be evaluated there. No barrier pushes back, so the body presses on the
+// floor and the frame ends at max_iterations; what is checked is that no iterate crosses.
+class FloorBoundedStep final : public GlobalStep {
+ public:
+  FloorBoundedStep(const Model& model, double floor) : pd_(model), floor_(floor) {}
+  const char* name() const override { return "floor-bounded step"; }
+  bool supports(Accelerator a) const override { return a == Accelerator::None || a == Accelerator::Anderson; }
+  bool in_place() const override { return false; }
+  bool line_search() const override { return true; }
+  double evaluate(State& s, FrameStats& st) override {
+    lowest = std::min(lowest, s.x.col(2).minCoeff());
+    return pd_.evaluate(s, st);
+  }
+  void iterate(State& s, FrameStats& st) override { pd_.iterate(s, st); }
+  double max_step_fraction(const State& s) override {
+    double a = 1.0;
+    for (Eigen::Index i = 0; i < s.x_prev.rows(); ++i) {
+      const double z0 = s.x_prev(i, 2), z1 = z0 + s.step(i, 2);
+      if (z1 < floor_) a = std::min(a, 0.8 * (z0 - floor_) / (z0 - z1));
+    }
+    if (a < 1.0) ++cut;
+    return a;
+  }
+  void solve_with_matrix(Eigen::MatrixXd& b) const override { pd_.solve_with_matrix(b); }
+  double lowest = std::numeric_limits<double>::infinity();
+  int cut = 0;
+
+ private:
+  PdStep pd_;
+  double floor_;
+};
+
+TEST(FrameLoop, AndersonIteratesPassTheStepBoundLikePlainSteps) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::loaded_desc(mesh));
+  SolverOptions o;
+  o.max_iterations = 5000;
+  o.rel_tolerance = 1e-10;
+  State free_fall = make_state(model);
+  ASSERT_TRUE(step(model, free_fall, o).converged);
+  // The floor halfway between the rest's lowest node and the unconstrained equilibrium's.
+  const double rest_low = make_state(model).x.col(2).minCoeff(), eq_low = free_fall.x.col(2).minCoeff();
+  const double floor = 0.5 * (rest_low + eq_low);
+  ASSERT_LT(eq_low, floor);
+
+  o.max_iterations = 60;
+  o.accelerator = Accelerator::Anderson;
+  State s = make_state(model);
+  FloorBoundedStep bounded(model, floor);
+  const FrameStats st = run_frame(model, s, bounded, o);
+  EXPECT_GE(bounded.lowest, floor);                  // no evaluated iterate, extrapolated or plain, crossed
+  EXPECT_GT(bounded.cut, 0);                         // the bound did act
+  EXPECT_LT(st.anderson_rejections, st.iterations);  // and Anderson still extrapolated before it did
+
+  // Without contact the same strategy with Anderson reaches the unconstrained equilibrium, faster
+  // than without it (the check costs nothing when the bound never cuts).
+  FloorBoundedStep unbounded(model, -std::numeric_limits<double>::infinity());
+  State u = make_state(model);
+  o.max_iterations = 5000;
+  const FrameStats su = run_frame(model, u, unbounded, o);
+  EXPECT_TRUE(su.converged);
+  EXPECT_EQ(unbounded.cut, 0);
+  EXPECT_LE((u.x - free_fall.x).cwiseAbs().maxCoeff(), 1e-7 * test::bbox_diagonal(free_fall.x));
+  State plain = make_state(model);
+  FloorBoundedStep unbounded_plain(model, -std::numeric_limits<double>::infinity());
+  o.accelerator = Accelerator::None;
+  EXPECT_LT(su.iterations, run_frame(model, plain, unbounded_plain, o).iterations);
 }
 
 // Plain PD that keeps its own copy of x and f during a frame, as a device strategy does

@@ -201,13 +201,20 @@ TEST(Ipc, RefusesBadSetups) {
       EXPECT_NE(std::string(e.what()).find("intersect"), std::string::npos) << e.what();
     }
   }
-  // Accelerators are refused.
+  // Chebyshev is refused by name (its iterates are not CCD-checked); Anderson is accepted.
   const IpcModel ipc(model, t.proxies, t.surface, o);
   IpcState st(ipc);
   State s = make_state(model);
   SolverOptions so;
-  so.anderson = true;
-  EXPECT_THROW((void)st.step(s, so), SolverError);
+  so.accelerator = Accelerator::Chebyshev;
+  try {
+    (void)st.step(s, so);
+    ADD_FAILURE() << "Chebyshev accepted";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("Chebyshev"), std::string::npos) << e.what();
+  }
+  so.accelerator = Accelerator::Anderson;
+  EXPECT_NO_THROW((void)st.step(s, so));
 }
 
 }  // namespace

@@ -222,9 +222,29 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     if (accel == Accelerator::Anderson) {
       if (resident) {
         accelerated = step.resident_anderson(opt.anderson_window);
+      } else if (alpha < 1.0) {
+        // The strategy's bound (CCD) cut the plain step: nothing beyond it is admissible, so no
+        // extrapolation; the history restarts from the cut iterate.
+        detail::anderson_reset(s.anderson);
+        s.x = s.x_prev + alpha * s.step;
       } else {
         detail::anderson_update(s.anderson, opt.anderson_window, xv, delta);
         accelerated = s.anderson.history > 0;
+        if (accelerated && line_search) {
+          // The extrapolated iterate passes the strategy's bound like the plain step (a barrier's
+          // energy cannot see a path that tunnels through contact): checked along x − x_prev, then
+          // δ restored from the plain iterate for the line search.
+          s.step = s.x - s.x_prev;
+          const double a = step.max_step_fraction(s);
+          Eigen::Map<const Points> x_pd(s.anderson.x_pd.data(), n, 3);
+          s.step = x_pd - s.x_prev;
+          if (a < 1.0) {
+            xv = s.anderson.x_pd;
+            detail::anderson_reset(s.anderson);
+            ++st.anderson_rejections;
+            accelerated = false;
+          }
+        }
       }
     } else if (accel == Accelerator::Chebyshev) {
       accelerated = chebyshev_update(s.chebyshev, opt, xv, delta);

@@ -83,10 +83,9 @@ struct SchurWorkspace::Impl {
   std::vector<int> wb_slot, wb_nodes;
   std::vector<std::array<int, kSchurProxySlots>> wb_local;
   Eigen::MatrixXd wb_gc, wb_vn, wb_b, wb_y, wb_s, wb_t, wb_h;
-  Eigen::MatrixXd lr_b, lr_bu, lr_s, lr_res, lr_du;  // solve_low_rank_system
-  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> lr_vn, lr_wq;
+  Eigen::MatrixXd lr_b, lr_bu, lr_s, lr_res, lr_du, lr_binv;  // solve_low_rank_system
+  Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> lr_vn, lr_wq, lr_y;
   Eigen::VectorXd lr_t, lr_t2;
-  Eigen::PartialPivLU<Eigen::MatrixXd> lr_lu;
   std::vector<char> lr_seen;
   std::vector<int> lr_colptr, lr_slots;              // nonzero node slots of each column of U
   detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
@@ -907,7 +906,6 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     throw SolverError("Schur low-rank system: the term has a non-finite entry");
   PhaseTimer pt;
   using RowMajor3 = Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor>;
-  using Strided = Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
   // B = Σ⁻¹[N, N].
   Eigen::MatrixXd& b = w.lr_b;
   b.resize(q, q);
@@ -915,22 +913,32 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     for (int a = 0; a < q; ++a)
       b(a, c) = d.sigma_inv(term.nodes[static_cast<std::size_t>(a)], term.nodes[static_cast<std::size_t>(c)]);
   Eigen::MatrixXd& s = w.lr_s;
-  Eigen::PartialPivLU<Eigen::MatrixXd>& lu = w.lr_lu;
   if (block) {
-    // M = I + ℬ_N (B ⊗ I₃): column 3b + c of the product is Σ_a ℬ_N[:, 3a + c] B(a, b), i.e. for
-    // each coordinate c the columns c, c + 3, … of ℬ_N times B.
-    s.resize(3 * q, 3 * q);
-    for (int c = 0; c < 3 && q > 0; ++c) {
-      const Strided bc(term.block.data() + static_cast<std::ptrdiff_t>(c) * 3 * q, 3 * q, q,
-                       Eigen::OuterStride<>(9 * q));
-      Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>> sc(s.data() + static_cast<std::ptrdiff_t>(c) * 3 * q, 3 * q,
-                                                              q, Eigen::OuterStride<>(9 * q));
-      sc.noalias() = bc * b;
-    }
-    s.diagonal().array() += 1.0;
+    // X = (ℬ_N⁻¹ + B ⊗ I₃)⁻¹ without ℬ_N⁻¹ (ℬ_N is singular): X = B̃ − B̃ C⁻¹ B̃ with B̃ = B⁻¹ ⊗ I₃
+    // and C = ℬ_N + B̃, which is SPD (B̃ SPD, ℬ_N PSD): one Cholesky of 3q × 3q (9q³ flops) and
+    // one of q × q, where the push-through form I + ℬ_N (B ⊗ I₃) needed a 3q·q² product and an
+    // LU (27q³ in all). B⁻¹ = the Schur complement of Σ on N, well conditioned like Σ.
+    Eigen::MatrixXd& binv = w.lr_binv;
+    binv = b;
+    int info = 0;
+    if (q > 0) dpotrf_("L", &q, binv.data(), &q, &info);
+    if (info == 0 && q > 0) dpotri_("L", &q, binv.data(), &q, &info);
+    if (info != 0)
+      throw SolverError("Schur low-rank system: Σ⁻¹[N, N] is not positive definite (q = " + std::to_string(q) + ")");
+    symmetrize_from_lower(binv);
+    s = term.block;
+    for (int bb = 0; bb < q; ++bb)
+      for (int a = 0; a < q; ++a) {
+        const double v = binv(a, bb);
+        for (int c = 0; c < 3; ++c) s(3 * a + c, 3 * bb + c) += v;
+      }
     pt.lap(w.last_timings.update);
-    if (q > 0) lu.compute(s);
+    const int n3 = 3 * q;
+    if (q > 0) dpotrf_("L", &n3, s.data(), &n3, &info);
     pt.lap(w.last_timings.factor);
+    if (info != 0)
+      throw SolverError(
+          "Schur low-rank system: ℬ_N + Σ⁻¹[N, N]⁻¹ ⊗ I₃ is not positive definite (q = " + std::to_string(q) + ")");
   } else {
     // BU = (B ⊗ I₃) U and S = I + Uᵀ BU. A column of U is one pair's Hessian factor column spread
     // over the ≤ 16 nodes of its 4 vertices' tets, so with the column's nonzero node slots the
@@ -997,9 +1005,17 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     Eigen::Map<Eigen::VectorXd> wflat(wq.data(), 3 * q);
     const Eigen::Map<const Eigen::VectorXd> vflat(vn.data(), 3 * q);
     if (block) {
+      // w = X v[N] = y − B̃ C⁻¹ y, y = B̃ v[N] (per coordinate: B⁻¹ times the q × 3 block).
+      RowMajor3& y = w.lr_y;
+      y.noalias() = w.lr_binv * vn;
       Eigen::VectorXd& t = w.lr_t;
-      t.noalias() = term.block * vflat;
-      wflat = lu.solve(t);
+      t = Eigen::Map<const Eigen::VectorXd>(y.data(), 3 * q);
+      const int n3 = 3 * q, one = 1;
+      int inf = 0;
+      dpotrs_("L", &n3, &one, s.data(), &n3, t.data(), &n3, &inf);
+      const Eigen::Map<const RowMajor3> z(t.data(), q, 3);
+      wq.noalias() = w.lr_binv * z;
+      wq = y - wq;
     } else {
       Eigen::VectorXd& t = w.lr_t;
       t.noalias() = term.u.transpose() * vflat;

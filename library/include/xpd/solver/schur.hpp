@@ -249,17 +249,19 @@ class SchurFactorization {
   /// precompute_inverse) and the r × r capacitance S = I + Uᵀ (Σ⁻¹[N, N] ⊗ I₃) U (SPD for any U,
   /// so no inverse of the singular barrier block is formed):
   ///   v = Σ⁻¹ g,   s = S⁻¹ Uᵀ vec(v[N]),   u2 = v − Σ⁻¹[:, N] · reshape(U s)   (q × 3).
-  /// With term.block = ℬ_N instead of U, the push-through form of the same identity, which needs
-  /// no inverse of the (singular) ℬ_N either: M = I + ℬ_N (Σ⁻¹[N, N] ⊗ I₃) (3q × 3q, eigenvalues
-  /// ≥ 1, LU with partial pivoting), s = M⁻¹ ℬ_N vec(v[N]), u2 = v − Σ⁻¹[:, N] · reshape(s).
+  /// With term.block = ℬ_N instead of U, the same identity without an inverse of the (singular)
+  /// ℬ_N either: with B = Σ⁻¹[N, N] and B̃ = B⁻¹ ⊗ I₃, (ℬ_N⁻¹ + B ⊗ I₃)⁻¹ = B̃ − B̃ C⁻¹ B̃ for the
+  /// SPD C = ℬ_N + B̃ (3q × 3q, Cholesky), so y = B̃ vec(v[N]), s = y − B̃ C⁻¹ y,
+  /// u2 = v − Σ⁻¹[:, N] · reshape(s).
   /// Then up to `refinement_steps` steps of iterative refinement: the residual g − Σ u2 − E_N U Uᵀ
   /// u2[N] (dense Σ, one dsymm) is solved with the same S and added, because Σ⁻¹ g and the
   /// correction cancel when ‖U Uᵀ‖ ≫ ‖Σ‖ (stiff barriers); a residual ≤ 10⁻¹² ‖g‖∞ (max norm)
   /// ends the refinement without that solve. U's columns are used as sparse (each touches ≤ 16
-  /// nodes). Cost: m² (dsymm of g) + m q (gather) + 48 q r + 24 r² + r³/3 + m q (update), plus m²
-  /// for each residual and m² for each refinement solve. u2 is resized only when needed.
+  /// nodes). Cost: m² (dsymm of g) + m q (gather) + 48 q r + 24 r² + r³/3 + m q (update), or with
+  /// the block q³ + 9 q³ (the two Choleskys), plus m² for each residual and m² for each refinement
+  /// solve. u2 is resized only when needed.
   /// Throws SolverError on a missing Σ⁻¹, g not m × 3, u not 3q rows, a node index out of range or
-  /// repeated, or an S that is not numerically positive definite.
+  /// repeated, or an S (or C) that is not numerically positive definite.
   void solve_low_rank_system(SchurWorkspace& ws, const SchurLowRank& term, const Eigen::Ref<const Eigen::MatrixXd>& g,
                              Eigen::MatrixXd& u2, int refinement_steps = 1) const;
   /// The single-user overload (internal workspace).

@@ -261,7 +261,7 @@ TEST_P(SchurMeshes, LowRankWoodburyEqualsDenseAndFullSparseAtAnyStiffness) {
     term.u *= std::sqrt(kappa * sigma_scale / (base.u.rowwise().squaredNorm().maxCoeff()));
     Eigen::MatrixXd u2;
     schur.solve_low_rank_system(term, g2, u2);
-    // The same term given as the dense block U Uᵀ (the push-through form).
+    // The same term given as the dense block U Uᵀ (the dense-block form: a Cholesky of ℬ_N + B⁻¹ ⊗ I₃).
     SchurLowRank as_block;
     as_block.nodes = term.nodes;
     as_block.block = term.u * term.u.transpose();

@@ -59,7 +59,7 @@ struct IpcOptions {
   CcdOptions ccd{0.0, 0.0, 1'000'000, 1.0};
   IpcGlobalSolve global_solve = IpcGlobalSolve::Woodbury;
   /// How the barrier term reaches the Woodbury solve: automatic = the factored U (3q × r) while
-  /// r ≤ 3q / 2, else the dense block ℬ_N (push-through form); or forced (tests, benchmarks).
+  /// r ≤ 3q / 2, else the dense block ℬ_N (one Cholesky of ℬ_N + Σ⁻¹[N, N]⁻¹ ⊗ I₃); or forced (tests, benchmarks).
   enum class WoodburyForm { Automatic, Factored, Block } woodbury_form = WoodburyForm::Automatic;
   SchurOptions schur;             ///< dense memory budget of the Schur region
   double pcg_tolerance = 1e-8;    ///< global_solve = pcg: relative residual ‖r‖ / ‖f‖

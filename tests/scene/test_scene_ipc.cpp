@@ -79,6 +79,7 @@ TEST(SceneIpc, LipsWithAndersonReachThePlainEquilibriumWithoutIntersection) {
   json j = coarse_lips("lips_ipc.json");
   j["solver"]["tolerance"] = 1e-9;
   j["solver"]["max_iterations"] = 4000;
+  j["solver"]["accelerator"] = "none";
   SceneSimulation plain(parse_scene(j, "lips_ipc.json", "."));
   j["solver"]["accelerator"] = "anderson";
   SceneSimulation anderson(parse_scene(j, "lips_ipc.json", "."));

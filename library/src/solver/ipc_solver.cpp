@@ -312,7 +312,8 @@ struct IpcState::Impl final : public GlobalStep {
     }
     // Few columns: the factored form U (3q × r); many (heavy contact, r above 3q / 2): the dense
     // block ℬ_N (schur.hpp: one Cholesky of ℬ_N + Σ⁻¹[N, N]⁻¹ ⊗ I₃). Near the threshold both cost
-    // the same (face_ipc frame 8, r = 1,382, q = 486: 11.2 ms reduced solve either way).
+    // the same (face_ipc frame 8: block at r = 1,349, q = 479 and factored, forced, at r = 1,382,
+    // q = 486 both took 11.2 ms per reduced solve).
     using Form = IpcOptions::WoodburyForm;
     const Form form = m->options.woodbury_form;
     const bool factored = form == Form::Factored || (form == Form::Automatic && 2 * total_rank <= 3 * q);

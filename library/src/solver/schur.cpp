@@ -915,9 +915,10 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
   Eigen::MatrixXd& s = w.lr_s;
   if (block) {
     // X = (ℬ_N⁻¹ + B ⊗ I₃)⁻¹ without ℬ_N⁻¹ (ℬ_N is singular): X = B̃ − B̃ C⁻¹ B̃ with B̃ = B⁻¹ ⊗ I₃
-    // and C = ℬ_N + B̃, which is SPD (B̃ SPD, ℬ_N PSD): one Cholesky of 3q × 3q (9q³ flops) and
-    // one of q × q, where the push-through form I + ℬ_N (B ⊗ I₃) needed a 3q·q² product and an
-    // LU (27q³ in all). B⁻¹ = the Schur complement of Σ on N, well conditioned like Σ.
+    // and C = ℬ_N + B̃, which is SPD (B̃ SPD, ℬ_N PSD): a Cholesky of 3q × 3q (9q³ flops) and an
+    // inverse of q × q (about q³), where the push-through form I + ℬ_N (B ⊗ I₃) needed a 3q × q × q
+    // product per coordinate and an LU of 3q × 3q (about 36q³ flops). B⁻¹ = the Schur complement of Σ on N, well
+    // conditioned like Σ.
     Eigen::MatrixXd& binv = w.lr_binv;
     binv = b;
     int info = 0;
@@ -1056,8 +1057,9 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     }
     for (int a = 0; a < q; ++a) res.row(term.nodes[static_cast<std::size_t>(a)]) -= bu2.segment<3>(3 * a).transpose();
     // A residual at rounding level cannot be improved by the same operator: skip its Σ⁻¹ product.
-    // (Face scene: 2e-15 … 3e-14 of ‖g‖, corrections ≤ 4e-14 of ‖u2‖; stiff barriers in the tests
-    // leave 1e-9, corrections up to 2e-9.)
+    // (The face of scenes/face_ipc.json, jaw at 21°, frame 8: 2e-15 … 3e-14 of ‖g‖, corrections
+    // ≤ 4e-14 of ‖u2‖; the stiff barriers of LowRankWoodburyEquals… leave up to 9e-9, corrections
+    // up to 2e-9.)
     if (res.cwiseAbs().maxCoeff() <= kRefinementSkip * g.cwiseAbs().maxCoeff()) break;
     apply(res, w.lr_du);
     u2 += w.lr_du;

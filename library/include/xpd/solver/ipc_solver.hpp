@@ -74,7 +74,8 @@ struct IpcFrameStats {
   double kappa = 0;              ///< κ used in the frame
   int max_touched_nodes = 0;     ///< largest n_c (nodes under active barriers) in one iteration
   int max_rank = 0;              ///< largest r (columns of U) in one iteration
-  double min_step_fraction = 1;  ///< smallest CCD bound α_max of the frame
+  double min_step_fraction = 1;  ///< smallest CCD bound α_max computed in the frame (with Anderson also
+                                 ///< those of extrapolated iterates, which are then rejected)
   double ccd_ms = 0, barrier_ms = 0;
   /// global_solve = woodbury, parts of the global step summed over the frame: the sparse forward
   /// and backward substitutions with the PD factor (what a plain PD iteration also pays), and the

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -177,6 +178,46 @@ TEST(BroadPhase, RefusesBadInput) {
   f(0, 2) = 2;
   x1(1, 1) = std::numeric_limits<double>::infinity();
   EXPECT_THROW((void)swept_candidates(x0, x1, f, e), Error);
+}
+
+// Kinematic vertices (obstacles, from index k on): the candidates equal the plain candidates
+// filtered by the vertex indices themselves (not both elements kinematic; with mixed_only, exactly
+// one), for the sweep, the brute force and the edge–face list alike.
+TEST(BroadPhase, KinematicPairsAreFilteredByVertexIndex) {
+  test::TriangleSoup soup = test::triangle_soup(400, 0.05, 0.05, 13);
+  Triangles& faces = soup.faces;
+  for (Eigen::Index f = 1; f < faces.rows(); f += 2) faces(f, 0) = faces(f - 1, 1);
+  const Edges edges = unique_edges(faces);
+  const int k = static_cast<int>(soup.x0.rows() / 2);
+  auto kinematic = [&](auto&& vertices) {
+    for (const int v : vertices)
+      if (v < k) return false;
+    return true;
+  };
+  auto face_k = [&](int f) { return kinematic(std::array<int, 3>{faces(f, 0), faces(f, 1), faces(f, 2)}); };
+  auto edge_k = [&](int e) { return kinematic(std::array<int, 2>{edges(e, 0), edges(e, 1)}); };
+  const SurfaceCandidates all = swept_candidates(soup.x0, soup.x1, faces, edges, 0.01);
+  for (const bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed);
+    auto keep = [&](bool a, bool b) { return mixed ? a != b : !(a && b); };
+    SurfaceCandidates want;
+    for (const auto& [v, f] : all.vertex_face)
+      if (keep(v >= k, face_k(f))) want.vertex_face.push_back({v, f});
+    for (const auto& [a, b] : all.edge_edge)
+      if (keep(edge_k(a), edge_k(b))) want.edge_edge.push_back({a, b});
+    ASSERT_GT(want.vertex_face.size(), 100u);
+    ASSERT_LT(want.vertex_face.size(), all.vertex_face.size());
+    const SurfaceCandidates got = swept_candidates(soup.x0, soup.x1, faces, edges, 0.01, k, mixed);
+    const SurfaceCandidates brute = brute_force_candidates(soup.x0, soup.x1, faces, edges, 0.01, k, mixed);
+    EXPECT_TRUE(got.vertex_face == want.vertex_face);
+    EXPECT_TRUE(got.edge_edge == want.edge_edge);
+    EXPECT_TRUE(brute.vertex_face == want.vertex_face);
+    EXPECT_TRUE(brute.edge_edge == want.edge_edge);
+  }
+  std::vector<std::array<int, 2>> ef_want;
+  for (const auto& [e, f] : edge_face_candidates(soup.x0, faces, edges))
+    if (!(edge_k(e) && face_k(f))) ef_want.push_back({e, f});
+  EXPECT_TRUE(edge_face_candidates(soup.x0, faces, edges, k) == ef_want);
 }
 
 }  // namespace

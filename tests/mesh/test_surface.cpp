@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
@@ -139,6 +140,34 @@ TEST(MeshSurface, MidpointSubdivisionAndCrop) {
     ++k;
   }
   EXPECT_THROW(crop_surface(d, Vec3(10, 10, 10), 0.1), MeshError);
+}
+
+// Icosphere: closed, outward (positive enclosed volume), every vertex on the sphere, the counts and
+// edge lengths of the header, and the inscribed polyhedron's volume below the ball's by the
+// expected chord error (relative deficit ≈ 3 · sagitta / r at most).
+TEST(Surface, IcosphereIsAClosedOutwardSphereMesh) {
+  const Vec3 c(0.3, -0.2, 1.1);
+  const double r = 0.7;
+  for (int levels = 0; levels <= 4; ++levels) {
+    SCOPED_TRACE(levels);
+    const SurfaceMesh s = make_icosphere(c, r, levels);
+    const double p = std::pow(4.0, levels);
+    EXPECT_EQ(s.nodes.rows(), static_cast<Eigen::Index>(10 * p + 2));
+    EXPECT_EQ(s.triangles.rows(), static_cast<Eigen::Index>(20 * p));
+    EXPECT_TRUE(is_closed_manifold(s.triangles));
+    for (Eigen::Index i = 0; i < s.nodes.rows(); ++i) EXPECT_NEAR((s.nodes.row(i).transpose() - c).norm(), r, 1e-12);
+    const Edges e = unique_edges(s.triangles);
+    double longest = 0;
+    for (Eigen::Index k = 0; k < e.rows(); ++k)
+      longest = std::max(longest, (s.nodes.row(e(k, 0)) - s.nodes.row(e(k, 1))).norm());
+    EXPECT_LE(longest, (levels == 0 ? 1.06 : 1.33) * r / std::ldexp(1.0, levels));
+    const double ball = 4.0 / 3.0 * M_PI * r * r * r, v = enclosed_volume(s.nodes, s.triangles);
+    EXPECT_GT(v, 0.0);
+    EXPECT_LT(v, ball);
+    EXPECT_GT(v, ball * (1 - 3 * longest * longest / (8 * r * r)));
+  }
+  EXPECT_THROW(make_icosphere(c, 0.0, 1), MeshError);
+  EXPECT_THROW(make_icosphere(c, 1.0, -1), MeshError);
 }
 
 }  // namespace xpd

@@ -4,7 +4,10 @@
 // the attachments (the contact must carry the load), and plain PD, which lets the boxes overlap.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <xpd/collision/distance.hpp>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
@@ -168,6 +171,160 @@ TEST(Ipc, CoarseCcdToleranceDoesNotFreezeTightContacts) {
     EXPECT_GT(r.min_step_fraction, 0.0);
     EXPECT_LT(r.min_distance, 1e-4);  // tighter than the tolerance asked for
   }
+}
+
+// One soft box attached at its base and a kinematic icosphere pressed into its top by keyframes.
+struct SphereOnBox {
+  ModelDesc desc;
+  ProxySet proxies;
+  Triangles surface;
+  IpcObstacle sphere;
+};
+
+SphereOnBox sphere_on_box(double press, int key_frame) {
+  SphereOnBox t;
+  const TetMesh m = make_box(6, 6, 3, Vec3(0, 0, 0), Vec3(1, 1, 0.4));
+  t.desc.mesh = m;
+  t.desc.mu = {1e3};
+  t.desc.density = {100.0};
+  for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
+    if (m.nodes(i, 2) < 1e-9)
+      t.desc.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, m.nodes.row(i).transpose()});
+  const Triangles faces = boundary_faces(m.tets);
+  const std::vector<int> nodes = boundary_nodes(faces);
+  t.proxies = proxies_from_nodes(m, nodes);
+  std::vector<int> proxy_of(static_cast<std::size_t>(m.nodes.rows()), -1);
+  for (std::size_t p = 0; p < nodes.size(); ++p) proxy_of[static_cast<std::size_t>(nodes[p])] = static_cast<int>(p);
+  t.surface.resize(faces.rows(), 3);
+  for (Eigen::Index f = 0; f < faces.rows(); ++f)
+    for (int k = 0; k < 3; ++k) t.surface(f, k) = proxy_of[static_cast<std::size_t>(faces(f, k))];
+  // Generic placement: 0.07 above the top, off the grid's symmetry lines; at key_frame `press` into it.
+  const SurfaceMesh ball = make_icosphere(Vec3(0.53, 0.46, 0.77), 0.3, 3);
+  t.sphere.vertices = ball.nodes;
+  t.sphere.triangles = ball.triangles;
+  Keyframe k0, k1;
+  k1.frame = key_frame;
+  k1.translation = Vec3(0, 0, -0.07 - press);
+  t.sphere.keyframes = {k0, k1};
+  return t;
+}
+
+// Body and obstacle surfaces as one, for the exact intersection test.
+std::pair<Points, Triangles> merged(const IpcModel& ipc, const IpcState& st, const Points& x) {
+  const Points body = ipc.surface_positions(x);
+  const Points& o = st.obstacle_positions();
+  Points all(body.rows() + o.rows(), 3);
+  all << body, o;
+  Triangles f(ipc.triangles().rows() + ipc.obstacle_triangles().rows(), 3);
+  f << ipc.triangles(), ipc.obstacle_triangles().array() + static_cast<int>(body.rows());
+  return {all, f};
+}
+
+TEST(Ipc, KinematicObstaclePressesWithoutIntersection) {
+  const SphereOnBox t = sphere_on_box(0.1, 3);
+  const Model model = build_model(t.desc);
+  IpcOptions o;
+  o.dhat = 0.01;
+  IpcOptions full = o;
+  full.global_solve = IpcGlobalSolve::FullSparse;
+  const IpcModel ipc(model, t.proxies, t.surface, o, {t.sphere}),
+      ipc_full(model, t.proxies, t.surface, full, {t.sphere});
+  IpcState sw(ipc), sf(ipc_full);
+  State xw = make_state(model), xf = make_state(model);
+  SolverOptions so;
+  so.max_iterations = 300;
+  so.rel_tolerance = 1e-8;
+  const double diag = test::bbox_diagonal(model.rest_positions());
+  for (int frame = 1; frame <= 3; ++frame) {
+    SCOPED_TRACE(frame);
+    const IpcFrameStats a = sw.step(xw, so);
+    const IpcFrameStats b = sf.step(xf, so);
+    EXPECT_TRUE(a.pd.converged) << a.pd.iterations << " iterations, residual " << a.pd.residual;
+    EXPECT_TRUE(b.pd.converged);
+    // The obstacle stands at its keyframed pose, and both global solves follow the same path.
+    EXPECT_EQ(a.obstacle_lag, 0.0);
+    EXPECT_LE((sw.obstacle_positions() - ipc.obstacle_pose(frame)).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_LE((xw.x - xf.x).cwiseAbs().maxCoeff(), 1e-8 * diag);
+    const auto [x, f] = merged(ipc, sw, xw.x);
+    std::string first;
+    EXPECT_EQ(test::count_intersections(x, f, &first), 0) << first;
+    // Under the sphere's centre: the top vertex nearest to it in x, y lies below the true sphere's
+    // surface plus the icosphere's chord error (the polyhedron is inscribed); the sphere's lowest
+    // vertex, the most pressed, lies within d̂ of the body's surface.
+    const Vec3 centre =
+        Vec3(0.53, 0.46, 0.77) + ipc.obstacle_pose(frame).row(0).transpose() - t.sphere.vertices.row(0).transpose();
+    const Points body = ipc.surface_positions(xw.x);
+    Eigen::Index near = -1;  // among the top face's vertices (the bottom's share their x, y)
+    for (Eigen::Index i = 0; i < body.rows(); ++i)
+      if (t.proxies.rest(i, 2) > 0.39 &&
+          (near < 0 || (body.row(i).head<2>().transpose() - centre.head<2>()).squaredNorm() <
+                           (body.row(near).head<2>().transpose() - centre.head<2>()).squaredNorm()))
+        near = i;
+    const double dxy2 = (body.row(near).head<2>().transpose() - centre.head<2>()).squaredNorm();
+    const double sphere_z = centre.z() - std::sqrt(0.09 - dxy2), top = body(near, 2);
+    const double sagitta = std::pow(1.33 * 0.3 / 8, 2) / (8 * 0.3);
+    Eigen::Index low = 0;
+    sw.obstacle_positions().col(2).minCoeff(&low);
+    const Vec3 tip = sw.obstacle_positions().row(low).transpose();
+    double tip_d2 = std::numeric_limits<double>::infinity();
+    for (Eigen::Index f = 0; f < t.surface.rows(); ++f)
+      tip_d2 = std::min(tip_d2, point_triangle_squared_distance(tip, body.row(t.surface(f, 0)).transpose(),
+                                                                body.row(t.surface(f, 1)).transpose(),
+                                                                body.row(t.surface(f, 2)).transpose()));
+    Vec3 reaction = Vec3::Zero();  // attachments on the body
+    for (std::size_t j = 0; j < t.desc.attachments.size(); ++j) {
+      const int node = t.desc.attachments[j].point.nodes[0];
+      reaction += 1e5 * (t.desc.attachments[j].target - xw.x.row(node).transpose());
+    }
+    if (frame == 1) {
+      EXPECT_EQ(a.active_pairs, 0);
+      EXPECT_EQ(a.obstacle_advances, 1);
+      EXPECT_LE(reaction.norm(), 1e-9);
+    } else {
+      EXPECT_GT(a.active_pairs, 0);
+      EXPECT_GT(a.min_distance, 0.0);
+      EXPECT_LT(a.min_distance, o.dhat);
+      EXPECT_LT(top, sphere_z + sagitta);
+      EXPECT_GT(std::sqrt(tip_d2), 0.0);
+      EXPECT_LT(std::sqrt(tip_d2), o.dhat);
+      EXPECT_GT(reaction.z(), 0.0);  // the base holds the body up against the sphere
+    }
+    if (test::verbose())
+      std::printf(
+          "  frame %d: %d iterations, %d advances, active %d, min distance %.3e, top %.6f, sphere %.6f, tip %.3e, R_z "
+          "%.3f\n",
+          frame, a.pd.iterations, a.obstacle_advances, a.active_pairs, a.min_distance, top, sphere_z, std::sqrt(tip_d2),
+          reaction.z());
+  }
+  EXPECT_LT(sw.obstacle_positions().col(2).minCoeff(), 0.4 - 0.09);  // pressed 0.1 into the rest top
+}
+
+// With too few iterations the obstacle cannot reach its pose: the frame reports it (not converged,
+// the lag in metres), stays intersection-free, and the next frame goes on from where it stands.
+TEST(Ipc, BlockedObstacleLagsAndCatchesUp) {
+  const SphereOnBox t = sphere_on_box(0.15, 1);
+  const Model model = build_model(t.desc);
+  IpcOptions o;
+  o.dhat = 0.01;
+  const IpcModel ipc(model, t.proxies, t.surface, o, {t.sphere});
+  IpcState st(ipc);
+  State x = make_state(model);
+  SolverOptions so;
+  so.max_iterations = 2;
+  so.rel_tolerance = 1e-8;
+  IpcFrameStats r = st.step(x, so);  // the sphere is to go 0.15 into the top in one frame
+  EXPECT_FALSE(r.pd.converged);
+  EXPECT_GT(r.obstacle_lag, 0.0);
+  {
+    const auto [p, f] = merged(ipc, st, x.x);
+    EXPECT_EQ(test::count_intersections(p, f), 0);
+  }
+  so.max_iterations = 300;
+  r = st.step(x, so);  // frame 2: the keys hold their last pose; the sphere catches up
+  EXPECT_TRUE(r.pd.converged) << r.pd.iterations;
+  EXPECT_EQ(r.obstacle_lag, 0.0);
+  const auto [p, f] = merged(ipc, st, x.x);
+  EXPECT_EQ(test::count_intersections(p, f), 0);
 }
 
 TEST(Ipc, RefusesBadSetups) {

@@ -15,8 +15,9 @@ namespace {
 
 struct Box {
   double lo[3], hi[3];
-  int id;    // vertex, edge or face index
-  int v[3];  // its vertices (-1 where it has fewer)
+  int id;          // vertex, edge or face index
+  int v[3];        // its vertices (-1 where it has fewer)
+  bool kinematic;  // every vertex at or above the kinematic_from index
 };
 
 using Pairs = std::vector<std::array<int, 2>>;
@@ -46,12 +47,13 @@ std::vector<Box> vertex_boxes(const Points& x0, const Points& x1, double r) {
     b.id = static_cast<int>(i);
     b.v[0] = static_cast<int>(i);
     b.v[1] = b.v[2] = -1;
+    b.kinematic = false;
   }
   return boxes;
 }
 
 template <int K, typename Rows>
-std::vector<Box> union_boxes(const std::vector<Box>& vb, const Rows& rows) {
+std::vector<Box> union_boxes(const std::vector<Box>& vb, const Rows& rows, int kinematic_from) {
   std::vector<Box> boxes(static_cast<std::size_t>(rows.rows()));
   for (Eigen::Index e = 0; e < rows.rows(); ++e) {
     Box& b = boxes[static_cast<std::size_t>(e)];
@@ -64,7 +66,11 @@ std::vector<Box> union_boxes(const std::vector<Box>& vb, const Rows& rows) {
       }
     }
     b.id = static_cast<int>(e);
-    for (int k = 0; k < 3; ++k) b.v[k] = k < K ? rows(e, k) : -1;
+    b.kinematic = true;
+    for (int k = 0; k < 3; ++k) {
+      b.v[k] = k < K ? rows(e, k) : -1;
+      if (k < K && b.v[k] < kinematic_from) b.kinematic = false;
+    }
   }
   return boxes;
 }
@@ -83,9 +89,12 @@ bool share_vertex(const Box& a, const Box& b) {
 }
 
 // Vertex boxes of the vertices the faces use.
-std::vector<Box> used_vertex_boxes(const std::vector<Box>& all, const Triangles& faces) {
+std::vector<Box> used_vertex_boxes(const std::vector<Box>& all, const Triangles& faces, int kinematic_from) {
   std::vector<Box> out;
-  for (const int v : boundary_nodes(faces)) out.push_back(all[static_cast<std::size_t>(v)]);
+  for (const int v : boundary_nodes(faces)) {
+    out.push_back(all[static_cast<std::size_t>(v)]);
+    out.back().kinematic = v >= kinematic_from;
+  }
   return out;
 }
 
@@ -159,17 +168,22 @@ Pairs sweep_one(const std::vector<Box>& bs, int axis, Accept accept) {
   return gather(local);
 }
 
-const auto kNoSharedVertex = [](const Box& a, const Box& b) { return !share_vertex(a, b); };
+// Candidates: no common vertex; not both of kinematic vertices only, or (mixed_only) exactly one so.
+auto candidate_test(bool mixed_only) {
+  return [mixed_only](const Box& a, const Box& b) {
+    return (mixed_only ? a.kinematic != b.kinematic : !(a.kinematic && b.kinematic)) && !share_vertex(a, b);
+  };
+}
 
 }  // namespace
 
 SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                                   double inflation) {
+                                   double inflation, int kinematic_from, bool mixed_only) {
   validate(x0, x1, faces, edges, inflation);
   const std::vector<Box> all = vertex_boxes(x0, x1, inflation);
-  std::vector<Box> vs = used_vertex_boxes(all, faces);
-  std::vector<Box> fs = union_boxes<3>(all, faces);
-  std::vector<Box> es = union_boxes<2>(all, edges);
+  std::vector<Box> vs = used_vertex_boxes(all, faces, kinematic_from);
+  std::vector<Box> fs = union_boxes<3>(all, faces, kinematic_from);
+  std::vector<Box> es = union_boxes<2>(all, edges, kinematic_from);
   SurfaceCandidates c;
   {
     std::vector<Box> both = vs;
@@ -177,46 +191,48 @@ SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Tri
     const int axis = spread_axis(both);
     sort_by_lo(vs, axis);
     sort_by_lo(fs, axis);
-    c.vertex_face = sweep_two(vs, fs, axis, kNoSharedVertex);
+    c.vertex_face = sweep_two(vs, fs, axis, candidate_test(mixed_only));
   }
   const int axis = spread_axis(es);
   sort_by_lo(es, axis);
-  c.edge_edge = sweep_one(es, axis, kNoSharedVertex);
+  c.edge_edge = sweep_one(es, axis, candidate_test(mixed_only));
   return c;
 }
 
-std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges) {
+std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges,
+                                                     int kinematic_from) {
   validate(x, x, faces, edges, 0.0);
   const std::vector<Box> all = vertex_boxes(x, x, 0.0);
-  std::vector<Box> fs = union_boxes<3>(all, faces);
-  std::vector<Box> es = union_boxes<2>(all, edges);
+  std::vector<Box> fs = union_boxes<3>(all, faces, kinematic_from);
+  std::vector<Box> es = union_boxes<2>(all, edges, kinematic_from);
   std::vector<Box> both = es;
   both.insert(both.end(), fs.begin(), fs.end());
   const int axis = spread_axis(both);
   sort_by_lo(es, axis);
   sort_by_lo(fs, axis);
-  return sweep_two(es, fs, axis, kNoSharedVertex);
+  return sweep_two(es, fs, axis, candidate_test(false));
 }
 
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                                         double inflation) {
+                                         double inflation, int kinematic_from, bool mixed_only) {
   validate(x0, x1, faces, edges, inflation);
   const std::vector<Box> all = vertex_boxes(x0, x1, inflation);
-  const std::vector<Box> vs = used_vertex_boxes(all, faces);
-  const std::vector<Box> fs = union_boxes<3>(all, faces);
-  const std::vector<Box> es = union_boxes<2>(all, edges);
+  const std::vector<Box> vs = used_vertex_boxes(all, faces, kinematic_from);
+  const std::vector<Box> fs = union_boxes<3>(all, faces, kinematic_from);
+  const std::vector<Box> es = union_boxes<2>(all, edges, kinematic_from);
+  const auto accept = candidate_test(mixed_only);
   tbb::enumerable_thread_specific<Pairs> vf, ee;
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, vs.size(), 64), [&](const tbb::blocked_range<std::size_t>& r) {
     Pairs& out = vf.local();
     for (std::size_t i = r.begin(); i < r.end(); ++i)
       for (const Box& f : fs)
-        if (overlap(vs[i], f) && !share_vertex(vs[i], f)) out.push_back({vs[i].id, f.id});
+        if (overlap(vs[i], f) && accept(vs[i], f)) out.push_back({vs[i].id, f.id});
   });
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, es.size(), 64), [&](const tbb::blocked_range<std::size_t>& r) {
     Pairs& out = ee.local();
     for (std::size_t i = r.begin(); i < r.end(); ++i)
       for (std::size_t j = i + 1; j < es.size(); ++j)
-        if (overlap(es[i], es[j]) && !share_vertex(es[i], es[j])) out.push_back({es[i].id, es[j].id});
+        if (overlap(es[i], es[j]) && accept(es[i], es[j])) out.push_back({es[i].id, es[j].id});
   });
   SurfaceCandidates c;
   c.vertex_face = gather(vf);

@@ -300,4 +300,27 @@ SurfaceMesh subdivide_midpoint(const SurfaceMesh& surface, int levels) {
   return s;
 }
 
+SurfaceMesh make_icosphere(const Vec3& center, double radius, int levels) {
+  if (!(radius > 0) || !std::isfinite(radius))
+    throw MeshError(fmt::format("make_icosphere: radius must be a positive finite length (got {})", radius));
+  if (levels < 0) throw MeshError("make_icosphere: levels must be >= 0");
+  // The icosahedron's vertices are the cyclic permutations of (0, ±1, ±φ).
+  const double phi = 0.5 * (1.0 + std::sqrt(5.0));
+  SurfaceMesh s;
+  s.nodes.resize(12, 3);
+  s.nodes << -1, phi, 0, 1, phi, 0, -1, -phi, 0, 1, -phi, 0, 0, -1, phi, 0, 1, phi, 0, -1, -phi, 0, 1, -phi, phi, 0, -1,
+      phi, 0, 1, -phi, 0, -1, -phi, 0, 1;
+  s.triangles.resize(20, 3);
+  s.triangles << 0, 11, 5, 0, 5, 1, 0, 1, 7, 0, 7, 10, 0, 10, 11, 1, 5, 9, 5, 11, 4, 11, 10, 2, 10, 7, 6, 7, 1, 8, 3, 9,
+      4, 3, 4, 2, 3, 2, 6, 3, 6, 8, 3, 8, 9, 4, 9, 5, 2, 4, 11, 6, 2, 10, 8, 6, 7, 9, 8, 1;
+  s.nodes.rowwise().normalize();
+  for (int level = 0; level < levels; ++level) {
+    s = subdivide_midpoint(s, 1);
+    s.nodes.rowwise().normalize();
+  }
+  s.nodes *= radius;
+  s.nodes.rowwise() += center.transpose();
+  return s;
+}
+
 }  // namespace xpd

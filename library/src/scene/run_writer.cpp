@@ -5,6 +5,7 @@
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
+#include <xpd/scene/scene_collision.hpp>
 
 namespace xpd {
 namespace {
@@ -207,6 +208,12 @@ void RunWriter::write_geometry(int frame) {
     }
     if (sim.two_way_obstacle_faces().rows() > 0)
       out_.write_obstacles(frame, SurfaceMesh{sim.two_way_obstacle_positions(), sim.two_way_obstacle_faces()}, ext);
+    // IPC obstacles where they stand (their keyframed pose before collision handling starts).
+    if (const SceneCollision* c = sim.collision(); c && c->ipc && c->ipc->obstacle_triangles().rows() > 0) {
+      const Points& at = c->ipc_state->obstacle_positions();
+      out_.write_obstacles(
+          frame, SurfaceMesh{at.rows() > 0 ? at : c->ipc->obstacle_pose(frame), c->ipc->obstacle_triangles()}, ext);
+    }
   }
 }
 
@@ -225,6 +232,10 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
     j["rank"] = ipc->max_rank;
     j["timings_ms"]["ccd"] = ipc->ccd_ms;
     j["timings_ms"]["barrier"] = ipc->barrier_ms;
+    if (sim_->collision()->ipc->obstacle_triangles().rows() > 0) {
+      j["obstacle_advances"] = ipc->obstacle_advances;
+      j["obstacle_lag"] = ipc->obstacle_lag;
+    }
   }
   if (const auto& tw = sim_->two_way_stats()) {
     const TwoWayStats& p = tw->projection;

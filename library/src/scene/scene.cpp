@@ -799,10 +799,11 @@ ObstacleSpec parse_obstacle(const JsonReader& r, const Context& ctx) {
     o.point = r.required<Vec3>("point");
     o.normal = nonzero_direction(r.child("normal"));
   } else if (type == "sphere") {
-    r.allow_keys({"type", "center", "radius", "keyframes"}, note);
+    r.allow_keys({"type", "center", "radius", "max_edge", "keyframes"}, note);
     o.type = ObstacleSpec::Type::Sphere;
     o.center = r.required<Vec3>("center");
     o.radius = positive(r.child("radius"));
+    if (const auto e = r.optional_child("max_edge")) o.max_edge = positive(*e);
   } else if (type == "capsule") {
     r.allow_keys({"type", "a", "b", "radius", "keyframes"}, note);
     o.type = ObstacleSpec::Type::Capsule;
@@ -837,10 +838,9 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   for (const char* key : {"dhat", "kappa", "ccd_tolerance", "global_solve"})
     if (!c.ipc && r.has(key)) r.fail_at(key, std::string("'") + key + "' applies to \"method\": \"ipc\" only");
   if (c.ipc) {
-    for (const char* key : {"stiffness", "inner_iterations", "schur_solve", "margin", "self_collision", "obstacles"})
+    for (const char* key : {"stiffness", "inner_iterations", "schur_solve", "margin", "self_collision"})
       if (r.has(key))
-        r.fail_at(key, std::string("'") + key + "' applies to the penalty methods, not to \"method\": \"ipc\"" +
-                           (std::string(key) == "obstacles" ? " (IPC obstacles are not implemented yet)" : ""));
+        r.fail_at(key, std::string("'") + key + "' applies to the penalty methods, not to \"method\": \"ipc\"");
     if (const auto v = r.optional_child("dhat")) c.dhat = positive(*v);
     if (const auto v = r.optional_child("kappa")) c.kappa = positive(*v);
     if (const auto v = r.optional_child("ccd_tolerance")) c.ccd_tolerance = positive(*v);
@@ -887,7 +887,19 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
   }
   if (const auto v = r.optional_child("start_frame")) c.start_frame = int_at_least(*v, 1);
   if (const auto o = r.optional_child("obstacles"))
-    c.obstacles = parse_list<ObstacleSpec>(*o, [&](const JsonReader& e) { return parse_obstacle(e, ctx); });
+    c.obstacles = parse_list<ObstacleSpec>(*o, [&](const JsonReader& e) {
+      ObstacleSpec spec = parse_obstacle(e, ctx);
+      if (c.ipc && spec.type != ObstacleSpec::Type::Mesh && spec.type != ObstacleSpec::Type::Box &&
+          spec.type != ObstacleSpec::Type::Sphere)
+        e.fail_at("type",
+                  "IPC obstacles are triangle surfaces: \"mesh\" (a surface file), \"box\" or \"sphere\" "
+                  "(an icosphere)");
+      if (c.ipc && e.has("cell_size"))
+        e.fail_at("cell_size", "IPC obstacles use the surface itself, not a distance grid");
+      if (!c.ipc && e.has("max_edge"))
+        e.fail_at("max_edge", "'max_edge' applies to the spheres of \"method\": \"ipc\" (penalty spheres are exact)");
+      return spec;
+    });
   return c;
 }
 

@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <xpd/collision/proxies.hpp>
 #include <xpd/collision/sdf_grid.hpp>
 #include <xpd/collision/self_collision.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/box.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/mesh/tet_locator.hpp>
@@ -64,6 +66,9 @@ std::vector<Obstacle> make_obstacles(const CollisionSettings& settings) {
 }
 
 namespace {
+
+// Icosphere levels of an IPC sphere obstacle at most (7: 327,680 triangles).
+constexpr int kMaxIcosphereLevels = 7;
 
 // IPC: the triangles of the proxies (mesh boundary, or the embedded surface) whose three vertices
 // are region proxies, with those vertices as a compact proxy set.
@@ -127,8 +132,40 @@ void make_ipc(const Scene& scene, const TetMesh& mesh, const Model& model, const
   io.ccd.tolerance = cs.ccd_tolerance;
   io.global_solve = cs.ipc_global_solve;
   io.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
+  // Obstacles as triangle surfaces in world coordinates, moved by their keyframes as given.
+  std::vector<IpcObstacle> obstacles;
+  const double surface_edge = mean_edge_length(rest, sc.ipc_triangles);
+  for (std::size_t k = 0; k < cs.obstacles.size(); ++k) {
+    const ObstacleSpec& spec = cs.obstacles[k];
+    const std::string where = fmt::format("/collision/obstacles/{}", k);
+    SurfaceMesh surface;
+    try {
+      if (spec.type == ObstacleSpec::Type::Box) {
+        surface = make_box_surface(spec.center - spec.half_extents, spec.center + spec.half_extents);
+      } else if (spec.type == ObstacleSpec::Type::Sphere) {
+        // The coarsest icosphere whose edges (below 1.33 r / 2^L, mesh/surface.hpp) are within max_edge.
+        const double max_edge = spec.max_edge > 0 ? spec.max_edge : surface_edge;
+        int levels = 0;
+        while (levels < kMaxIcosphereLevels && 1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge) ++levels;
+        if (1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge)
+          throw SceneError(scene.file, where,
+                           fmt::format("a sphere of radius {} needs more than {} icosphere levels for edges of {}; "
+                                       "give a larger \"max_edge\"",
+                                       spec.radius, kMaxIcosphereLevels, max_edge));
+        surface = make_icosphere(spec.center, spec.radius, levels);
+      } else {
+        surface = io::read_surface(spec.file);
+      }
+    } catch (const SceneError&) {
+      throw;
+    } catch (const Error& e) {
+      throw SceneError(scene.file, where, e.what());
+    }
+    if (surface.triangles.rows() == 0) throw SceneError(scene.file, where, "the obstacle has no triangle");
+    obstacles.push_back(IpcObstacle{std::move(surface.nodes), std::move(surface.triangles), spec.keyframes});
+  }
   try {
-    sc.ipc = std::make_unique<IpcModel>(model, sc.ipc_proxies, sc.ipc_triangles, io);
+    sc.ipc = std::make_unique<IpcModel>(model, sc.ipc_proxies, sc.ipc_triangles, io, std::move(obstacles));
   } catch (const SolverError& e) {
     throw SolverError(fmt::format("{}: /collision: {}", scene.file, e.what()));
   } catch (const Error& e) {

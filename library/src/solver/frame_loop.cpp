@@ -161,7 +161,7 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   double residual = step.residual_norm(s);
   check_finite(energy, residual, s, 0);
   st.initial_residual = residual;
-  const double scale = std::max(residual, st.load_scale);
+  double scale = std::max(residual, st.load_scale);
   // The strategy's round-off floor (0: none), taken at the start of the frame. A frame whose scale
   // is itself round-off (no loads, and it starts at equilibrium: an idle frame between events) cannot
   // meet a test relative to that scale; it converges within the stagnation band of its round-off
@@ -169,7 +169,9 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   const double floor =
       std::max(step.residual_floor(s),
                scale <= kStagnationBand * st.roundoff_residual ? kStagnationBand * st.roundoff_residual : 0.0);
-  auto converged = [&](double r) { return r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor; };
+  auto converged = [&](double r) {
+    return (r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor) && step.at_target();
+  };
   // Stagnation: the best residual and the iteration that last lowered it by 10%.
   double best = residual;
   int best_at = 0;
@@ -307,6 +309,25 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     energy = e_new;
     pt.lap(st.timings_ms.rhs);
     if (stalled) break;
+    if (step.advance(s)) {
+      // The strategy's kinematic parts moved: a new objective from the accepted iterate.
+      pt.lap(st.timings_ms.other);
+      energy = step.evaluate(s, st);
+      pt.skip();
+      residual = step.residual_norm(s);
+      check_finite(energy, residual, s, st.iterations);
+      scale = std::max(scale, residual);
+      best = residual;
+      best_at = st.iterations;
+      if (accel == Accelerator::Anderson) {
+        if (resident)
+          step.resident_anderson_reset();
+        else
+          detail::anderson_reset(s.anderson);
+      }
+      if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
+      continue;
+    }
     if (residual < 0.9 * best) {
       best = residual;
       best_at = st.iterations;
@@ -318,7 +339,7 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       st.stagnated = true;
       break;
     }
-    if (opt.energy_tolerance > 0.0 && st.iterations >= opt.min_iterations &&
+    if (opt.energy_tolerance > 0.0 && st.iterations >= opt.min_iterations && step.at_target() &&
         std::abs(decrease) <= opt.energy_tolerance * std::abs(energy)) {
       energy_stop = true;
       break;

@@ -30,8 +30,14 @@ struct Pair {
 struct IpcModel::Impl {
   const Model* model = nullptr;
   ProxySet proxies;
-  Triangles triangles;
-  Edges edges;
+  // The contact surface: the body's triangles and edges first (vertices: the proxies), then the
+  // obstacles' (vertices from num_body on, kinematic); body_* are the leading rows.
+  int num_body = 0;
+  Triangles triangles, body_triangles, obstacle_triangles;
+  Edges edges, body_edges;
+  std::vector<IpcObstacle> obstacles;
+  std::vector<Eigen::Index> obstacle_first;  // first row of each obstacle in the obstacle block
+  Eigen::Index num_obstacle_vertices = 0;
   IpcOptions options;
   std::vector<int> region;     // x2, region-local order
   std::vector<int> region_of;  // node -> region index or -1
@@ -62,9 +68,11 @@ struct IpcModel::Impl {
     return edge_edge_squared_distance(row(0), row(1), row(2), row(3));
   }
 
-  // Pairs of the surface within d̂ at s (sharing no vertex), with their squared distances.
-  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2) const {
-    const SurfaceCandidates c = swept_candidates(s, s, triangles, edges, options.dhat);
+  // Pairs of the surface within d̂ at s (sharing no vertex, not both of obstacles), with their
+  // squared distances; body_only: the body's own pairs (s may then have the body's rows only).
+  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2, bool body_only = false) const {
+    const SurfaceCandidates c = body_only ? swept_candidates(s, s, body_triangles, body_edges, options.dhat)
+                                          : swept_candidates(s, s, triangles, edges, options.dhat, num_body);
     out.clear();
     d2.clear();
     const double dhat2 = options.dhat * options.dhat;
@@ -80,21 +88,49 @@ struct IpcModel::Impl {
     }
   }
 
+  // Surface vertex v by name: "7" on the body, "obstacle 0 vertex 12" on an obstacle.
+  std::string vertex_name(int v) const {
+    if (v < num_body) return std::to_string(v);
+    const Eigen::Index r = v - num_body;
+    std::size_t k = 0;
+    while (k + 1 < obstacle_first.size() && obstacle_first[k + 1] <= r) ++k;
+    return fmt::format("obstacle {} vertex {}", k, r - obstacle_first[k]);
+  }
+
   std::string describe(const Pair& p) const {
     const auto v = vertices(p);
-    return p.edge_edge ? fmt::format("edge ({}, {}) and edge ({}, {})", v[0], v[1], v[2], v[3])
-                       : fmt::format("vertex {} and triangle ({}, {}, {})", v[0], v[1], v[2], v[3]);
+    auto n = [&](int i) { return vertex_name(v[static_cast<std::size_t>(i)]); };
+    return p.edge_edge ? fmt::format("edge ({}, {}) and edge ({}, {})", n(0), n(1), n(2), n(3))
+                       : fmt::format("vertex {} and triangle ({}, {}, {})", n(0), n(1), n(2), n(3));
   }
 
   // The first edge of the surface that meets a triangle without sharing a vertex at s, described;
   // "" when none (collision/intersection.hpp).
   std::string find_intersection(const Points& s) const {
-    const auto hit = find_surface_intersection(s, triangles, edges);
+    const auto hit = find_surface_intersection(s, triangles, edges, num_body);
     return hit ? hit->description : std::string();
   }
 
-  void surface_positions(const Points& x, Points& s) const {
-    s.resize(proxies.size(), 3);
+  Points obstacle_pose(double frame) const {
+    Points o(num_obstacle_vertices, 3);
+    for (std::size_t k = 0; k < obstacles.size(); ++k) {
+      const RigidTransform t = evaluate(obstacles[k].keyframes, frame);
+      const Points& v = obstacles[k].vertices;
+      for (Eigen::Index i = 0; i < v.rows(); ++i)
+        o.row(obstacle_first[k] + i) = t.apply(v.row(i).transpose()).transpose();
+    }
+    return o;
+  }
+
+  // Contact-surface positions: the body's W x, then the obstacles at `obstacle_x`.
+  void surface_positions(const Points& x, const Points& obstacle_x, Points& s) const {
+    s.resize(num_body + num_obstacle_vertices, 3);
+    body_positions(x, s);
+    if (num_obstacle_vertices > 0) s.bottomRows(num_obstacle_vertices) = obstacle_x;
+  }
+
+  // The body's rows of s (s sized by the caller).
+  void body_positions(const Points& x, Points& s) const {
     const Tets& tets = model->tets();
     for (int p = 0; p < proxies.size(); ++p) {
       Eigen::RowVector3d acc = Eigen::RowVector3d::Zero();
@@ -105,7 +141,8 @@ struct IpcModel::Impl {
   }
 };
 
-IpcModel::IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options)
+IpcModel::IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options,
+                   std::vector<IpcObstacle> obstacles)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   d.model = &model;
@@ -126,19 +163,53 @@ IpcModel::IpcModel(const Model& model, ProxySet proxies, Triangles triangles, Ip
       throw Error(fmt::format("ipc: surface vertex {} is bound to tet {}, outside the mesh", p, t));
   }
   d.proxies = std::move(proxies);
-  d.triangles = std::move(triangles);
-  d.edges = unique_edges(d.triangles);
+  d.num_body = d.proxies.size();
+  d.body_triangles = std::move(triangles);
+  d.body_edges = unique_edges(d.body_triangles);
   d.options = options;
+  // Obstacles after the body: vertex rows from num_body on, their triangles and edges after the
+  // body's (so that the body's pairs index both lists alike).
+  Eigen::Index nf = 0;
+  for (std::size_t k = 0; k < obstacles.size(); ++k) {
+    const IpcObstacle& o = obstacles[k];
+    if (o.triangles.rows() == 0) throw Error(fmt::format("ipc: obstacle {} has no triangles", k));
+    if (o.triangles.minCoeff() < 0 || o.triangles.maxCoeff() >= o.vertices.rows())
+      throw Error(
+          fmt::format("ipc: a triangle of obstacle {} refers to a vertex outside [0, {})", k, o.vertices.rows()));
+    if (!o.vertices.allFinite()) throw Error(fmt::format("ipc: obstacle {} has a non-finite vertex", k));
+    for (std::size_t j = 1; j < o.keyframes.size(); ++j)
+      if (!(o.keyframes[j].frame > o.keyframes[j - 1].frame))
+        throw Error(fmt::format("ipc: the keyframes of obstacle {} must have strictly increasing frames", k));
+    d.obstacle_first.push_back(d.num_obstacle_vertices);
+    d.num_obstacle_vertices += o.vertices.rows();
+    nf += o.triangles.rows();
+  }
+  d.obstacles = std::move(obstacles);
+  d.obstacle_triangles.resize(nf, 3);
+  Points rest_all(d.num_body + d.num_obstacle_vertices, 3);  // edge lengths: obstacles in their own frame
+  rest_all.topRows(d.num_body) = d.proxies.rest;
+  for (Eigen::Index row = 0, k = 0; const IpcObstacle& o : d.obstacles) {
+    d.obstacle_triangles.middleRows(row, o.triangles.rows()) =
+        o.triangles.array() + static_cast<int>(d.obstacle_first[static_cast<std::size_t>(k)]);
+    rest_all.middleRows(d.num_body + d.obstacle_first[static_cast<std::size_t>(k)], o.vertices.rows()) = o.vertices;
+    row += o.triangles.rows(), ++k;
+  }
+  d.triangles.resize(d.body_triangles.rows() + nf, 3);
+  d.triangles << d.body_triangles, d.obstacle_triangles.array() + d.num_body;
+  const Edges obstacle_edges = unique_edges(d.obstacle_triangles);
+  d.edges.resize(d.body_edges.rows() + obstacle_edges.rows(), 2);
+  d.edges << d.body_edges, obstacle_edges.array() + d.num_body;
   d.edge_rest_length2.resize(d.edges.rows());
   for (Eigen::Index e = 0; e < d.edges.rows(); ++e)
-    d.edge_rest_length2[e] = (d.proxies.rest.row(d.edges(e, 0)) - d.proxies.rest.row(d.edges(e, 1))).squaredNorm();
+    d.edge_rest_length2[e] = (rest_all.row(d.edges(e, 0)) - rest_all.row(d.edges(e, 1))).squaredNorm();
 
-  if (const std::string hit = d.find_intersection(d.proxies.rest); !hit.empty())
-    throw Error("ipc: the contact surface intersects itself at rest: " + hit + " (surface vertex indices)");
+  if (const auto hit = find_surface_intersection(d.proxies.rest, d.body_triangles, d.body_edges))
+    throw Error("ipc: the contact surface intersects itself at rest: " + hit->description +
+                " (surface vertex indices)");
   // Pairs within d̂ at rest would be pre-stressed forever.
   std::vector<Pair> rest_pairs;
   std::vector<double> rest_d2;
-  d.active_pairs(d.proxies.rest, rest_pairs, rest_d2);
+  d.active_pairs(d.proxies.rest, rest_pairs, rest_d2, /*body_only=*/true);
   if (!rest_pairs.empty()) {
     const auto i = static_cast<std::size_t>(std::min_element(rest_d2.begin(), rest_d2.end()) - rest_d2.begin());
     throw Error(
@@ -176,10 +247,13 @@ const IpcOptions& IpcModel::options() const { return impl_->options; }
 const std::vector<int>& IpcModel::region_nodes() const { return impl_->region; }
 double IpcModel::kappa_min() const { return impl_->kappa_min; }
 Points IpcModel::surface_positions(const Points& x) const {
-  Points s;
-  impl_->surface_positions(x, s);
+  Points s(impl_->num_body, 3);
+  impl_->body_positions(x, s);
   return s;
 }
+const std::vector<IpcObstacle>& IpcModel::obstacles() const { return impl_->obstacles; }
+const Triangles& IpcModel::obstacle_triangles() const { return impl_->obstacle_triangles; }
+Points IpcModel::obstacle_pose(double frame) const { return impl_->obstacle_pose(frame); }
 
 // The per-state strategy of the frame loop.
 struct IpcState::Impl final : public GlobalStep {
@@ -191,6 +265,9 @@ struct IpcState::Impl final : public GlobalStep {
   std::vector<double> pair_d2;
   std::vector<Mat12> pair_hessian;  // barrier Hessian of each pair at the last evaluate()
   Points s, s1, x_trial;
+  // Obstacles: where they stand, and their pose at the end of the frame.
+  Points obstacle_x, obstacle_target, obstacle_from, predicted;
+  bool obstacles_placed = false, arrived = true;
   Eigen::VectorXd pcg_vn, pcg_bn, pcg_t;
   Eigen::MatrixXd f, y1, g2, u2, u;
   SchurLowRank term;
@@ -211,7 +288,7 @@ struct IpcState::Impl final : public GlobalStep {
   // Barrier energy and forces at state.x added to the PD ones; records the active pairs.
   double add_barrier(State& state) {
     PhaseTimer pt;
-    m->surface_positions(state.x, s);
+    m->surface_positions(state.x, obstacle_x, s);
     m->active_pairs(s, pairs, pair_d2);
     pair_hessian.resize(pairs.size());
     double energy = 0;
@@ -227,6 +304,7 @@ struct IpcState::Impl final : public GlobalStep {
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c) {
         const int p = v[static_cast<std::size_t>(c)];
+        if (p >= m->num_body) continue;  // an obstacle's vertex: kinematic
         const int t = m->proxies.tet[static_cast<std::size_t>(p)];
         for (int a = 0; a < 4; ++a)
           state.force.row(tets(t, a)) -= m->proxies.weights(p, a) * b.gradient.segment<3>(3 * c).transpose();
@@ -236,10 +314,96 @@ struct IpcState::Impl final : public GlobalStep {
     return energy;
   }
 
+  // Obstacles toward obstacle_target. With `predict` (the barrier Hessians of the last evaluate()
+  // at state.x at hand), the body moves with them by its linear response
+  //   δ = −(K ⊗ I₃ + ℬ)⁻¹ Wᵀ H_bo Δo,
+  // H_bo the pair Hessians' body–obstacle blocks and Δo the obstacles' remaining motion: a
+  // predictor, so that the contact follows the obstacle instead of the gap closing. The joint
+  // motion (body x → x + δ, obstacles o → o + Δo) goes as far as the CCD allows with a minimum
+  // separation of half the current smallest pair distance g (d̂ when no pair is within d̂): no gap
+  // more than halves per advance. Without the predictor (the body standing still), cutting to a
+  // fraction of the time of impact as the line search does lets the gaps collapse geometrically:
+  // the next body step, a Newton step on the log barrier, at most about doubles a gap; with
+  // 0.8 · toi the sphere of scenes/sphere_slab_ipc.json drove the barrier Hessian from 1e3 to 1e23
+  // in 33 iterations; with the halving rule alone the gap settled near 3e-6 (d̂ = 8.5e-4) and the
+  // sphere advanced ~1e-5 per iteration, frames 6–13 ending 2–23 mm short after 1,000 iterations.
+  // Returns whether anything moved.
+  bool advance_obstacles(State& state, bool predict) {
+    if (arrived) return false;
+    PhaseTimer pt;
+    const Points delta_o = obstacle_target - obstacle_x;
+    const int n = m->model->num_nodes();
+    predicted.setZero(n, 3);
+    if (predict && !pairs.empty()) {
+      const Tets& tets = m->model->tets();
+      Points rhs = Points::Zero(n, 3);
+      bool coupled = false;
+      for (std::size_t k = 0; k < pairs.size(); ++k) {
+        const auto v = m->vertices(pairs[k]);
+        Eigen::Matrix<double, 12, 1> dv = Eigen::Matrix<double, 12, 1>::Zero();
+        bool body = false, obstacle = false;
+        for (int c = 0; c < 4; ++c) {
+          const int p = v[static_cast<std::size_t>(c)];
+          if (p >= m->num_body)
+            dv.segment<3>(3 * c) = delta_o.row(p - m->num_body).transpose(), obstacle = true;
+          else
+            body = true;
+        }
+        if (!body || !obstacle) continue;
+        coupled = true;
+        const Eigen::Matrix<double, 12, 1> g = pair_hessian[k] * dv;
+        for (int c = 0; c < 4; ++c) {
+          const int p = v[static_cast<std::size_t>(c)];
+          if (p >= m->num_body) continue;
+          const int t = m->proxies.tet[static_cast<std::size_t>(p)];
+          for (int a = 0; a < 4; ++a) rhs.row(tets(t, a)) -= m->proxies.weights(p, a) * g.segment<3>(3 * c).transpose();
+        }
+      }
+      if (coupled) {
+        build_low_rank();
+        solve_global(rhs, predicted);
+      }
+    }
+    m->surface_positions(state.x, obstacle_x, s);
+    x_trial = state.x + predicted;
+    m->surface_positions(x_trial, obstacle_target, s1);
+    double gap2 = m->options.dhat * m->options.dhat;
+    for (const double d2 : pair_d2) gap2 = std::min(gap2, d2);
+    CcdOptions o = m->options.ccd;
+    o.minimum_separation = 0.5 * std::sqrt(gap2);
+    o.tolerance = std::min(o.tolerance, 0.1 * o.minimum_separation);
+    // With the body standing still only obstacle–body pairs move (the body's own may sit closer
+    // than the separation).
+    const bool body_moves = predicted.size() > 0 && predicted.cwiseAbs().maxCoeff() > 0;
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, !body_moves);
+    pt.lap(extra.ccd_ms);
+    if (!r.hit) {
+      obstacle_x = obstacle_target;
+      state.x += predicted;
+      arrived = true;
+    } else {
+      if (!(r.toi > 0)) return false;  // at the separation already: the body must give way first
+      obstacle_x += r.toi * delta_o;
+      state.x += r.toi * predicted;
+    }
+    ++extra.obstacle_advances;
+    return true;
+  }
+
+  bool advance(State& state) override { return advance_obstacles(state, /*predict=*/true); }
+  bool at_target() const override { return arrived; }
+
   void begin_frame(State& state) override {
     extra = IpcFrameStats{};
     kappa = m->options.kappa;
-    m->surface_positions(state.x, s);
+    if (m->num_obstacle_vertices > 0) {
+      if (!obstacles_placed) obstacle_x = m->obstacle_pose(state.frame);
+      obstacles_placed = true;
+      obstacle_from = obstacle_x;
+      obstacle_target = m->obstacle_pose(state.frame + 1);
+      arrived = obstacle_target == obstacle_x;
+    }
+    m->surface_positions(state.x, obstacle_x, s);
     m->active_pairs(s, pairs, pair_d2);
     for (std::size_t k = 0; k < pairs.size(); ++k)
       if (!(pair_d2[k] > 0))
@@ -247,9 +411,16 @@ struct IpcState::Impl final : public GlobalStep {
                                       state.frame, m->describe(pairs[k]), std::sqrt(std::max(pair_d2[k], 0.0))));
     if (const std::string hit = m->find_intersection(s); !hit.empty())
       throw SolverError(
-          fmt::format("ipc: frame {} starts intersecting: {} (surface vertex indices); IPC needs an "
+          fmt::format("ipc: frame {} starts intersecting: {} (surface vertex indices{}); IPC needs an "
                       "intersection-free start",
-                      state.frame, hit));
+                      state.frame, hit,
+                      m->num_obstacle_vertices > 0 ? fmt::format("; from {} on the obstacles' vertices", m->num_body)
+                                                   : std::string()));
+    // The obstacles' first move of the frame, so that the residual scale and κ see their push.
+    if (advance_obstacles(state, /*predict=*/false)) {  // no barrier Hessians yet
+      m->surface_positions(state.x, obstacle_x, s);
+      m->active_pairs(s, pairs, pair_d2);
+    }
     if (kappa > 0) return;
     // Automatic κ: balance the barrier gradient against the elastic one, clamped to [κ_min, 100 κ_min].
     kappa = m->kappa_min;
@@ -281,6 +452,10 @@ struct IpcState::Impl final : public GlobalStep {
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c) {
         const int p = v[static_cast<std::size_t>(c)];
+        if (p >= m->num_body) {  // an obstacle's vertex: no coordinates of the body
+          pair_nodes[k][static_cast<std::size_t>(c)].fill(-1);
+          continue;
+        }
         const int t = m->proxies.tet[static_cast<std::size_t>(p)];
         for (int a = 0; a < 4; ++a) {
           const int r = m->region_of[static_cast<std::size_t>(tets(t, a))];
@@ -298,8 +473,16 @@ struct IpcState::Impl final : public GlobalStep {
     pair_factor.resize(pairs.size());
     int total_rank = 0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
-      // The Hessian of the last evaluate(), which the frame loop runs at the iterate it accepted.
-      const Mat12& h = pair_hessian[k];
+      // The Hessian of the last evaluate(), which the frame loop runs at the iterate it accepted,
+      // restricted to the body's coordinates (an obstacle's rows and columns zeroed: its vertices
+      // are not unknowns) and then projected to PSD.
+      Mat12 h = pair_hessian[k];
+      const auto v = m->vertices(pairs[k]);
+      for (int c = 0; c < 4; ++c)
+        if (v[static_cast<std::size_t>(c)] >= m->num_body) {
+          h.middleRows<3>(3 * c).setZero();
+          h.middleCols<3>(3 * c).setZero();
+        }
       const Eigen::SelfAdjointEigenSolver<Mat12> eig(0.5 * (h + h.transpose()));
       const double tiny = 1e-12 * std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
       Eigen::Matrix<double, 12, Eigen::Dynamic>& f = pair_factor[k];
@@ -333,9 +516,10 @@ struct IpcState::Impl final : public GlobalStep {
       std::array<double, 16> wt{};
       for (int c = 0; c < 4; ++c)
         for (int a = 0; a < 4; ++a) {
+          const int p = v[static_cast<std::size_t>(c)];
           sl[static_cast<std::size_t>(4 * c + a)] =
               pair_nodes[k][static_cast<std::size_t>(c)][static_cast<std::size_t>(a)];
-          wt[static_cast<std::size_t>(4 * c + a)] = m->proxies.weights(v[static_cast<std::size_t>(c)], a);
+          wt[static_cast<std::size_t>(4 * c + a)] = p < m->num_body ? m->proxies.weights(p, a) : 0.0;
         }
       if (factored) {
         for (int j = 0; j < f.cols(); ++j, ++col)
@@ -364,9 +548,15 @@ struct IpcState::Impl final : public GlobalStep {
     PhaseTimer pt;
     build_low_rank();
     pt.lap(extra.barrier_ms);
+    solve_global(state.force, state.step);
+    pt.lap(stats.timings_ms.solve);
+  }
+
+  // out = (K ⊗ I₃ + ℬ)⁻¹ rhs (n × 3) with the ℬ of the last build_low_rank(), by the configured solve.
+  void solve_global(const Points& rhs, Points& out) {
     const int n = m->model->num_nodes();
     if (m->options.global_solve == IpcGlobalSolve::Woodbury) {
-      f = state.force;
+      f = rhs;
       PhaseTimer parts;
       m->schur->forward(ws, f, y1, g2);
       parts.lap(extra.substitution_ms);
@@ -374,9 +564,9 @@ struct IpcState::Impl final : public GlobalStep {
       parts.lap(extra.reduced_ms);
       m->schur->backward(ws, y1, u2, u);
       parts.lap(extra.substitution_ms);
-      state.step = u;
+      out = u;
     } else if (m->options.global_solve == IpcGlobalSolve::Pcg) {
-      pcg_solve(state);
+      pcg_solve(rhs, out);
     } else {
       // K ⊗ I₃ + E U Uᵀ Eᵀ, factored afresh.
       std::vector<Eigen::Triplet<double>> trip;
@@ -400,11 +590,11 @@ struct IpcState::Impl final : public GlobalStep {
       a3.setFromTriplets(trip.begin(), trip.end());
       Eigen::SimplicialLLT<Eigen::SparseMatrix<double>> llt(a3);
       if (llt.info() != Eigen::Success) throw SolverError("ipc: the full 3n x 3n matrix is not positive definite");
-      const Eigen::Map<const Eigen::VectorXd> rhs(state.force.data(), 3 * n);
-      const Eigen::VectorXd sol = llt.solve(rhs);
-      std::copy(sol.data(), sol.data() + 3 * n, state.step.data());
+      const Eigen::Map<const Eigen::VectorXd> b(rhs.data(), 3 * n);
+      const Eigen::VectorXd sol = llt.solve(b);
+      out.resize(n, 3);
+      std::copy(sol.data(), sol.data() + 3 * n, out.data());
     }
-    pt.lap(stats.timings_ms.solve);
   }
 
   // out = (K ⊗ I₃ + E ℬ_N Eᵀ) v for n × 3 blocks (column c = coordinate c).
@@ -428,8 +618,8 @@ struct IpcState::Impl final : public GlobalStep {
   }
 
   // Preconditioned CG on the full system (baseline △ of Li et al. 2023), M⁻¹ = K⁻¹ ⊗ I₃.
-  void pcg_solve(State& state) {
-    const Eigen::MatrixXd f = state.force;
+  void pcg_solve(const Points& rhs, Points& out) {
+    const Eigen::MatrixXd f = rhs;
     const double fnorm = f.norm();
     Eigen::MatrixXd x = Eigen::MatrixXd::Zero(f.rows(), 3), r = f, z = r, p, ap(f.rows(), 3);
     m->model->factor().solve_in_place(z);
@@ -451,21 +641,21 @@ struct IpcState::Impl final : public GlobalStep {
       rz = rz_new;
     }
     extra.pcg_iterations += it;
-    state.step = x;
+    out = x;
   }
 
   double max_step_fraction(const State& state) override {
     PhaseTimer pt;
     x_trial = state.x_prev + state.step;
-    m->surface_positions(state.x_prev, s);
-    m->surface_positions(x_trial, s1);
+    m->surface_positions(state.x_prev, obstacle_x, s);
+    m->surface_positions(x_trial, obstacle_x, s1);
     // The CCD tolerance stays below a tenth of the closest pair's distance at x (pair_d2: the
     // evaluate() at x that preceded the step): a tolerance larger than the current gap would
     // report a hit at t = 0 and freeze the iteration at α = 0 once contacts are pressed tight.
     CcdOptions o = m->options.ccd;
     if (!pair_d2.empty())
       o.tolerance = std::min(o.tolerance, 0.1 * std::sqrt(*std::min_element(pair_d2.begin(), pair_d2.end())));
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o);
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body);
     const double alpha = r.hit ? 0.8 * r.toi : 1.0;
     extra.min_step_fraction = std::min(extra.min_step_fraction, alpha);
     pt.lap(extra.ccd_ms);
@@ -473,7 +663,8 @@ struct IpcState::Impl final : public GlobalStep {
   }
 
   void end_frame(State& state, FrameStats&) override {
-    m->surface_positions(state.x, s);
+    if (m->num_obstacle_vertices > 0) extra.obstacle_lag = (obstacle_target - obstacle_x).rowwise().norm().maxCoeff();
+    m->surface_positions(state.x, obstacle_x, s);
     m->active_pairs(s, pairs, pair_d2);
     extra.active_pairs = static_cast<int>(pairs.size());
     extra.min_distance = m->options.dhat;
@@ -488,6 +679,8 @@ IpcState::IpcState(const IpcModel& model) : impl_(std::make_unique<Impl>()) { im
 IpcState::~IpcState() = default;
 IpcState::IpcState(IpcState&&) noexcept = default;
 IpcState& IpcState::operator=(IpcState&&) noexcept = default;
+
+const Points& IpcState::obstacle_positions() const { return impl_->obstacle_x; }
 
 IpcFrameStats IpcState::step(State& state, const SolverOptions& options) {
   Impl& d = *impl_;

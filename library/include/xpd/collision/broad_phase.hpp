@@ -8,18 +8,26 @@
 // side; an edge's and a face's box is the union of their vertices' boxes. Two boxes overlap when
 // min_a ≤ max_b and min_b ≤ max_a on every axis (touching counts). Pairs that share a vertex are
 // never candidates (a vertex of the face, edges with a common end), as in the IPC Toolkit and the
-// scalable-CCD benchmark of Belgrod et al. 2023.
+// scalable-CCD benchmark of Belgrod et al. 2023. Kinematic parts (obstacles whose motion is given):
+// vertices from index `kinematic_from` on belong to them, and a pair whose two elements have only
+// such vertices is no candidate (obstacles do not collide with each other; the default includes
+// every pair); with `mixed_only`, only pairs of one kinematic and one other element are (the motion
+// of obstacles against a body that stands still).
 //
 // Method: sort and sweep (Baraff 1992) along the axis on which the box centres spread most,
 // parallel over the sweep's start boxes with TBB; every candidate list is sorted, so the result
 // does not depend on the thread count. `brute_force_candidates` tests every pair and is the
 // oracle of the tests.
 #include <array>
+#include <limits>
 #include <vector>
 #include <xpd/core/types.hpp>
 #include <xpd/mesh/surface.hpp>
 
 namespace xpd {
+
+/// kinematic_from of a surface without kinematic vertices.
+inline constexpr int kNoKinematicVertices = std::numeric_limits<int>::max();
 
 /// Candidate pairs of one surface.
 struct SurfaceCandidates {
@@ -34,16 +42,19 @@ struct SurfaceCandidates {
 /// unique_edges(faces)); `inflation` ≥ 0 in length units. Throws Error on mismatched sizes, an index
 /// out of range, a negative or non-finite inflation or non-finite positions.
 SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                                   double inflation = 0.0);
+                                   double inflation = 0.0, int kinematic_from = kNoKinematicVertices,
+                                   bool mixed_only = false);
 
 /// (edge, face) pairs without a common vertex whose boxes at x (inflation 0) overlap, sorted: the
 /// candidates of an edge–triangle intersection test (an edge piercing a triangle is seen by no
 /// vertex–face or edge–edge distance). Throws like swept_candidates.
-std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges);
+std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges,
+                                                     int kinematic_from = kNoKinematicVertices);
 
 /// The same pairs by testing every vertex against every face and every edge against every edge
 /// (O(#V·#F + #E²)): the oracle of swept_candidates.
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                                         double inflation = 0.0);
+                                         double inflation = 0.0, int kinematic_from = kNoKinematicVertices,
+                                         bool mixed_only = false);
 
 }  // namespace xpd

@@ -9,6 +9,7 @@
 // (IPC, two-way collision handling: libuipc's InitSurfaceIntersectionCheck does the same).
 #include <optional>
 #include <string>
+#include <xpd/collision/broad_phase.hpp>
 #include <xpd/core/types.hpp>
 #include <xpd/mesh/surface.hpp>
 
@@ -25,8 +26,11 @@ struct SurfaceIntersection {
 };
 
 /// The first meeting in candidate order (edge_face_candidates), or none. `edges`: the surface's
-/// edges (unique_edges(faces)). Throws Error like the broad phase on bad indices or non-finite x.
+/// edges (unique_edges(faces)); vertices from `kinematic_from` on are kinematic (obstacles, which
+/// may overlap each other: their mutual pairs are not tested). Throws Error like the broad phase on
+/// bad indices or non-finite x.
 std::optional<SurfaceIntersection> find_surface_intersection(const Points& x, const Triangles& faces,
-                                                             const Edges& edges);
+                                                             const Edges& edges,
+                                                             int kinematic_from = kNoKinematicVertices);
 
 }  // namespace xpd

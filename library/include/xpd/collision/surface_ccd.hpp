@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <xpd/collision/broad_phase.hpp>
 #include <xpd/collision/ccd.hpp>
 #include <xpd/mesh/surface.hpp>
 
@@ -29,9 +30,12 @@ struct SurfaceCcdResult {
   double broad_phase_ms = 0, narrow_phase_ms = 0;
 };
 
-/// Surface (faces, edges) moving from x0 to x1 (#V × 3 each). Throws Error like swept_candidates
-/// and vertex_face_ccd.
+/// Surface (faces, edges) moving from x0 to x1 (#V × 3 each). Vertices from `kinematic_from` on
+/// are kinematic (obstacles): pairs between two of their elements are not tested, and with
+/// `mixed_only` only pairs of a kinematic and a non-kinematic element are (broad_phase.hpp).
+/// Throws Error like swept_candidates and vertex_face_ccd.
 SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                             const CcdOptions& options = {});
+                             const CcdOptions& options = {}, int kinematic_from = kNoKinematicVertices,
+                             bool mixed_only = false);
 
 }  // namespace xpd

@@ -73,4 +73,12 @@ SurfaceMesh crop_surface(const SurfaceMesh& surface, const Vec3& center, double 
 /// shape (piecewise linear) are kept; edge lengths halve per level.
 SurfaceMesh subdivide_midpoint(const SurfaceMesh& surface, int levels);
 
+/// Sphere of `radius` > 0 about `center` as an icosphere: the regular icosahedron (12 vertices,
+/// 20 outward triangles) with `levels` ≥ 0 rounds of subdivide_midpoint, every vertex projected to
+/// the sphere after each round. 10·4^L + 2 vertices, 20·4^L triangles; the longest edge is
+/// 1.05 r at L = 0 and below 1.33 r / 2^L after (projection stretches the central triangles; 1.26 r / 2^L
+/// measured at L = 4), and the surface lies inside the sphere, at most e²/(8r) below it (e the edge).
+/// Throws MeshError on a non-positive radius or negative levels.
+SurfaceMesh make_icosphere(const Vec3& center, double radius, int levels);
+
 }  // namespace xpd

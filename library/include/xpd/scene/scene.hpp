@@ -173,7 +173,9 @@ struct ObstacleSpec {
   Vec3 half_extents = Vec3::Ones();         ///< Box: half side lengths (> 0), axis-aligned before keyframes
   std::string file;                         ///< Mesh: closed surface file (resolved)
   double cell_size = 0;                     ///< Mesh: SDF grid cell [length]; 0 = bounding-box diagonal / 64
-  std::vector<Keyframe> keyframes;          ///< rigid motion (empty: fixed)
+  double max_edge =
+      0;  ///< Sphere with IPC: longest edge of its icosphere [length]; 0 = the contact surface's mean edge
+  std::vector<Keyframe> keyframes;  ///< rigid motion (empty: fixed)
 };
 
 /// Collision handling (Wang et al. 2021): proxies, the collision-prone region, penalty springs, detection.

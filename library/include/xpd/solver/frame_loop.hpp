@@ -19,6 +19,9 @@
 //        step.max_step_fraction() caps α before the first trial (continuous collision detection
 //        bounds of barrier methods); finite checks of E and ||f||;
 //        energy test: |E − E_new| ≤ energy_tolerance · |E_new| stops the frame;
+//   3a. step.advance() after each iteration: kinematic parts of the strategy move (IPC obstacles), E
+//      and f are evaluated afresh, the accelerator restarts; a frame converges only with
+//      step.at_target();
 //   4. converged: ||f|| ≤ rel_tolerance · scale, or ≤ abs_tolerance, or ≤ the strategy's round-off
 //      floor (GlobalStep::residual_floor, taken at the start of the frame), or, when the scale itself
 //      is within 4 × the round-off estimate (FrameStats::roundoff_residual: a frame without loads
@@ -69,6 +72,16 @@ class GlobalStep {
   virtual double max_step_fraction(const State&) { return 1.0; }
   /// End of a frame (final statistics of the strategy, e.g. contacts).
   virtual void end_frame(State&, FrameStats&) {}
+
+  /// Kinematic parts that the strategy moves itself within a frame (IPC obstacles, which advance
+  /// toward their keyframed pose only as far as continuous collision detection allows, and may
+  /// carry state.x along by a predicted response). Called after every iteration's accepted iterate;
+  /// returns true when the objective (or x) changed: the loop then evaluates E and f afresh, raises its residual scale
+  /// to the new residual if larger, and restarts the accelerator and the stagnation window.
+  virtual bool advance(State&) { return false; }
+  /// Whether the kinematic parts stand at their target: a frame converges only then (a blocked part
+  /// lags, and the frame reports not converged when it runs out of iterations).
+  virtual bool at_target() const { return true; }
 
   /// true: the strategy keeps the positions and forces in its own memory during a frame (a device,
   /// solver/device_pd.hpp): begin_frame() takes state.x and the inputs, evaluate() and iterate()

@@ -26,13 +26,24 @@
 // diagonal of K, d₀ = (10⁻⁸ · bbox diagonal)²; at each frame start with active pairs
 // κ = clamp(−∇Bᵀ∇E_PD / ‖∇B‖², κ_min, 100 κ_min) (with κ = 1 in ∇B).
 //
-// Limits of this first version (documented, not hidden): one surface, all of it in the region;
-// no obstacles and no friction; accelerators are refused (an extrapolated iterate is not
-// CCD-checked); a quasistatic or implicit-Euler Model with λ = 0 (n × n matrix).
+// Obstacles: kinematic triangle surfaces (IpcObstacle) appended to the contact surface after the
+// body's vertices. Their pairs with the body carry the same barrier (forces and Hessians on the
+// body's coordinates only: each pair's Hessian is restricted to the body's rows before its PSD
+// projection); pairs between obstacles are ignored. Within a frame an obstacle moves on the
+// straight line of its vertices from where it stands to its keyframed pose at the frame, in
+// admissible steps: after every accepted iterate (GlobalStep::advance) it goes 0.8 · toi of the
+// remaining way, toi from the CCD of that motion against the body at the iterate, so the surface
+// stays intersection-free; the frame converges only once every obstacle stands at its pose (a
+// blocked obstacle lags and the frame reports not converged; the next frame goes on from there).
+//
+// Limits (documented, not hidden): one body surface, all of it in the region; no friction;
+// Chebyshev is refused (its iterate is not CCD-checked); a quasistatic or implicit-Euler Model
+// with λ = 0 (n × n matrix).
 #include <memory>
 #include <vector>
 #include <xpd/collision/ccd.hpp>
 #include <xpd/collision/contact.hpp>
+#include <xpd/core/keyframes.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/solver/frame_loop.hpp>
 #include <xpd/solver/model.hpp>
@@ -66,6 +77,15 @@ struct IpcOptions {
   int pcg_max_iterations = 2000;  ///< global_solve = pcg: a solve that does not reach the tolerance throws
 };
 
+/// A kinematic obstacle of IPC contact: a triangle surface given in its local frame, placed at frame
+/// f by T = evaluate(keyframes, f) (core/keyframes.hpp; no keys: where it is given). Orientation and
+/// closedness do not matter (the barrier is unsigned); its own triangles may overlap.
+struct IpcObstacle {
+  Points vertices;  ///< #V × 3, local frame
+  Triangles triangles;
+  std::vector<Keyframe> keyframes;
+};
+
 /// Statistics of one frame.
 struct IpcFrameStats {
   FrameStats pd;                 ///< energy (PD + barrier), residual, iterations, line-search halvings
@@ -82,7 +102,11 @@ struct IpcFrameStats {
   /// reduced solve on the region (gather of Σ⁻¹[N, N], capacitance and its factorization, the
   /// Σ⁻¹ products and the refinement step).
   double substitution_ms = 0, reduced_ms = 0;
-  int pcg_iterations = 0;  ///< CG iterations of the frame (global_solve = pcg)
+  int pcg_iterations = 0;     ///< CG iterations of the frame (global_solve = pcg)
+  int obstacle_advances = 0;  ///< obstacle moves of the frame (1 when nothing blocks them)
+  /// Largest distance of an obstacle vertex from its keyframed pose at the end of the frame (0 when
+  /// every obstacle arrived) [length].
+  double obstacle_lag = 0;
 };
 
 /// Constant part: the surface, its pairs' mollifier thresholds, the Schur factorization with x2
@@ -90,17 +114,25 @@ struct IpcFrameStats {
 class IpcModel {
  public:
   /// `proxies`: the surface vertices as proxies; `triangles`: the surface (#F × 3, indices into
-  /// the proxies). Throws Error on bad options or indices, a coupled model, and rest pairs closer
-  /// than d̂ (naming the pair and its distance).
-  IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options);
+  /// the proxies); `obstacles`: kinematic surfaces. Throws Error on bad options or indices, a
+  /// coupled model, an obstacle without triangles or with non-finite vertices, and rest pairs of the
+  /// body closer than d̂ (naming the pair and its distance).
+  IpcModel(const Model& model, ProxySet proxies, Triangles triangles, IpcOptions options,
+           std::vector<IpcObstacle> obstacles = {});
   ~IpcModel();
   IpcModel(IpcModel&&) noexcept;
   IpcModel& operator=(IpcModel&&) noexcept;
 
   const Model& model() const;
   const ProxySet& proxies() const;
+  /// The body's contact surface (indices into the proxies) and its edges.
   const Triangles& triangles() const;
   const Edges& edges() const;
+  const std::vector<IpcObstacle>& obstacles() const;
+  /// All obstacles' triangles, indices into obstacle_pose() rows.
+  const Triangles& obstacle_triangles() const;
+  /// All obstacles' vertices at frame f (rows in the order of obstacles()).
+  Points obstacle_pose(double frame) const;
   const IpcOptions& options() const;
   /// The Schur region x2 (global node indices).
   const std::vector<int>& region_nodes() const;
@@ -124,9 +156,13 @@ class IpcState {
   IpcState(IpcState&&) noexcept;
   IpcState& operator=(IpcState&&) noexcept;
 
-  /// One frame from state.x (which must be intersection-free with every pair's distance > 0).
-  /// Throws SolverError on an intersecting or touching start, and as run_frame().
+  /// One frame from state.x (which must be intersection-free with every pair's distance > 0), the
+  /// obstacles moving toward their pose at frame state.frame + 1 (before the first frame they stand
+  /// at their pose of state.frame). Throws SolverError on an intersecting or touching start, and as
+  /// run_frame().
   IpcFrameStats step(State& state, const SolverOptions& options);
+  /// Where the obstacles stand now (rows as IpcModel::obstacle_pose; empty before the first step).
+  const Points& obstacle_positions() const;
 
   struct Impl;
 

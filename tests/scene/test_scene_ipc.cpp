@@ -12,6 +12,7 @@
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/scene.hpp>
+#include <xpd/scene/scene_collision.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
 #include "collision/exact_intersection.hpp"
@@ -147,12 +148,78 @@ TEST(SceneIpc, FaceMouthClosesWithoutIntersection) {
   EXPECT_GE(contact_frames, 4);  // the lips meet and press
 }
 
+// scenes/sphere_slab_ipc.json on a coarser slab (21 × 21 × 6 nodes; the icosphere then has edges of
+// about the slab's, level 3): the sphere presses 0.06 into the slab over frames 1–12 and leaves.
+// Every frame converges with the sphere at its keyframed pose, the slab's boundary and the sphere
+// never intersect (exact test), and at the deepest frame the slab's top centre lies within d̂
+// below the sphere's lowest vertex (its pole, over the centre node).
+TEST(SceneIpc, SpherePressesTheSlabWithoutIntersection) {
+  json j = read_json(std::string(XPD_SOURCE_DIR) + "/scenes/sphere_slab_ipc.json");
+  j["mesh"]["nodes"] = {21, 21, 6};
+  j["outputs"]["vtu"] = false;
+  SceneSimulation sim(parse_scene(j, "sphere_slab_ipc.json", "."));
+  ASSERT_TRUE(sim.collision() && sim.collision()->ipc);
+  const SceneCollision& c = *sim.collision();
+  const double dhat = c.ipc->options().dhat;
+  const Triangles boundary = boundary_faces(sim.mesh().tets);
+  const Eigen::Index n = sim.positions().rows();
+  Eigen::Index centre = 0;
+  (sim.mesh().nodes.rowwise() - Eigen::RowVector3d(0.5, 0.5, 0.25)).rowwise().squaredNorm().minCoeff(&centre);
+  int contact_frames = 0;
+  for (int frame = 1; frame <= 14; ++frame) {
+    SCOPED_TRACE(frame);
+    const FrameStats s = sim.advance(frame);
+    ASSERT_TRUE(sim.ipc_stats());
+    const IpcFrameStats& st = *sim.ipc_stats();
+    EXPECT_TRUE(s.converged) << s.iterations << " iterations";
+    EXPECT_EQ(st.obstacle_lag, 0.0);
+    const Points& o = c.ipc_state->obstacle_positions();
+    EXPECT_LE((o - c.ipc->obstacle_pose(frame)).cwiseAbs().maxCoeff(), 0.0);
+    Points x(n + o.rows(), 3);
+    x << sim.positions(), o;
+    Triangles f(boundary.rows() + c.ipc->obstacle_triangles().rows(), 3);
+    f << boundary, c.ipc->obstacle_triangles().array() + static_cast<int>(n);
+    std::string first;
+    EXPECT_EQ(test::count_intersections_broad_phase(x, f), 0);
+    if (st.active_pairs > 0) {
+      ++contact_frames;
+      EXPECT_GT(st.min_distance, 0.0);
+      EXPECT_LT(st.min_distance, dhat);
+    }
+    const double pole = o.col(2).minCoeff(), top = sim.positions()(centre, 2);
+    if (frame == 12) {
+      EXPECT_NEAR(pole, 0.19, 1e-12);
+      EXPECT_LT(top, pole);
+      EXPECT_GT(top, pole - dhat);
+    }
+    if (verbose())
+      std::printf("  frame %d: %d iterations, %d advances, %d pairs, min distance %.3e, top centre %.6f, pole %.6f\n",
+                  frame, s.iterations, st.obstacle_advances, st.active_pairs, st.min_distance, top, pole);
+  }
+  EXPECT_GE(contact_frames, 10);
+}
+
 TEST(SceneIpc, KeysOfTheOtherContactModelAreRefused) {
   json j = coarse_lips("lips_ipc.json");
   j["collision"]["stiffness"] = 1e5;
   EXPECT_THROW(parse_scene(j, "a.json", "."), SceneError);
-  j = coarse_lips("lips_ipc.json");
-  j["collision"]["obstacles"] = json::array();
+  // IPC obstacles are triangle surfaces: planes and capsules are refused by type, grids by key;
+  // the icosphere's max_edge is refused with the penalty methods (their spheres are exact).
+  for (const json& o :
+       {json{{"type", "plane"}, {"point", {0, 0, 0}}, {"normal", {0, 0, 1}}},
+        json{{"type", "mesh"}, {"file", std::string(XPD_SOURCE_DIR) + "/scenes/lips_ipc.json"}, {"cell_size", 0.1}}}) {
+    j = coarse_lips("lips_ipc.json");
+    j["collision"]["obstacles"] = json::array({o});
+    try {
+      (void)parse_scene(j, "a.json", ".");
+      ADD_FAILURE() << "accepted " << o.dump();
+    } catch (const SceneError& e) {
+      EXPECT_NE(std::string(e.what()).find("/collision/obstacles/0/"), std::string::npos) << e.what();
+    }
+  }
+  j = coarse_lips("lips.json");
+  j["collision"]["obstacles"] =
+      json::array({json{{"type", "sphere"}, {"center", {0, 0, 0}}, {"radius", 1}, {"max_edge", 0.1}}});
   EXPECT_THROW(parse_scene(j, "a.json", "."), SceneError);
   j = coarse_lips("lips.json");
   j["collision"]["dhat"] = 0.01;

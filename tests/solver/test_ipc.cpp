@@ -21,6 +21,18 @@
 namespace xpd {
 namespace {
 
+// The mesh boundary as a contact surface: its nodes as proxies, its triangles in proxy indices.
+void boundary_surface(const TetMesh& m, ProxySet& proxies, Triangles& surface) {
+  const Triangles faces = boundary_faces(m.tets);
+  const std::vector<int> nodes = boundary_nodes(faces);
+  proxies = proxies_from_nodes(m, nodes);
+  std::vector<int> proxy_of(static_cast<std::size_t>(m.nodes.rows()), -1);
+  for (std::size_t p = 0; p < nodes.size(); ++p) proxy_of[static_cast<std::size_t>(nodes[p])] = static_cast<int>(p);
+  surface.resize(faces.rows(), 3);
+  for (Eigen::Index f = 0; f < faces.rows(); ++f)
+    for (int k = 0; k < 3; ++k) surface(f, k) = proxy_of[static_cast<std::size_t>(faces(f, k))];
+}
+
 struct TwoBoxes {
   ModelDesc desc;
   std::vector<int> top_attachments;  // attachment indices of box B's top face (moved down)
@@ -51,14 +63,7 @@ TwoBoxes two_boxes(int n) {
     if (top_b) t.top_attachments.push_back(static_cast<int>(t.desc.attachments.size()));
     t.desc.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, m.nodes.row(i).transpose()});
   }
-  const Triangles faces = boundary_faces(m.tets);
-  const std::vector<int> nodes = boundary_nodes(faces);
-  t.proxies = proxies_from_nodes(m, nodes);
-  std::vector<int> proxy_of(static_cast<std::size_t>(m.nodes.rows()), -1);
-  for (std::size_t p = 0; p < nodes.size(); ++p) proxy_of[static_cast<std::size_t>(nodes[p])] = static_cast<int>(p);
-  t.surface.resize(faces.rows(), 3);
-  for (Eigen::Index f = 0; f < faces.rows(); ++f)
-    for (int k = 0; k < 3; ++k) t.surface(f, k) = proxy_of[static_cast<std::size_t>(faces(f, k))];
+  boundary_surface(m, t.proxies, t.surface);
   return t;
 }
 
@@ -190,14 +195,7 @@ SphereOnBox sphere_on_box(double press, int key_frame) {
   for (Eigen::Index i = 0; i < m.nodes.rows(); ++i)
     if (m.nodes(i, 2) < 1e-9)
       t.desc.attachments.push_back({BaryPoint::node(static_cast<int>(i)), 1e5, m.nodes.row(i).transpose()});
-  const Triangles faces = boundary_faces(m.tets);
-  const std::vector<int> nodes = boundary_nodes(faces);
-  t.proxies = proxies_from_nodes(m, nodes);
-  std::vector<int> proxy_of(static_cast<std::size_t>(m.nodes.rows()), -1);
-  for (std::size_t p = 0; p < nodes.size(); ++p) proxy_of[static_cast<std::size_t>(nodes[p])] = static_cast<int>(p);
-  t.surface.resize(faces.rows(), 3);
-  for (Eigen::Index f = 0; f < faces.rows(); ++f)
-    for (int k = 0; k < 3; ++k) t.surface(f, k) = proxy_of[static_cast<std::size_t>(faces(f, k))];
+  boundary_surface(m, t.proxies, t.surface);
   // Generic placement: 0.07 above the top, off the grid's symmetry lines; at key_frame `press` into it.
   const SurfaceMesh ball = make_icosphere(Vec3(0.53, 0.46, 0.77), 0.3, 3);
   t.sphere.vertices = ball.nodes;
@@ -356,6 +354,25 @@ TEST(Ipc, RefusesBadSetups) {
       ADD_FAILURE() << "accepted";
     } catch (const SolverError& e) {
       EXPECT_NE(std::string(e.what()).find("intersect"), std::string::npos) << e.what();
+    }
+  }
+  // Obstacles: one without triangles is refused; one that starts inside the body is refused at
+  // the frame, naming the obstacles' vertex range.
+  {
+    SphereOnBox sb = sphere_on_box(0.1, 3);
+    const Model mb = build_model(sb.desc);
+    IpcObstacle empty = sb.sphere;
+    empty.triangles.resize(0, 3);
+    EXPECT_THROW(IpcModel(mb, sb.proxies, sb.surface, o, {empty}), Error);
+    sb.sphere.vertices.col(2).array() -= 0.2;  // the sphere's bottom 0.13 inside the box
+    const IpcModel mi(mb, sb.proxies, sb.surface, o, {sb.sphere});
+    IpcState si(mi);
+    State x = make_state(mb);
+    try {
+      (void)si.step(x, SolverOptions{});
+      ADD_FAILURE() << "accepted";
+    } catch (const SolverError& e) {
+      EXPECT_NE(std::string(e.what()).find("obstacles' vertices"), std::string::npos) << e.what();
     }
   }
   // Chebyshev is refused by name (its iterates are not CCD-checked); Anderson is accepted.

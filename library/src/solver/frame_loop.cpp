@@ -181,13 +181,17 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   const bool need_delta = !resident && (accel != Accelerator::None || line_search);
   bool energy_stop = false;
   bool stalled = false;  // the line search found no decrease
-  if (accel == Accelerator::Anderson) {
-    if (resident)
-      step.resident_anderson_reset();
-    else
-      detail::anderson_reset(s.anderson);
-  }
-  if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
+  // Empties the accelerator's history (start of a frame; the strategy moved its kinematic parts).
+  auto restart_accelerator = [&] {
+    if (accel == Accelerator::Anderson) {
+      if (resident)
+        step.resident_anderson_reset();
+      else
+        detail::anderson_reset(s.anderson);
+    }
+    if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
+  };
+  restart_accelerator();
   pt.lap(st.timings_ms.other);
 
   while (st.iterations < opt.max_iterations && (st.iterations < opt.min_iterations || !converged(residual))) {
@@ -319,13 +323,7 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       scale = std::max(scale, residual);
       best = residual;
       best_at = st.iterations;
-      if (accel == Accelerator::Anderson) {
-        if (resident)
-          step.resident_anderson_reset();
-        else
-          detail::anderson_reset(s.anderson);
-      }
-      if (accel == Accelerator::Chebyshev) chebyshev_restart(s.chebyshev);
+      restart_accelerator();
       continue;
     }
     if (residual < 0.9 * best) {

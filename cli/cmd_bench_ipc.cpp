@@ -35,6 +35,7 @@ void run_bench_ipc(const BenchIpcOptions& o) {
     throw Error(fmt::format("bench ipc: frame {} outside the scene's 1..{}", o.frame, sim.num_frames()));
   for (int f = 1; f < o.frame; ++f) (void)sim.advance(f);
   const State start = sim.state();
+  const Points obstacles_at_start = c->ipc_state->obstacle_positions();  // empty before the first IPC frame
   // The frame with the scene's own solve (Schur + Woodbury).
   Timer t;
   const FrameStats w = sim.advance(o.frame);
@@ -44,8 +45,9 @@ void run_bench_ipc(const BenchIpcOptions& o) {
   // The same frame, same start, with the PCG baseline.
   IpcOptions po = c->ipc->options();
   po.global_solve = IpcGlobalSolve::Pcg;
-  const IpcModel pcg_model(sim.model(), c->ipc_proxies, c->ipc_triangles, po);
+  const IpcModel pcg_model(sim.model(), c->ipc_proxies, c->ipc_triangles, po, c->ipc->obstacles());
   IpcState pcg_state(pcg_model);
+  if (obstacles_at_start.rows() > 0) pcg_state.place_obstacles(obstacles_at_start);
   State sp = start;
   sp.inputs = inputs;
   t.restart();

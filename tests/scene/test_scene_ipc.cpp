@@ -266,6 +266,20 @@ TEST(SceneIpc, BenchIpcMeasuresBothSolvesFromOneState) {
   const std::string bad = std::string("\"") + XPD_CLI_PATH + "\" bench ipc --scene \"" +
                           (dir / "penalty.json").string() + "\" > /dev/null 2>&1";
   EXPECT_NE(std::system(bad.c_str()), 0);
+  // With an obstacle (the coarse sphere and slab, frame 6): the PCG rerun of the frame has the
+  // sphere too, starting where the scene's stood, and reaches the same positions.
+  {
+    json slab = read_json(std::string(XPD_SOURCE_DIR) + "/scenes/sphere_slab_ipc.json");
+    slab["mesh"]["nodes"] = {21, 21, 6};
+    slab["outputs"]["vtu"] = false;
+    std::ofstream(dir / "slab.json") << slab.dump();
+  }
+  const std::string slab_cmd = std::string("\"") + XPD_CLI_PATH + "\" bench ipc --json --frame 6 --scene \"" +
+                               (dir / "slab.json").string() + "\" > \"" + (dir / "slab_out.json").string() + "\"";
+  ASSERT_EQ(std::system(slab_cmd.c_str()), 0) << slab_cmd;
+  const json js = test::read_json_file(dir / "slab_out.json");
+  EXPECT_GT(js["active_pairs"].get<int>(), 0);
+  EXPECT_LE(js["same_result"].get<double>(), 1e-6 * 1.44);  // 1e-6 of the slab's diagonal
 }
 
 }  // namespace

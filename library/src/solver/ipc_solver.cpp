@@ -682,6 +682,16 @@ IpcState& IpcState::operator=(IpcState&&) noexcept = default;
 
 const Points& IpcState::obstacle_positions() const { return impl_->obstacle_x; }
 
+void IpcState::place_obstacles(const Points& positions) {
+  Impl& d = *impl_;
+  if (positions.rows() != d.m->num_obstacle_vertices || positions.cols() != 3)
+    throw Error(fmt::format("ipc: place_obstacles needs {} x 3 positions (got {} x {})", d.m->num_obstacle_vertices,
+                            positions.rows(), positions.cols()));
+  if (!positions.allFinite()) throw Error("ipc: place_obstacles: non-finite position");
+  d.obstacle_x = positions;
+  d.obstacles_placed = true;
+}
+
 IpcFrameStats IpcState::step(State& state, const SolverOptions& options) {
   Impl& d = *impl_;
   const FrameStats pd = run_frame(*d.m->model, state, d, options);

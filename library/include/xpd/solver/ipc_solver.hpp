@@ -163,6 +163,10 @@ class IpcState {
   IpcFrameStats step(State& state, const SolverOptions& options);
   /// Where the obstacles stand now (rows as IpcModel::obstacle_pose; empty before the first step).
   const Points& obstacle_positions() const;
+  /// Places the obstacles (rows as IpcModel::obstacle_pose) for the next step, which then moves
+  /// them from there, e.g. to rerun a frame from another state's obstacles. Throws Error on a
+  /// size mismatch or a non-finite position.
+  void place_obstacles(const Points& positions);
 
   struct Impl;
 

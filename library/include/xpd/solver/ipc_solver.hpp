@@ -31,10 +31,12 @@
 // body's coordinates only: each pair's Hessian is restricted to the body's rows before its PSD
 // projection); pairs between obstacles are ignored. Within a frame an obstacle moves on the
 // straight line of its vertices from where it stands to its keyframed pose at the frame, in
-// admissible steps: after every accepted iterate (GlobalStep::advance) it goes 0.8 · toi of the
-// remaining way, toi from the CCD of that motion against the body at the iterate, so the surface
-// stays intersection-free; the frame converges only once every obstacle stands at its pose (a
-// blocked obstacle lags and the frame reports not converged; the next frame goes on from there).
+// admissible steps: after every accepted iterate (GlobalStep::advance) the remaining motion Δo is
+// proposed together with the body's linear response δ = −(K ⊗ I₃ + ℬ)⁻¹ Wᵀ H_bo Δo (H_bo the pair
+// Hessians' body–obstacle blocks), and the joint motion goes as far as the CCD allows with a minimum
+// separation of half the smallest pair distance (no gap more than halves), so the surface stays
+// intersection-free; the frame converges only once every obstacle stands at its pose (a blocked
+// obstacle lags and the frame reports not converged; the next frame goes on from there).
 //
 // Limits (documented, not hidden): one body surface, all of it in the region; no friction;
 // Chebyshev is refused (its iterate is not CCD-checked); a quasistatic or implicit-Euler Model

@@ -67,7 +67,7 @@ TEST(SurfaceIntersection, FindsACrossingOfTwoNearlyFlatSheets) {
   const Edges edges = unique_edges(both.triangles);
   ASSERT_EQ(test::count_intersections(both.nodes, both.triangles), 0);
   EXPECT_FALSE(find_surface_intersection(both.nodes, both.triangles, edges).has_value());
-  both.nodes(40, 2) -= 2e-4;  // an interior vertex of a pushed 1e-4 below b
+  both.nodes(40, 2) -= 2e-4;  // an interior vertex of sheet a pushed through b (1e-4 below a)
   ASSERT_GT(test::count_intersections(both.nodes, both.triangles), 0);
   EXPECT_TRUE(find_surface_intersection(both.nodes, both.triangles, edges).has_value());
 }

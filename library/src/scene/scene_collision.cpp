@@ -137,31 +137,8 @@ void make_ipc(const Scene& scene, const TetMesh& mesh, const Model& model, const
   const double surface_edge = mean_edge_length(rest, sc.ipc_triangles);
   for (std::size_t k = 0; k < cs.obstacles.size(); ++k) {
     const ObstacleSpec& spec = cs.obstacles[k];
-    const std::string where = fmt::format("/collision/obstacles/{}", k);
-    SurfaceMesh surface;
-    try {
-      if (spec.type == ObstacleSpec::Type::Box) {
-        surface = make_box_surface(spec.center - spec.half_extents, spec.center + spec.half_extents);
-      } else if (spec.type == ObstacleSpec::Type::Sphere) {
-        // The coarsest icosphere whose edges (below 1.33 r / 2^L, mesh/surface.hpp) are within max_edge.
-        const double max_edge = spec.max_edge > 0 ? spec.max_edge : surface_edge;
-        int levels = 0;
-        while (levels < kMaxIcosphereLevels && 1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge) ++levels;
-        if (1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge)
-          throw SceneError(scene.file, where,
-                           fmt::format("a sphere of radius {} needs more than {} icosphere levels for edges of {}; "
-                                       "give a larger \"max_edge\"",
-                                       spec.radius, kMaxIcosphereLevels, max_edge));
-        surface = make_icosphere(spec.center, spec.radius, levels);
-      } else {
-        surface = io::read_surface(spec.file);
-      }
-    } catch (const SceneError&) {
-      throw;
-    } catch (const Error& e) {
-      throw SceneError(scene.file, where, e.what());
-    }
-    if (surface.triangles.rows() == 0) throw SceneError(scene.file, where, "the obstacle has no triangle");
+    SurfaceMesh surface = obstacle_surface(scene, spec, spec.max_edge > 0 ? spec.max_edge : surface_edge,
+                                           fmt::format("/collision/obstacles/{}", k));
     obstacles.push_back(IpcObstacle{std::move(surface.nodes), std::move(surface.triangles), spec.keyframes});
   }
   try {
@@ -175,6 +152,34 @@ void make_ipc(const Scene& scene, const TetMesh& mesh, const Model& model, const
 }
 
 }  // namespace
+
+SurfaceMesh obstacle_surface(const Scene& scene, const ObstacleSpec& spec, double max_edge, const std::string& where) {
+  SurfaceMesh surface;
+  try {
+    if (spec.type == ObstacleSpec::Type::Box) {
+      surface = make_box_surface(spec.center - spec.half_extents, spec.center + spec.half_extents);
+    } else if (spec.type == ObstacleSpec::Type::Sphere) {
+      int levels = 0;
+      while (levels < kMaxIcosphereLevels && 1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge) ++levels;
+      if (1.33 * spec.radius / std::ldexp(1.0, levels) > max_edge)
+        throw SceneError(scene.file, where,
+                         fmt::format("a sphere of radius {} needs more than {} icosphere levels for edges of {}; "
+                                     "give a larger \"max_edge\"",
+                                     spec.radius, kMaxIcosphereLevels, max_edge));
+      surface = make_icosphere(spec.center, spec.radius, levels);
+    } else if (spec.type == ObstacleSpec::Type::Mesh) {
+      surface = io::read_surface(spec.file);
+    } else {
+      throw SceneError(scene.file, where, "this obstacle type has no triangle surface");
+    }
+  } catch (const SceneError&) {
+    throw;
+  } catch (const Error& e) {
+    throw SceneError(scene.file, where, e.what());
+  }
+  if (surface.triangles.rows() == 0) throw SceneError(scene.file, where, "the obstacle has no triangle");
+  return surface;
+}
 
 std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
                                                      const std::optional<SurfaceMesh>& surface,

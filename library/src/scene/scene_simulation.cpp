@@ -15,7 +15,6 @@
 #include <xpd/gpu/two_way.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/io/skeleton.hpp>
-#include <xpd/mesh/box.hpp>
 #include <xpd/mesh/selection.hpp>
 #include <xpd/mesh/shell.hpp>
 #include <xpd/mesh/surface.hpp>
@@ -151,20 +150,9 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     // are kinematic, and so are the obstacles' vertices, appended after the mesh's).
     const auto n = static_cast<Eigen::Index>(mesh_.nodes.rows());
     std::vector<SurfaceMesh> parts;
-    for (std::size_t k = 0; k < scene_.two_way->obstacles.size(); ++k) {
-      const ObstacleSpec& spec = scene_.two_way->obstacles[k];
-      try {
-        parts.push_back(spec.type == ObstacleSpec::Type::Box
-                            ? make_box_surface(spec.center - spec.half_extents, spec.center + spec.half_extents)
-                            : io::read_surface(spec.file));
-      } catch (const SceneError&) {
-        throw;
-      } catch (const Error& e) {
-        throw SceneError(scene_.file, fmt::format("/two_way/obstacles/{}", k), e.what());
-      }
-      if (parts.back().triangles.rows() == 0)
-        throw SceneError(scene_.file, fmt::format("/two_way/obstacles/{}", k), "the obstacle has no triangle");
-    }
+    for (std::size_t k = 0; k < scene_.two_way->obstacles.size(); ++k)  // boxes and meshes (parse_two_way)
+      parts.push_back(
+          obstacle_surface(scene_, scene_.two_way->obstacles[k], 0.0, fmt::format("/two_way/obstacles/{}", k)));
     Eigen::Index m = 0, nf = 0;
     for (const SurfaceMesh& p : parts) m += p.nodes.rows(), nf += p.triangles.rows();
     obstacle_local_.resize(m, 3);

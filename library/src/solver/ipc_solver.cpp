@@ -266,7 +266,7 @@ struct IpcState::Impl final : public GlobalStep {
   std::vector<Mat12> pair_hessian;  // barrier Hessian of each pair at the last evaluate()
   Points s, s1, x_trial;
   // Obstacles: where they stand, and their pose at the end of the frame.
-  Points obstacle_x, obstacle_target, obstacle_from, predicted;
+  Points obstacle_x, obstacle_target, predicted;
   bool obstacles_placed = false, arrived = true;
   Eigen::VectorXd pcg_vn, pcg_bn, pcg_t;
   Eigen::MatrixXd f, y1, g2, u2, u;
@@ -374,7 +374,7 @@ struct IpcState::Impl final : public GlobalStep {
     o.tolerance = std::min(o.tolerance, 0.1 * o.minimum_separation);
     // With the body standing still only obstacle–body pairs move (the body's own may sit closer
     // than the separation).
-    const bool body_moves = predicted.size() > 0 && predicted.cwiseAbs().maxCoeff() > 0;
+    const bool body_moves = predicted.cwiseAbs().maxCoeff() > 0;
     const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, !body_moves);
     pt.lap(extra.ccd_ms);
     if (!r.hit) {
@@ -399,7 +399,6 @@ struct IpcState::Impl final : public GlobalStep {
     if (m->num_obstacle_vertices > 0) {
       if (!obstacles_placed) obstacle_x = m->obstacle_pose(state.frame);
       obstacles_placed = true;
-      obstacle_from = obstacle_x;
       obstacle_target = m->obstacle_pose(state.frame + 1);
       arrived = obstacle_target == obstacle_x;
     }

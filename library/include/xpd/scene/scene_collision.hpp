@@ -6,6 +6,7 @@
 // collision-aware solver (solver/collision_solver.hpp) with its Schur factorization.
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 #include <xpd/collision/detector.hpp>
 #include <xpd/mesh/embedding.hpp>
@@ -19,6 +20,13 @@ namespace xpd {
 /// the spec's placement (box center). Mesh obstacles read their surface file and build its SDF grid.
 /// Throws IoError / MeshError (with the file) or Error.
 std::vector<Obstacle> make_obstacles(const CollisionSettings& settings);
+
+/// An obstacle as a triangle surface in world coordinates (before its keyframes), for the contact
+/// models that need one (IPC, two-way): a box's 12 triangles, a mesh file's triangles, or a sphere
+/// as the coarsest icosphere whose edges are at most `max_edge` (below 1.33 r / 2^L, at most 7
+/// levels). Throws SceneError naming `where` (e.g. "/collision/obstacles/0") on an unreadable or
+/// empty surface, a sphere that needs more levels, or another type.
+SurfaceMesh obstacle_surface(const Scene& scene, const ObstacleSpec& spec, double max_edge, const std::string& where);
 
 struct SceneCollision {
   ProxySet proxies;

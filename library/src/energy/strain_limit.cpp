@@ -32,6 +32,12 @@ Mat3 StrainLimitTerm::project_element(int k, const Mat3& F, const FrameInputs&) 
   // round-off is far smaller); elements near a limit, inverted or degenerate take the SVD below,
   // so the result is the same as without the fast path.
   if (F.determinant() > 0.0) {
+    // First a bound without trigonometry: every eigenvalue σ² − 1 of C = FᵀF − I is at most ‖C‖_F
+    // in magnitude, so ‖C‖_F within both margins puts every σ inside (most elements of a skin
+    // under moderate strain; the closed form below costs an atan2 and a sincos per element).
+    const Mat3 c = F.transpose() * F - Mat3::Identity();
+    const double bound = std::min(1.0 - l(0) * l(0) * (1.0 + 1e-8), l(1) * l(1) * (1.0 - 1e-8) - 1.0);
+    if (bound > 0.0 && c.squaredNorm() <= bound * bound) return F;
     Eigen::SelfAdjointEigenSolver<Mat3> eig;
     eig.computeDirect(F.transpose() * F, Eigen::EigenvaluesOnly);
     const Vec3& s2 = eig.eigenvalues();  // increasing

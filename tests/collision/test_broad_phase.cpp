@@ -221,4 +221,53 @@ TEST(BroadPhase, KinematicPairsAreFilteredByVertexIndex) {
 }
 
 }  // namespace
+// The candidate cache (a Verlet list) returns exactly what the sweep returns, over a walk of
+// queries such as a solver makes: many short steps (served from the cache), long ones (rebuild),
+// static queries at several inflations, and kinematic vertices with and without mixed_only.
+TEST(BroadPhase, CandidateCacheEqualsTheSweepOverAWalkOfSteps) {
+  const Frames fr = load_frames("cloth-funnel", "227.ply", "228.ply");
+  const double diag = (fr.x0.colwise().maxCoeff() - fr.x0.colwise().minCoeff()).norm();
+  const double dhat = 1e-4 * diag;
+  const int k = static_cast<int>(fr.x0.rows()) - 500;  // the last 500 vertices kinematic
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (const int kinematic_from : {kNoKinematicVertices, k}) {
+    SCOPED_TRACE(kinematic_from);
+    CandidateCache cache(fr.faces, fr.edges, 2 * dhat, dhat, kinematic_from);
+    Points x = fr.x0;
+    long checked = 0;
+    for (int step = 0; step < 16; ++step) {
+      // The frame's own motion, scaled: a long step every 4th, short ones otherwise.
+      const double scale = step % 4 == 3 ? 2.0 : 0.02;
+      Points x1 = x + scale * (fr.x1 - fr.x0);
+      for (Eigen::Index i = 0; i < x1.rows(); ++i)
+        for (int a = 0; a < 3; ++a) x1(i, a) += 0.05 * dhat * u(rng);
+      const double inflation = step % 2 == 0 ? 0.0 : 0.5 * dhat;  // a CCD's minimum separation
+      const bool mixed = kinematic_from != kNoKinematicVertices && step % 3 == 1;
+      const SurfaceCandidates want = swept_candidates(x, x1, fr.faces, fr.edges, inflation, kinematic_from, mixed);
+      const SurfaceCandidates got = cache.query(x, x1, inflation, mixed);
+      ASSERT_TRUE(got.vertex_face == want.vertex_face) << "step " << step;
+      ASSERT_TRUE(got.edge_edge == want.edge_edge) << "step " << step;
+      const SurfaceCandidates at_rest = swept_candidates(x1, x1, fr.faces, fr.edges, dhat, kinematic_from);
+      const SurfaceCandidates cached_rest = cache.query(x1, x1, dhat);  // the barrier's pairs at x1
+      ASSERT_TRUE(cached_rest.vertex_face == at_rest.vertex_face) << "step " << step;
+      ASSERT_TRUE(cached_rest.edge_edge == at_rest.edge_edge) << "step " << step;
+      checked += static_cast<long>(want.vertex_face.size() + want.edge_edge.size() + at_rest.vertex_face.size() +
+                                   at_rest.edge_edge.size());
+      x = x1;
+    }
+    EXPECT_GT(checked, 0);
+    EXPECT_EQ(cache.queries(), 32);
+    // The first query and each long step rebuild (4), and so does the first query after a long
+    // step (the cache would be oversized); the other short ones are served from the cache.
+    EXPECT_GE(cache.rebuilds(), 5);
+    EXPECT_LE(cache.rebuilds(), 9);
+    if (verbose())
+      std::printf("[cache] kinematic_from %d: %ld queries, %ld rebuilds, %ld candidates compared\n", kinematic_from,
+                  cache.queries(), cache.rebuilds(), checked);
+  }
+  EXPECT_THROW(CandidateCache(fr.faces, fr.edges, 0.0), Error);
+  EXPECT_THROW(CandidateCache(fr.faces, fr.edges, dhat, -1.0), Error);
+}
+
 }  // namespace xpd

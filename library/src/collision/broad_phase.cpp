@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <xpd/collision/broad_phase.hpp>
 #include <xpd/core/error.hpp>
 
@@ -211,6 +213,80 @@ std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Tria
   sort_by_lo(es, axis);
   sort_by_lo(fs, axis);
   return sweep_two(es, fs, axis, candidate_test(false));
+}
+
+CandidateCache::CandidateCache(Triangles faces, Edges edges, double margin, double largest_inflation,
+                               int kinematic_from)
+    : faces_(std::move(faces)),
+      edges_(std::move(edges)),
+      margin_(margin),
+      largest_inflation_(largest_inflation),
+      kinematic_from_(kinematic_from),
+      used_(boundary_nodes(faces_)) {
+  if (!(margin > 0) || !std::isfinite(margin))
+    throw Error(fmt::format("candidate cache: margin must be finite and > 0 (got {})", margin));
+  if (!(largest_inflation >= 0) || !std::isfinite(largest_inflation))
+    throw Error(fmt::format("candidate cache: largest inflation must be finite and >= 0 (got {})", largest_inflation));
+}
+
+SurfaceCandidates CandidateCache::query(const Points& x0, const Points& x1, double inflation, bool mixed_only) {
+  validate(x0, x1, faces_, edges_, inflation);
+  ++queries_;
+  // Largest distance of a used vertex from its centre at either end (max norm), and the scale of
+  // the coordinates for the rounding slack of the containment test.
+  auto reach = [&](const Points& c) {
+    double far = 0, scale = 0;
+    for (const int v : used_) {
+      far = std::max({far, (x0.row(v) - c.row(v)).cwiseAbs().maxCoeff(), (x1.row(v) - c.row(v)).cwiseAbs().maxCoeff()});
+      scale = std::max(scale, c.row(v).cwiseAbs().maxCoeff());
+    }
+    return std::make_pair(far, scale);
+  };
+  double half = 0;  // half of the step's largest motion
+  for (const int v : used_) half = std::max(half, 0.5 * (x1.row(v) - x0.row(v)).cwiseAbs().maxCoeff());
+  const double needed = std::max(inflation, largest_inflation_) + margin_ + half;
+  // Valid: the query's boxes inside the cached ones, and the cache not oversized for this query
+  // (after a long step, a short one rebuilds rather than filter a list 4³ times too large).
+  bool valid = centre_.rows() == x0.rows() && radius_ <= 4 * needed;
+  if (valid) {
+    const auto [far, scale] = reach(centre_);
+    valid = far + inflation <= radius_ - 1e-9 * radius_ - 8 * std::numeric_limits<double>::epsilon() * scale;
+  }
+  if (!valid) {
+    centre_ = 0.5 * (x0 + x1);
+    radius_ = needed;
+    cached_ = swept_candidates(centre_, centre_, faces_, edges_, radius_, kinematic_from_, false);
+    ++rebuilds_;
+  }
+  // The cached pairs whose boxes at this query overlap (and, with mixed_only, that pair a
+  // kinematic element with another): the order of the cached lists, which are sorted, is kept.
+  const std::vector<Box> all = vertex_boxes(x0, x1, inflation);
+  const std::vector<Box> fs = union_boxes<3>(all, faces_, kinematic_from_);
+  const std::vector<Box> es = union_boxes<2>(all, edges_, kinematic_from_);
+  auto keep = [&](const std::vector<std::array<int, 2>>& in, auto test) {
+    std::vector<char> flag(in.size());
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, in.size(), 1024),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                        for (std::size_t k = r.begin(); k < r.end(); ++k) flag[k] = test(in[k]) ? 1 : 0;
+                      });
+    std::vector<std::array<int, 2>> out;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (flag[k]) out.push_back(in[k]);
+    return out;
+  };
+  SurfaceCandidates c;
+  c.vertex_face = keep(cached_.vertex_face, [&](const std::array<int, 2>& p) {
+    Box v = all[static_cast<std::size_t>(p[0])];
+    v.kinematic = p[0] >= kinematic_from_;
+    const Box& f = fs[static_cast<std::size_t>(p[1])];
+    return overlap(v, f) && (!mixed_only || v.kinematic != f.kinematic);
+  });
+  c.edge_edge = keep(cached_.edge_edge, [&](const std::array<int, 2>& p) {
+    const Box& a = es[static_cast<std::size_t>(p[0])];
+    const Box& b = es[static_cast<std::size_t>(p[1])];
+    return overlap(a, b) && (!mixed_only || a.kinematic != b.kinematic);
+  });
+  return c;
 }
 
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,

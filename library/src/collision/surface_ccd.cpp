@@ -27,11 +27,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                             const CcdOptions& options, int kinematic_from, bool mixed_only) {
+                             const CcdOptions& options, int kinematic_from, bool mixed_only, CandidateCache* cache) {
   SurfaceCcdResult r;
   auto t0 = std::chrono::steady_clock::now();
   const SurfaceCandidates c =
-      swept_candidates(x0, x1, faces, edges, options.minimum_separation, kinematic_from, mixed_only);
+      cache != nullptr ? cache->query(x0, x1, options.minimum_separation, mixed_only)
+                       : swept_candidates(x0, x1, faces, edges, options.minimum_separation, kinematic_from, mixed_only);
   r.broad_phase_ms = ms_since(t0);
   r.vertex_face_candidates = c.vertex_face.size();
   r.edge_edge_candidates = c.edge_edge.size();

@@ -5,6 +5,7 @@
 #include <Eigen/SparseCholesky>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <xpd/collision/broad_phase.hpp>
 #include <xpd/collision/distance.hpp>
 #include <xpd/collision/intersection.hpp>
@@ -70,9 +71,12 @@ struct IpcModel::Impl {
 
   // Pairs of the surface within d̂ at s (sharing no vertex, not both of obstacles), with their
   // squared distances; body_only: the body's own pairs (s may then have the body's rows only).
-  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2, bool body_only = false) const {
-    const SurfaceCandidates c = body_only ? swept_candidates(s, s, body_triangles, body_edges, options.dhat)
-                                          : swept_candidates(s, s, triangles, edges, options.dhat, num_body);
+  // With `cache` (the state's, for the whole surface) its query replaces the sweep (same pairs).
+  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2, bool body_only = false,
+                    CandidateCache* cache = nullptr) const {
+    const SurfaceCandidates c = body_only          ? swept_candidates(s, s, body_triangles, body_edges, options.dhat)
+                                : cache != nullptr ? cache->query(s, s, options.dhat)
+                                                   : swept_candidates(s, s, triangles, edges, options.dhat, num_body);
     out.clear();
     d2.clear();
     const double dhat2 = options.dhat * options.dhat;
@@ -275,6 +279,15 @@ struct IpcState::Impl final : public GlobalStep {
   std::vector<Eigen::Matrix<double, 12, Eigen::Dynamic>> pair_factor;  // √λ v of each pair's PSD Hessian
   std::vector<std::array<std::array<int, 4>, 4>> pair_nodes;           // node slots of each pair
 
+  // Broad phase of the barrier pairs and of the CCD, reused while the surface moves less than the
+  // margin (broad_phase.hpp). Margin 2 d̂: near convergence an iteration moves the face of
+  // scenes/face_ipc.json far less, so most iterations filter the cached pairs instead of sweeping.
+  std::optional<CandidateCache> cache;
+  CandidateCache& candidates() {
+    if (!cache) cache.emplace(m->triangles, m->edges, 2 * m->options.dhat, m->options.dhat, m->num_body);
+    return *cache;
+  }
+
   const char* name() const override { return "ipc"; }
   // Anderson: the frame loop checks every extrapolated iterate with max_step_fraction (CCD) and
   // extrapolates only from uncut steps; Chebyshev's iterate is not checked.
@@ -289,7 +302,7 @@ struct IpcState::Impl final : public GlobalStep {
   double add_barrier(State& state) {
     PhaseTimer pt;
     m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2);
+    m->active_pairs(s, pairs, pair_d2, false, &candidates());
     pair_hessian.resize(pairs.size());
     double energy = 0;
     const Tets& tets = m->model->tets();
@@ -375,7 +388,7 @@ struct IpcState::Impl final : public GlobalStep {
     // With the body standing still only obstacle–body pairs move (the body's own may sit closer
     // than the separation).
     const bool body_moves = predicted.cwiseAbs().maxCoeff() > 0;
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, !body_moves);
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, !body_moves, &candidates());
     pt.lap(extra.ccd_ms);
     if (!r.hit) {
       obstacle_x = obstacle_target;
@@ -403,7 +416,7 @@ struct IpcState::Impl final : public GlobalStep {
       arrived = obstacle_target == obstacle_x;
     }
     m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2);
+    m->active_pairs(s, pairs, pair_d2, false, &candidates());
     for (std::size_t k = 0; k < pairs.size(); ++k)
       if (!(pair_d2[k] > 0))
         throw SolverError(fmt::format("ipc: frame {} starts with {} touching or intersecting (distance {})",
@@ -418,7 +431,7 @@ struct IpcState::Impl final : public GlobalStep {
     // The obstacles' first move of the frame, so that the residual scale and κ see their push.
     if (advance_obstacles(state, /*predict=*/false)) {  // no barrier Hessians yet
       m->surface_positions(state.x, obstacle_x, s);
-      m->active_pairs(s, pairs, pair_d2);
+      m->active_pairs(s, pairs, pair_d2, false, &candidates());
     }
     if (kappa > 0) return;
     // Automatic κ: balance the barrier gradient against the elastic one, clamped to [κ_min, 100 κ_min].
@@ -654,7 +667,7 @@ struct IpcState::Impl final : public GlobalStep {
     CcdOptions o = m->options.ccd;
     if (!pair_d2.empty())
       o.tolerance = std::min(o.tolerance, 0.1 * std::sqrt(*std::min_element(pair_d2.begin(), pair_d2.end())));
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body);
+    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, false, &candidates());
     const double alpha = r.hit ? 0.8 * r.toi : 1.0;
     extra.min_step_fraction = std::min(extra.min_step_fraction, alpha);
     pt.lap(extra.ccd_ms);
@@ -664,7 +677,7 @@ struct IpcState::Impl final : public GlobalStep {
   void end_frame(State& state, FrameStats&) override {
     if (m->num_obstacle_vertices > 0) extra.obstacle_lag = (obstacle_target - obstacle_x).rowwise().norm().maxCoeff();
     m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2);
+    m->active_pairs(s, pairs, pair_d2, false, &candidates());
     extra.active_pairs = static_cast<int>(pairs.size());
     extra.min_distance = m->options.dhat;
     for (const double d2 : pair_d2) extra.min_distance = std::min(extra.min_distance, std::sqrt(std::max(d2, 0.0)));

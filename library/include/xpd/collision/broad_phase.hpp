@@ -51,6 +51,42 @@ SurfaceCandidates swept_candidates(const Points& x0, const Points& x1, const Tri
 std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Triangles& faces, const Edges& edges,
                                                      int kinematic_from = kNoKinematicVertices);
 
+/// swept_candidates over many queries on one surface whose vertices move little between them (the
+/// iterations of a solver): a Verlet list (Verlet 1967). The cache holds the candidates of static
+/// boxes about centres c grown by R; a query (x0 → x1, inflation r) whose every used vertex stays
+/// within R − r of its centre (max-norm, at both ends) has boxes inside the cached ones, so its
+/// pairs are among the cached ones, and the cache returns those whose query boxes overlap: exactly
+/// swept_candidates(x0, x1, faces, edges, r, kinematic_from, mixed_only), at the cost of one pass
+/// over the cached pairs. Otherwise it rebuilds about c = (x0 + x1)/2 with
+/// R = max(r, largest_inflation) + margin + max ‖x1 − x0‖∞ / 2.
+class CandidateCache {
+ public:
+  /// margin > 0 and largest_inflation ≥ 0 in length units (largest_inflation: the largest inflation
+  /// the caller will ask, so that one build serves queries of different inflations). Throws Error
+  /// on a non-positive or non-finite margin.
+  CandidateCache(Triangles faces, Edges edges, double margin, double largest_inflation = 0.0,
+                 int kinematic_from = kNoKinematicVertices);
+
+  /// The candidates of the step x0 → x1 (#V × 3 each), equal to swept_candidates'. Throws like it.
+  SurfaceCandidates query(const Points& x0, const Points& x1, double inflation, bool mixed_only = false);
+
+  long queries() const { return queries_; }
+  long rebuilds() const { return rebuilds_; }
+  /// Forgets the cached pairs (the next query rebuilds).
+  void clear() { centre_.resize(0, 3); }
+
+ private:
+  Triangles faces_;
+  Edges edges_;
+  double margin_, largest_inflation_;
+  int kinematic_from_;
+  std::vector<int> used_;  // vertices the faces use
+  Points centre_;
+  double radius_ = 0;
+  SurfaceCandidates cached_;
+  long queries_ = 0, rebuilds_ = 0;
+};
+
 /// The same pairs by testing every vertex against every face and every edge against every edge
 /// (O(#V·#F + #E²)): the oracle of swept_candidates.
 SurfaceCandidates brute_force_candidates(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,

@@ -33,9 +33,10 @@ struct SurfaceCcdResult {
 /// Surface (faces, edges) moving from x0 to x1 (#V × 3 each). Vertices from `kinematic_from` on
 /// are kinematic (obstacles): pairs between two of their elements are not tested, and with
 /// `mixed_only` only pairs of a kinematic and a non-kinematic element are (broad_phase.hpp).
-/// Throws Error like swept_candidates and vertex_face_ccd.
+/// With `cache` (built for the same faces, edges and kinematic_from) the broad phase is its query,
+/// which gives the same candidates. Throws Error like swept_candidates and vertex_face_ccd.
 SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
                              const CcdOptions& options = {}, int kinematic_from = kNoKinematicVertices,
-                             bool mixed_only = false);
+                             bool mixed_only = false, CandidateCache* cache = nullptr);
 
 }  // namespace xpd

@@ -234,6 +234,7 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
     j["timings_ms"]["barrier"] = ipc->barrier_ms;
     if (sim_->collision()->ipc->obstacle_triangles().rows() > 0) {
       j["obstacle_advances"] = ipc->obstacle_advances;
+      j["kappa_raises"] = ipc->kappa_raises;
       j["obstacle_lag"] = ipc->obstacle_lag;
     }
   }

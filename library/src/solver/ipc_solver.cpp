@@ -403,7 +403,27 @@ struct IpcState::Impl final : public GlobalStep {
     return true;
   }
 
-  bool advance(State& state) override { return advance_obstacles(state, /*predict=*/true); }
+  // A lagging obstacle and automatic κ: after the obstacles' advance, κ doubles (up to 100 κ_min)
+  // while the closest pair is nearer than kKappaRaiseGap · d̂. A soft barrier lets the obstacle press
+  // the gaps to a small fraction of d̂, and each advance may then close a gap only by half of it:
+  // the obstacle crawls (a box turning into scenes/sphere_slab_ipc.json's slab stalled three
+  // frames at κ_min and converged at 100 κ_min). The stiffer barrier holds the gaps wider, which
+  // the quasistatic contact is free to do (any gap below d̂ is a contact); the IPC Toolkit raises
+  // κ in the same way, for gaps below 1e−9 of the bounding box that keep shrinking.
+  static constexpr double kKappaRaiseGap = 0.1;
+  bool advance(State& state) override {
+    const bool moved = advance_obstacles(state, /*predict=*/true);
+    bool raised = false;
+    if (!arrived && m->options.kappa <= 0 && kappa < 100 * m->kappa_min && !pair_d2.empty()) {
+      const double gap2 = *std::min_element(pair_d2.begin(), pair_d2.end());
+      if (gap2 < kKappaRaiseGap * kKappaRaiseGap * m->options.dhat * m->options.dhat) {
+        kappa = std::min(2 * kappa, 100 * m->kappa_min);
+        ++extra.kappa_raises;
+        raised = true;
+      }
+    }
+    return moved || raised;
+  }
   bool at_target() const override { return arrived; }
 
   void begin_frame(State& state) override {

@@ -24,7 +24,9 @@
 // Barrier stiffness κ: given, or automatic (κ ≤ 0): the IPC Toolkit's rule with the PD matrix in
 // place of the mass (quasistatic PD has none): κ_min = 10⁷ k̄ / (4 d₀ b''(d₀, d̂²)), k̄ the mean
 // diagonal of K, d₀ = (10⁻⁸ · bbox diagonal)²; at each frame start with active pairs
-// κ = clamp(−∇Bᵀ∇E_PD / ‖∇B‖², κ_min, 100 κ_min) (with κ = 1 in ∇B).
+// κ = clamp(−∇Bᵀ∇E_PD / ‖∇B‖², κ_min, 100 κ_min) (with κ = 1 in ∇B); while an obstacle lags
+// behind its pose and the closest pair is nearer than d̂/10, κ doubles after each of its advances
+// (up to 100 κ_min; IpcFrameStats::kappa_raises).
 //
 // Obstacles: kinematic triangle surfaces (IpcObstacle) appended to the contact surface after the
 // body's vertices. Their pairs with the body carry the same barrier (forces and Hessians on the
@@ -93,7 +95,7 @@ struct IpcFrameStats {
   FrameStats pd;                 ///< energy (PD + barrier), residual, iterations, line-search halvings
   int active_pairs = 0;          ///< pairs within d̂ at the end of the frame
   double min_distance = 0;       ///< smallest distance among them (d̂ when none)
-  double kappa = 0;              ///< κ used in the frame
+  double kappa = 0;              ///< κ at the end of the frame (the largest used, when raised)
   int max_touched_nodes = 0;     ///< largest n_c (nodes under active barriers) in one iteration
   int max_rank = 0;              ///< largest r (columns of U) in one iteration
   double min_step_fraction = 1;  ///< smallest CCD bound α_max computed in the frame (with Anderson also
@@ -107,6 +109,7 @@ struct IpcFrameStats {
   double substitution_ms = 0, reduced_ms = 0;
   int pcg_iterations = 0;     ///< CG iterations of the frame (global_solve = pcg)
   int obstacle_advances = 0;  ///< obstacle moves of the frame (1 when nothing blocks them)
+  int kappa_raises = 0;       ///< doublings of the automatic κ for a lagging obstacle (header comment)
   /// Largest distance of an obstacle vertex from its keyframed pose at the end of the frame (0 when
   /// every obstacle arrived) [length].
   double obstacle_lag = 0;

@@ -1,5 +1,6 @@
 // IPC barrier contact in PD (ipc_solver.hpp).
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/SparseCholesky>
@@ -267,7 +268,8 @@ struct IpcState::Impl final : public GlobalStep {
   IpcFrameStats extra;
   std::vector<Pair> pairs;  // active at the last evaluate()
   std::vector<double> pair_d2;
-  std::vector<Mat12> pair_hessian;  // barrier Hessian of each pair at the last evaluate()
+  std::vector<Mat12> pair_hessian;            // barrier Hessian of each pair at the last evaluate()
+  std::vector<PairDerivatives> pair_barrier;  // scratch of add_barrier()
   Points s, s1, x_trial;
   // Obstacles: where they stand, and their pose at the end of the frame.
   Points obstacle_x, obstacle_target, predicted;
@@ -304,14 +306,20 @@ struct IpcState::Impl final : public GlobalStep {
     m->surface_positions(state.x, obstacle_x, s);
     m->active_pairs(s, pairs, pair_d2, false, &candidates());
     pair_hessian.resize(pairs.size());
-    double energy = 0;
-    const Tets& tets = m->model->tets();
-    for (std::size_t k = 0; k < pairs.size(); ++k) {
+    for (std::size_t k = 0; k < pairs.size(); ++k)
       if (!(pair_d2[k] > 0)) {
         pt.lap(extra.barrier_ms);
         return std::numeric_limits<double>::infinity();
       }
-      const PairDerivatives b = m->barrier(pairs[k], s, kappa);
+    // The pairs' derivatives in parallel (independent), then summed and scattered in pair order, so
+    // that the result does not depend on the threads.
+    pair_barrier.resize(pairs.size());
+    tbb::parallel_for(std::size_t{0}, pairs.size(),
+                      [&](std::size_t k) { pair_barrier[k] = m->barrier(pairs[k], s, kappa); });
+    double energy = 0;
+    const Tets& tets = m->model->tets();
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      const PairDerivatives& b = pair_barrier[k];
       pair_hessian[k] = b.hessian;  // iterate() at this x uses it
       energy += b.value;
       const auto v = m->vertices(pairs[k]);
@@ -503,8 +511,9 @@ struct IpcState::Impl final : public GlobalStep {
     const int q = static_cast<int>(term.nodes.size());
     // Per pair: the PSD projection of its 12 × 12 Hessian (eigenpairs), and its rank.
     pair_factor.resize(pairs.size());
-    int total_rank = 0;
-    for (std::size_t k = 0; k < pairs.size(); ++k) {
+    // In parallel (each pair's eigendecomposition is independent; about 100 of them per iteration
+    // on the face when the lips press).
+    tbb::parallel_for(std::size_t{0}, pairs.size(), [&](std::size_t k) {
       // The Hessian of the last evaluate(), which the frame loop runs at the iterate it accepted,
       // restricted to the body's coordinates (an obstacle's rows and columns zeroed: its vertices
       // are not unknowns) and then projected to PSD.
@@ -523,8 +532,9 @@ struct IpcState::Impl final : public GlobalStep {
       f.resize(12, rank);
       for (int e = 0, j = 0; e < 12; ++e)
         if (eig.eigenvalues()[e] > tiny) f.col(j++) = std::sqrt(eig.eigenvalues()[e]) * eig.eigenvectors().col(e);
-      total_rank += rank;
-    }
+    });
+    int total_rank = 0;
+    for (const auto& f : pair_factor) total_rank += static_cast<int>(f.cols());
     // Few columns: the factored form U (3q × r); many (heavy contact, r above 3q / 2): the dense
     // block ℬ_N (schur.hpp: one Cholesky of ℬ_N + Σ⁻¹[N, N]⁻¹ ⊗ I₃). Near the threshold both cost
     // the same (face_ipc frame 8: block at r = 1,349, q = 479 and factored, forced, at r = 1,382,

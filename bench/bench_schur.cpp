@@ -20,6 +20,13 @@
 
 #include "../tests/solver/pd_like_matrix.hpp"
 
+extern "C" {
+void dsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
+            const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
+void dsymv_(const char* uplo, const int* n, const double* alpha, const double* a, const int* lda, const double* x,
+            const int* incx, const double* beta, double* y, const int* incy);
+}
+
 namespace {
 
 using xpd::SchurFactorization;
@@ -140,6 +147,48 @@ void BM_SolveSigmaNoContacts(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(s.schur->solve_collision_system({}, s.g2).data());
 }
 BENCHMARK(BM_SolveSigmaNoContacts)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The three-column product with a dense symmetric m × m matrix (Σ⁻¹ or Σ in the Woodbury step of
+// IPC, schur.cpp symmetric_times3) at the face scene's m = 2,134: one dsymm against three dsymv.
+// No box setup: run alone with --benchmark_filter=SymmetricTimes3.
+struct SymmetricProduct {
+  int m = 2134;
+  Eigen::MatrixXd a, x, y;
+  SymmetricProduct() {
+    a = Eigen::MatrixXd::Random(m, m);
+    a = (a + a.transpose()).eval();
+    a.diagonal().array() += m;
+    x = Eigen::MatrixXd::Random(m, 3);
+    y.resize(m, 3);
+  }
+};
+SymmetricProduct& symmetric_product() {
+  static SymmetricProduct p;
+  return p;
+}
+
+void BM_SymmetricTimes3_Dsymm(benchmark::State& state) {
+  SymmetricProduct& p = symmetric_product();
+  const int three = 3;
+  const double one = 1.0, zero = 0.0;
+  for (auto _ : state) {
+    dsymm_("L", "L", &p.m, &three, &one, p.a.data(), &p.m, p.x.data(), &p.m, &zero, p.y.data(), &p.m);
+    benchmark::DoNotOptimize(p.y.data());
+  }
+}
+BENCHMARK(BM_SymmetricTimes3_Dsymm)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SymmetricTimes3_Dsymv(benchmark::State& state) {
+  SymmetricProduct& p = symmetric_product();
+  const int inc = 1;
+  const double one = 1.0, zero = 0.0;
+  for (auto _ : state) {
+    for (int c = 0; c < 3; ++c)
+      dsymv_("L", &p.m, &one, p.a.data(), &p.m, p.x.col(c).data(), &inc, &zero, p.y.col(c).data(), &inc);
+    benchmark::DoNotOptimize(p.y.data());
+  }
+}
+BENCHMARK(BM_SymmetricTimes3_Dsymv)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_DenseRefactorH(benchmark::State& state) {
   Setup& s = setup();

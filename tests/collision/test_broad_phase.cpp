@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <xpd/collision/broad_phase.hpp>
+#include <xpd/collision/surface_ccd.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/io/ccd_queries.hpp>
 #include <xpd/io/file.hpp>
@@ -266,6 +267,8 @@ TEST(BroadPhase, CandidateCacheEqualsTheSweepOverAWalkOfSteps) {
       std::printf("[cache] kinematic_from %d: %ld queries, %ld rebuilds, %ld candidates compared\n", kinematic_from,
                   cache.queries(), cache.rebuilds(), checked);
   }
+  CandidateCache other(fr.faces.topRows(100), unique_edges(Triangles(fr.faces.topRows(100))), dhat);
+  EXPECT_THROW(surface_ccd(fr.x0, fr.x1, fr.faces, fr.edges, {}, kNoKinematicVertices, false, &other), Error);
   EXPECT_THROW(CandidateCache(fr.faces, fr.edges, 0.0), Error);
   EXPECT_THROW(CandidateCache(fr.faces, fr.edges, dhat, -1.0), Error);
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <xpd/collision/broad_phase.hpp>
 #include <xpd/collision/surface_ccd.hpp>
+#include <xpd/core/error.hpp>
 
 namespace xpd {
 
@@ -28,6 +29,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
                              const CcdOptions& options, int kinematic_from, bool mixed_only, CandidateCache* cache) {
+  if (cache != nullptr && !cache->serves(faces, edges, kinematic_from))
+    throw Error("surface CCD: the candidate cache was built for another surface");
   SurfaceCcdResult r;
   auto t0 = std::chrono::steady_clock::now();
   const SurfaceCandidates c =

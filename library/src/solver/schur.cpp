@@ -57,8 +57,8 @@ void symmetrize_from_lower(Eigen::MatrixXd& a) {
 // application and its refinement residual are such products with Σ⁻¹ and Σ (m = 2,134 on the face
 // scene: 36 MB per matrix). dsymm packs the whole matrix into panels before multiplying three
 // columns (about 13% of a face run was that copy, dsymm_iltcopy); dsymv, one call per column,
-// reads the triangle without a copy: 0.7–1.1 ms against 3.0–3.3 ms for dsymm at m = 2,134 (both
-// OpenBLAS, two threads, same run).
+// reads the triangle without a copy: 0.58 ms against 2.25 ms for dsymm at m = 2,134
+// (build/bench/xpd_bench_schur --benchmark_filter=SymmetricTimes3, OpenBLAS, 2 cores, one run).
 void symmetric_times3(const Eigen::MatrixXd& a, const double* x, int ldx, double alpha, double* out, bool accumulate) {
   const int m = static_cast<int>(a.rows()), inc = 1;
   const double beta = accumulate ? 1.0 : 0.0;

@@ -58,7 +58,8 @@ std::vector<std::array<int, 2>> edge_face_candidates(const Points& x, const Tria
 /// pairs are among the cached ones, and the cache returns those whose query boxes overlap: exactly
 /// swept_candidates(x0, x1, faces, edges, r, kinematic_from, mixed_only), at the cost of one pass
 /// over the cached pairs. Otherwise it rebuilds about c = (x0 + x1)/2 with
-/// R = max(r, largest_inflation) + margin + max ‖x1 − x0‖∞ / 2.
+/// R = max(r, largest_inflation) + margin + max ‖x1 − x0‖∞ / 2, and also when R exceeds 4 times
+/// what the query needs (after a long step). Not thread-safe: one cache per solver state.
 class CandidateCache {
  public:
   /// margin > 0 and largest_inflation ≥ 0 in length units (largest_inflation: the largest inflation
@@ -69,6 +70,12 @@ class CandidateCache {
 
   /// The candidates of the step x0 → x1 (#V × 3 each), equal to swept_candidates'. Throws like it.
   SurfaceCandidates query(const Points& x0, const Points& x1, double inflation, bool mixed_only = false);
+
+  /// Whether the cache was built for this surface (faces, edges and kinematic_from equal).
+  bool serves(const Triangles& faces, const Edges& edges, int kinematic_from) const {
+    return kinematic_from == kinematic_from_ && faces.rows() == faces_.rows() && edges.rows() == edges_.rows() &&
+           faces == faces_ && edges == edges_;
+  }
 
   long queries() const { return queries_; }
   long rebuilds() const { return rebuilds_; }

@@ -20,6 +20,7 @@
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/topology/surface_region.hpp>
 
 #include "solver/pd_fixtures.hpp"
 #include "test_util.hpp"
@@ -237,6 +238,77 @@ TEST(SurgeryScene, ReleasingASupportEqualsNeverHavingIt) {
   const double diff = (sim.positions() - free.positions()).cwiseAbs().maxCoeff();
   test::report("released support vs never attached", diff / sag, 1e-6);
   EXPECT_LT(diff, 1e-6 * sag);
+}
+
+// A hook with a grip radius grips the boundary nodes of its side of a cut only: after the middle
+// cut (x = 0.6, complete at frame 5) a hook just left of it, whose ball reaches the cut plane and
+// the nodes at x = 0.7 beyond it, grips exactly the boundary nodes within the ball whose tets all
+// lie left of the cut (the left copies on the plane included), each by stiffness / count; they
+// rise with the hook while the right side's nodes in the ball stay far lower.
+TEST(SurgeryScene, AHookWithAGripRadiusGripsItsSideOfACutOnly) {
+  json j = bar_scene();
+  const Vec3 point(0.55, 0.2, 0.4);
+  const double radius = 0.16;
+  j["surgery"] = {
+      {"events", {middle_cut(), json::parse(R"({ "tool": "hook", "frames": [6, 7], "point": [0.55, 0.2, 0.4],
+                        "target": [0.55, 0.2, 0.45], "stiffness": 1e6, "grip_radius": 0.16 })")}}};
+  SceneSimulation sim = make_sim(j);
+  for (int f = 1; f <= 5; ++f) ASSERT_NO_THROW((void)sim.advance(f)) << "frame " << f;
+  const int before = sim.surgery()->num_attachments();
+  ASSERT_NO_THROW((void)sim.advance(6));
+  const TetMesh& m = sim.mesh();
+  // Oracle: boundary nodes within the ball, every tet of which has its centroid left of the cut.
+  std::vector<char> right(static_cast<std::size_t>(m.nodes.rows()), 0);
+  for (Eigen::Index t = 0; t < m.tets.rows(); ++t) {
+    double cx = 0;
+    for (int a = 0; a < 4; ++a) cx += m.nodes(m.tets(t, a), 0) / 4;
+    if (cx > 0.6)
+      for (int a = 0; a < 4; ++a) right[static_cast<std::size_t>(m.tets(t, a))] = 1;
+  }
+  std::vector<int> want;
+  int right_in_ball = 0, on_plane = 0;
+  for (const int v : boundary_nodes(m.tets)) {
+    if ((m.nodes.row(v).transpose() - point).norm() > radius) continue;
+    if (right[static_cast<std::size_t>(v)]) {
+      ++right_in_ball;
+      continue;
+    }
+    want.push_back(v);
+    if (std::abs(m.nodes(v, 0) - 0.6) < 1e-9) ++on_plane;
+  }
+  ASSERT_GT(right_in_ball, 0);  // the ball does reach across the cut
+  ASSERT_GT(on_plane, 0);       // and the cut plane's left copies are gripped
+  const TetLocation at = TetLocator(m.nodes, m.tets).find_tet(point);
+  ASSERT_TRUE(at.found());
+  const std::array<int, 4> seed{m.tets(at.tet, 0), m.tets(at.tet, 1), m.tets(at.tet, 2), m.tets(at.tet, 3)};
+  EXPECT_EQ(hook_grip_nodes(m, seed, point, radius), want);
+  EXPECT_EQ(sim.surgery()->num_attachments() - before, static_cast<int>(want.size()));
+  ASSERT_NO_THROW((void)sim.advance(7));
+  double gripped_rise = 1e30, right_rise = -1e30;
+  for (const int v : want) gripped_rise = std::min(gripped_rise, sim.positions()(v, 2) - m.nodes(v, 2));
+  for (const int v : boundary_nodes(m.tets))
+    if (right[static_cast<std::size_t>(v)] && (m.nodes.row(v).transpose() - point).norm() <= radius)
+      right_rise = std::max(right_rise, sim.positions()(v, 2) - m.nodes(v, 2));
+  if (test::verbose())
+    std::printf(
+        "[grip] %zu nodes gripped (%d on the cut plane), %d of the other side in the ball; lowest gripped "
+        "rise %.4e, highest other-side rise %.4e\n",
+        want.size(), on_plane, right_in_ball, gripped_rise, right_rise);
+  EXPECT_GT(gripped_rise, 0.0);               // every gripped node rises with the hook (0.05)
+  EXPECT_LT(right_rise, 0.1 * gripped_rise);  // the other side of the cut is not pulled along
+  // A grip that reaches no node, and a grip radius that is not positive.
+  json none = bar_scene();
+  none["surgery"] = {{"events", {json::parse(R"({ "tool": "hook", "frame": 1, "point": [0.55, 0.25, 0.35],
+                        "target": [0.55, 0.25, 0.45], "stiffness": 1e5, "grip_radius": 0.001 })")}}};
+  SceneSimulation lonely = make_sim(none);
+  try {
+    (void)lonely.advance(1);
+    ADD_FAILURE() << "a grip reaching no node was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grip_radius"), std::string::npos) << e.what();
+  }
+  none["surgery"]["events"][0]["grip_radius"] = 0;
+  EXPECT_THROW((void)make_sim(none), SceneError);
 }
 
 // An excision in the middle of a cut: the blade keeps going through the faces left (none is

@@ -998,10 +998,11 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
     e.selection = ctx.selection_ref(r.child("selection"));
   } else if (tool == "hook") {
     e.tool = SurgeryEvent::Tool::Hook;
-    r.allow_keys({"tool", "frame", "frames", "point", "target", "stiffness", "release_frame"});
+    r.allow_keys({"tool", "frame", "frames", "point", "target", "stiffness", "release_frame", "grip_radius"});
     e.point = r.required<Vec3>("point");
     e.target = r.required<Vec3>("target");
     e.stiffness = positive(r.child("stiffness"));
+    if (r.has("grip_radius")) e.grip_radius = positive(r.child("grip_radius"));
   } else if (tool == "suture_row") {
     e.tool = SurgeryEvent::Tool::SutureRow;
     r.allow_keys({"tool", "frame", "stitches", "between", "stiffness"});

@@ -120,7 +120,8 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
       throw SolverError(fmt::format("{}: {}", scene_.file, e.what()));
     }
     cut_faces_.resize(scene_.surgery->events.size());
-    hook_key_.assign(scene_.surgery->events.size(), -1);
+    hook_keys_.assign(scene_.surgery->events.size(), {});
+    grip_start_.assign(scene_.surgery->events.size(), {});
     cut_done_.assign(scene_.surgery->events.size(), 0);
     applied_frame_.assign(scene_.surgery->events.size(), 0);
     hook_start_.assign(scene_.surgery->events.size(), Vec3::Zero());
@@ -328,14 +329,16 @@ void SceneSimulation::set_frame_inputs(int frame) {
   if (surgery_) {
     // Hooks: the target moves linearly from where the point was when placed to the event's
     // target, reached at its last frame.
-    for (std::size_t i = 0; i < hook_key_.size(); ++i) {
-      const int row = hook_key_[i] >= 0 ? surgery_->attachment_row(hook_key_[i]) : -1;
-      if (row < 0) continue;
-      const SurgeryEvent& e = scene_.surgery->events[i];
-      const double s =
-          std::min(1.0, static_cast<double>(frame - e.first_frame + 1) / (e.last_frame - e.first_frame + 1));
-      targets.row(row) = (hook_start_[i] + s * (e.target - hook_start_[i])).transpose();
-    }
+    // A gripped patch moves with the hook: each point keeps its offset from the hooked point.
+    for (std::size_t i = 0; i < hook_keys_.size(); ++i)
+      for (std::size_t g = 0; g < hook_keys_[i].size(); ++g) {
+        const int row = surgery_->attachment_row(hook_keys_[i][g]);
+        if (row < 0) continue;  // excised with its tissue
+        const SurgeryEvent& e = scene_.surgery->events[i];
+        const double s =
+            std::min(1.0, static_cast<double>(frame - e.first_frame + 1) / (e.last_frame - e.first_frame + 1));
+        targets.row(row) = (grip_start_[i][g] + s * (e.target - hook_start_[i])).transpose();
+      }
     // Gravity only (check_surgery_scene): the model applies it to its lumped masses, which follow
     // every cut and excision.
     Vec3 g = Vec3::Zero();
@@ -471,7 +474,8 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         event.first_frame, event.last_frame, frames_done_));
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
-  hook_key_.push_back(-1);
+  hook_keys_.emplace_back();
+  grip_start_.emplace_back();
   cut_done_.push_back(0);
   applied_frame_.push_back(0);
   hook_start_.push_back(Vec3::Zero());
@@ -486,7 +490,8 @@ void SceneSimulation::discard_last_surgery_event() {
     throw Error("discard_last_surgery_event: the last event has already been applied");
   scene_.surgery->events.pop_back();
   cut_faces_.pop_back();
-  hook_key_.pop_back();
+  hook_keys_.pop_back();
+  grip_start_.pop_back();
   cut_done_.pop_back();
   applied_frame_.pop_back();
   hook_start_.pop_back();
@@ -657,18 +662,35 @@ void SceneSimulation::apply_surgery_events(int frame) {
         case SurgeryEvent::Tool::Hook: {
           if (release_hook) {
             // An excision may have taken the hook with its tissue already.
-            if (hook_key_[i] >= 0 && surgery_->attachment_row(hook_key_[i]) >= 0) {
-              surgery_->remove_attachments({hook_key_[i]});
-              ++surgery_frame_.attachments_released;
+            std::vector<int> live;
+            for (const int key : hook_keys_[i])
+              if (surgery_->attachment_row(key) >= 0) live.push_back(key);
+            if (!live.empty()) {
+              surgery_->remove_attachments(live);
+              surgery_frame_.attachments_released += static_cast<int>(live.size());
               ++surgery_frame_.events;
             }
-            hook_key_[i] = -1;
+            hook_keys_[i].clear();
+            grip_start_[i].clear();
             break;
           }
           if (frame != e.first_frame) break;  // placed once; set_frame_inputs moves its target
           const BaryPoint p = rest_point(e.point, where + "/point", "hook's point");
           const Vec3 start = p.eval(surgery_->state().x);
-          hook_key_[i] = surgery_->add_hook(p, start, e.stiffness);
+          std::vector<BaryPoint> grip{p};
+          if (e.grip_radius > 0) {
+            grip.clear();
+            for (const int v : hook_grip_nodes(surgery_->mesh(), p.nodes, e.point, e.grip_radius))
+              grip.push_back(BaryPoint::node(v));
+            if (grip.empty())
+              fail(where + "/grip_radius", fmt::format("the hook's grip ({}) reaches no surface node of the tissue "
+                                                       "around its point",
+                                                       e.grip_radius));
+          }
+          std::vector<Vec3> starts;
+          for (const BaryPoint& g : grip) starts.push_back(g.eval(surgery_->state().x));
+          hook_keys_[i] = surgery_->add_hooks(grip, starts, e.stiffness / static_cast<double>(grip.size()));
+          grip_start_[i] = std::move(starts);
           hook_start_[i] = start;
           ++surgery_frame_.hooks_placed;
           ++surgery_frame_.events;

@@ -299,20 +299,35 @@ int SurgerySession::num_sutures() const {
 }
 
 int SurgerySession::add_hook(const BaryPoint& point, const Vec3& target, double stiffness) {
+  return add_hooks({point}, {target}, stiffness).front();
+}
+
+std::vector<int> SurgerySession::add_hooks(const std::vector<BaryPoint>& points, const std::vector<Vec3>& targets,
+                                           double stiffness) {
   Impl& m = *impl_;
-  if (!target.allFinite()) throw SolverError("SurgerySession::add_hook: the target is not finite");
+  if (points.empty() || points.size() != targets.size())
+    throw SolverError(fmt::format("SurgerySession::add_hooks: {} points and {} targets (equal, at least one)",
+                                  points.size(), targets.size()));
   FactorModification mod;
-  mod.added.push_back(attachment_column(point, stiffness, m.model->num_nodes()));  // validates
   ModelDesc d = m.desc;
-  d.attachments.push_back({point, stiffness, target});
-  Points targets(m.state.inputs.attachment_targets.rows() + 1, 3);
-  targets.topRows(targets.rows() - 1) = m.state.inputs.attachment_targets;
-  targets.row(targets.rows() - 1) = target.transpose();
-  m.follow(m.build(d), mod, {}, &targets);
+  const Eigen::Index old_rows = m.state.inputs.attachment_targets.rows();
+  Points all_targets(old_rows + static_cast<Eigen::Index>(points.size()), 3);
+  all_targets.topRows(old_rows) = m.state.inputs.attachment_targets;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!targets[i].allFinite()) throw SolverError("SurgerySession::add_hook: the target is not finite");
+    mod.added.push_back(attachment_column(points[i], stiffness, m.model->num_nodes()));  // validates
+    d.attachments.push_back({points[i], stiffness, targets[i]});
+    all_targets.row(old_rows + static_cast<Eigen::Index>(i)) = targets[i].transpose();
+  }
+  m.follow(m.build(d), mod, {}, &all_targets);
   m.desc.attachments = std::move(d.attachments);
-  m.attachment.push_back(m.next_attachment);
-  m.origin.push_back(m.next_attachment);
-  return m.next_attachment++;
+  std::vector<int> keys;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    m.attachment.push_back(m.next_attachment);
+    m.origin.push_back(m.next_attachment);
+    keys.push_back(m.next_attachment++);
+  }
+  return keys;
 }
 
 void SurgerySession::remove_attachments(const std::vector<int>& keys) {

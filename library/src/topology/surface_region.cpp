@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
@@ -138,6 +139,48 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
       }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> hook_grip_nodes(const TetMesh& mesh, const std::array<int, 4>& seed, const Vec3& centre,
+                                 double radius) {
+  const auto n = static_cast<int>(mesh.nodes.rows());
+  if (!(radius > 0) || !std::isfinite(radius))
+    throw MeshError(fmt::format("hook_grip_nodes: the radius must be finite and > 0 (got {})", radius));
+  for (const int v : seed)
+    if (v >= n) throw MeshError(fmt::format("hook_grip_nodes: seed node {} out of range ({} nodes)", v, n));
+  // Node → tets, compressed.
+  std::vector<int> start(static_cast<std::size_t>(n) + 1, 0), tets_of;
+  for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a) ++start[static_cast<std::size_t>(mesh.tets(t, a)) + 1];
+  for (std::size_t v = 1; v < start.size(); ++v) start[v] += start[v - 1];
+  tets_of.resize(static_cast<std::size_t>(start.back()));
+  std::vector<int> fill(start.begin(), start.end() - 1);
+  for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t)
+    for (int a = 0; a < 4; ++a)
+      tets_of[static_cast<std::size_t>(fill[static_cast<std::size_t>(mesh.tets(t, a))]++)] = static_cast<int>(t);
+  auto inside = [&](int v) { return (mesh.nodes.row(v).transpose() - centre).norm() <= radius; };
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  std::vector<int> queue;
+  for (const int v : seed)
+    if (v >= 0 && inside(v) && !seen[static_cast<std::size_t>(v)]) {
+      seen[static_cast<std::size_t>(v)] = 1;
+      queue.push_back(v);
+    }
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const int v = queue[q];
+    for (int k = start[static_cast<std::size_t>(v)]; k < start[static_cast<std::size_t>(v) + 1]; ++k)
+      for (int a = 0; a < 4; ++a) {
+        const int w = mesh.tets(tets_of[static_cast<std::size_t>(k)], a);
+        if (!seen[static_cast<std::size_t>(w)] && inside(w)) {
+          seen[static_cast<std::size_t>(w)] = 1;
+          queue.push_back(w);
+        }
+      }
+  }
+  std::vector<int> out;
+  for (const int v : boundary_nodes(mesh.tets))
+    if (seen[static_cast<std::size_t>(v)]) out.push_back(v);
   return out;
 }
 

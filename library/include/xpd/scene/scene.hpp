@@ -252,8 +252,14 @@ struct SurgeryEvent {
   /// `point` (in the tet containing it at first_frame) to a target that moves linearly from where
   /// that point is at first_frame to `target`, reached at last_frame and held; removed before
   /// `release_frame` is solved (0 = never).
+  /// With `grip_radius` > 0 the hook grips a patch instead of a point: the mesh's boundary nodes
+  /// within grip_radius of `point` (rest space) that the tissue joins to the point's tet without
+  /// crossing a cut (reached through tets whose nodes lie within the radius), each by a spring of
+  /// stiffness / (their number), all moving with the hook (each target keeps its node's offset
+  /// from the point).
   Vec3 point = Vec3::Zero();
   Vec3 target = Vec3::Zero();
+  double grip_radius = 0;
   int release_frame = 0;
   /// Suture: a zero-rest-length spring of `stiffness` between the material points at rest
   /// positions `a` and `b` (each in the tet containing it; two different tets: one on each side

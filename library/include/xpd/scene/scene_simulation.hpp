@@ -209,8 +209,9 @@ class SceneSimulation {
   std::vector<std::vector<TetPair>> cut_faces_;  // per surgery event: its faces, listed at its first frame
   std::vector<std::size_t> cut_done_;            // per surgery event: faces of its list cut so far
   std::vector<int> applied_frame_;               // per surgery event: the last frame it was applied at
-  std::vector<int> hook_key_;                    // per surgery event: the hook's attachment key, or −1
-  std::vector<Vec3> hook_start_;                 // per surgery event: where the hooked point was when placed
+  std::vector<std::vector<int>> hook_keys_;    // per surgery event: the hook's attachment keys (one per gripped point)
+  std::vector<Vec3> hook_start_;               // per surgery event: where the hooked point was when placed
+  std::vector<std::vector<Vec3>> grip_start_;  // per surgery event: where each gripped point was then
   SurgeryFrame surgery_frame_;
   int topology_version_ = 0;
   int frames_done_ = 0;

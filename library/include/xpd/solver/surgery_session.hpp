@@ -112,6 +112,10 @@ class SurgerySession {
   /// state().inputs.attachment_targets is attachment_row(key): move the hook by editing it between
   /// frames (no factor change). Throws SolverError like add_suture — state unchanged.
   int add_hook(const BaryPoint& point, const Vec3& target, double stiffness);
+  /// Several hook springs in one event (one model rebuild, a rank-k update): a hook that grips a
+  /// patch of tissue. points and targets of equal, non-zero length; each spring has `stiffness`.
+  /// Returns their keys in order. Throws SolverError like add_hook — state unchanged.
+  std::vector<int> add_hooks(const std::vector<BaryPoint>& points, const std::vector<Vec3>& targets, double stiffness);
   /// Removes attachments (hooks by their key; the desc's own attachments by their index in
   /// ModelDesc::attachments, which is their key) in one event of rank-1 downdates — the factor side
   /// of undermining, which releases the tissue below a skin region. Throws SolverError for an

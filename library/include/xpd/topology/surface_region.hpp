@@ -34,4 +34,13 @@ Triangles shell_skin(const Shell& shell, const FaceCutter& cutter);
 std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
                                    const std::vector<int>& region);
 
+/// The boundary nodes that a skin hook of radius `radius` about `centre` (rest space) grips: the
+/// nodes within the radius reached from `seed` (the nodes of the tet holding the hook's point)
+/// through tets, stepping only between nodes of one tet that both lie within the radius, so never
+/// across a cut (a face-separating cut gives the two sides different nodes), kept when they are
+/// on the mesh's boundary. Ascending; empty when no such node lies within the radius. Throws
+/// MeshError for a seed node out of range or a radius that is not finite and > 0.
+std::vector<int> hook_grip_nodes(const TetMesh& mesh, const std::array<int, 4>& seed, const Vec3& centre,
+                                 double radius);
+
 }  // namespace xpd

@@ -300,11 +300,19 @@ TEST(SceneIpc, BenchIpcMeasuresBothSolvesFromOneState) {
                           (dir / "lips.json").string() + "\" > \"" + (dir / "out.json").string() + "\"";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const json j = test::read_json_file(dir / "out.json");
-  for (const char* key : {"ipc_global_ms", "pcg_global_ms", "ipc_frame_ms", "pcg_frame_ms", "plain_frame_ms",
-                          "touched_vertices", "rank", "global_step_ratio", "frame_ratio"})
+  for (const char* key :
+       {"ipc_global_ms", "pcg_global_ms", "ipc_frame_ms", "pcg_frame_ms", "plain_frame_ms", "touched_vertices", "rank",
+        "global_step_ratio", "frame_ratio", "ipc_iteration_ms", "pcg_iteration_ms", "iteration_ratio"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_GT(j["touched_vertices"].get<int>(), 0);
   EXPECT_GT(j["pcg_cg_iterations"].get<int>(), 0);
+  for (const char* solve : {"ipc", "pcg"}) {  // the per-iteration figures are the frame's over its iterations
+    const double frame_ms = j[std::string(solve) + "_frame_ms"].get<double>();
+    EXPECT_NEAR(
+        j[std::string(solve) + "_iteration_ms"].get<double>() * j[std::string(solve) + "_iterations"].get<int>(),
+        frame_ms, 1e-12 * frame_ms)
+        << solve;
+  }
   EXPECT_LE(j["same_result"].get<double>(), 1e-6 * 1.6);  // 1e-6 of the block's diagonal
   const std::string bad = std::string("\"") + XPD_CLI_PATH + "\" bench ipc --scene \"" +
                           (dir / "penalty.json").string() + "\" > /dev/null 2>&1";

@@ -52,7 +52,9 @@ double tet_element_loop(const TetElements& e, const Points& x, Points& f, double
             double s = 0.0;
             acc += elem(k, F, p, D, s);
             if (p_out) std::memcpy(p_out + 9 * static_cast<size_t>(k), p.data(), 9 * sizeof(double));
-            if (add_force) {
+            // D = 0 exactly (an element whose projection is F itself, e.g. inside its strain limits)
+            // adds nothing: skip the four scattered writes.
+            if (add_force && (s != 0.0 && !(D.array() == 0.0).all())) {
               const Mat3 H = (-s) * (D * B.transpose());
               double* f0 = f.data() + 3 * n[0];
               double* f1 = f.data() + 3 * n[1];

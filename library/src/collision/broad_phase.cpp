@@ -260,9 +260,41 @@ SurfaceCandidates CandidateCache::query(const Points& x0, const Points& x1, doub
   }
   // The cached pairs whose boxes at this query overlap (and, with mixed_only, that pair a
   // kinematic element with another): the order of the cached lists, which are sorted, is kept.
-  const std::vector<Box> all = vertex_boxes(x0, x1, inflation);
-  const std::vector<Box> fs = union_boxes<3>(all, faces_, kinematic_from_);
-  const std::vector<Box> es = union_boxes<2>(all, edges_, kinematic_from_);
+  // Compact bounds (48 bytes per element, no ids) keep the pass over the pairs in cache.
+  struct Bounds {
+    double lo[3], hi[3];
+  };
+  auto meets = [](const Bounds& a, const Bounds& b) {
+    for (int k = 0; k < 3; ++k)
+      if (a.lo[k] > b.hi[k] || b.lo[k] > a.hi[k]) return false;
+    return true;
+  };
+  std::vector<Bounds> vb(static_cast<std::size_t>(x0.rows()));
+  tbb::parallel_for(Eigen::Index{0}, x0.rows(), [&](Eigen::Index i) {
+    Bounds& b = vb[static_cast<std::size_t>(i)];
+    for (int k = 0; k < 3; ++k) {
+      b.lo[k] = std::min(x0(i, k), x1(i, k)) - inflation;
+      b.hi[k] = std::max(x0(i, k), x1(i, k)) + inflation;
+    }
+  });
+  auto unions = [&](const auto& rows) {
+    std::vector<Bounds> out(static_cast<std::size_t>(rows.rows()));
+    tbb::parallel_for(Eigen::Index{0}, rows.rows(), [&](Eigen::Index e) {
+      Bounds& b = out[static_cast<std::size_t>(e)];
+      b = vb[static_cast<std::size_t>(rows(e, 0))];
+      for (Eigen::Index c = 1; c < rows.cols(); ++c) {
+        const Bounds& o = vb[static_cast<std::size_t>(rows(e, c))];
+        for (int k = 0; k < 3; ++k) b.lo[k] = std::min(b.lo[k], o.lo[k]), b.hi[k] = std::max(b.hi[k], o.hi[k]);
+      }
+    });
+    return out;
+  };
+  const std::vector<Bounds> fb = unions(faces_), eb = unions(edges_);
+  auto kinematic = [&](const auto& rows, int e) {
+    for (Eigen::Index c = 0; c < rows.cols(); ++c)
+      if (rows(e, c) < kinematic_from_) return false;
+    return true;
+  };
   auto keep = [&](const std::vector<std::array<int, 2>>& in, auto test) {
     std::vector<char> flag(in.size());
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, in.size(), 1024),
@@ -276,15 +308,12 @@ SurfaceCandidates CandidateCache::query(const Points& x0, const Points& x1, doub
   };
   SurfaceCandidates c;
   c.vertex_face = keep(cached_.vertex_face, [&](const std::array<int, 2>& p) {
-    Box v = all[static_cast<std::size_t>(p[0])];
-    v.kinematic = p[0] >= kinematic_from_;
-    const Box& f = fs[static_cast<std::size_t>(p[1])];
-    return overlap(v, f) && (!mixed_only || v.kinematic != f.kinematic);
+    return meets(vb[static_cast<std::size_t>(p[0])], fb[static_cast<std::size_t>(p[1])]) &&
+           (!mixed_only || (p[0] >= kinematic_from_) != kinematic(faces_, p[1]));
   });
   c.edge_edge = keep(cached_.edge_edge, [&](const std::array<int, 2>& p) {
-    const Box& a = es[static_cast<std::size_t>(p[0])];
-    const Box& b = es[static_cast<std::size_t>(p[1])];
-    return overlap(a, b) && (!mixed_only || a.kinematic != b.kinematic);
+    return meets(eb[static_cast<std::size_t>(p[0])], eb[static_cast<std::size_t>(p[1])]) &&
+           (!mixed_only || kinematic(edges_, p[0]) != kinematic(edges_, p[1]));
   });
   return c;
 }

@@ -15,8 +15,36 @@ namespace xpd {
 
 namespace {
 
-struct Box {
+// An axis-aligned box; the cache's filter uses these alone (48 bytes: the pass stays in cache).
+struct Bounds {
   double lo[3], hi[3];
+};
+
+// The swept box of vertex i over x0 → x1, grown by r.
+Bounds swept_bounds(const Points& x0, const Points& x1, Eigen::Index i, double r) {
+  Bounds b;
+  for (int a = 0; a < 3; ++a) {
+    b.lo[a] = std::min(x0(i, a), x1(i, a)) - r;
+    b.hi[a] = std::max(x0(i, a), x1(i, a)) + r;
+  }
+  return b;
+}
+
+// Grows b to contain o.
+void grow(Bounds& b, const Bounds& o) {
+  for (int a = 0; a < 3; ++a) {
+    b.lo[a] = std::min(b.lo[a], o.lo[a]);
+    b.hi[a] = std::max(b.hi[a], o.hi[a]);
+  }
+}
+
+bool overlap(const Bounds& a, const Bounds& b) {
+  for (int k = 0; k < 3; ++k)
+    if (a.lo[k] > b.hi[k] || b.lo[k] > a.hi[k]) return false;
+  return true;
+}
+
+struct Box : Bounds {
   int id;          // vertex, edge or face index
   int v[3];        // its vertices (-1 where it has fewer)
   bool kinematic;  // every vertex at or above the kinematic_from index
@@ -42,10 +70,7 @@ std::vector<Box> vertex_boxes(const Points& x0, const Points& x1, double r) {
   std::vector<Box> boxes(static_cast<std::size_t>(x0.rows()));
   for (Eigen::Index i = 0; i < x0.rows(); ++i) {
     Box& b = boxes[static_cast<std::size_t>(i)];
-    for (int a = 0; a < 3; ++a) {
-      b.lo[a] = std::min(x0(i, a), x1(i, a)) - r;
-      b.hi[a] = std::max(x0(i, a), x1(i, a)) + r;
-    }
+    static_cast<Bounds&>(b) = swept_bounds(x0, x1, i, r);
     b.id = static_cast<int>(i);
     b.v[0] = static_cast<int>(i);
     b.v[1] = b.v[2] = -1;
@@ -60,13 +85,7 @@ std::vector<Box> union_boxes(const std::vector<Box>& vb, const Rows& rows, int k
   for (Eigen::Index e = 0; e < rows.rows(); ++e) {
     Box& b = boxes[static_cast<std::size_t>(e)];
     b = vb[static_cast<std::size_t>(rows(e, 0))];
-    for (int k = 1; k < K; ++k) {
-      const Box& o = vb[static_cast<std::size_t>(rows(e, k))];
-      for (int a = 0; a < 3; ++a) {
-        b.lo[a] = std::min(b.lo[a], o.lo[a]);
-        b.hi[a] = std::max(b.hi[a], o.hi[a]);
-      }
-    }
+    for (int k = 1; k < K; ++k) grow(b, vb[static_cast<std::size_t>(rows(e, k))]);
     b.id = static_cast<int>(e);
     b.kinematic = true;
     for (int k = 0; k < 3; ++k) {
@@ -75,12 +94,6 @@ std::vector<Box> union_boxes(const std::vector<Box>& vb, const Rows& rows, int k
     }
   }
   return boxes;
-}
-
-bool overlap(const Box& a, const Box& b) {
-  for (int k = 0; k < 3; ++k)
-    if (a.lo[k] > b.hi[k] || b.lo[k] > a.hi[k]) return false;
-  return true;
 }
 
 bool share_vertex(const Box& a, const Box& b) {
@@ -260,32 +273,16 @@ SurfaceCandidates CandidateCache::query(const Points& x0, const Points& x1, doub
   }
   // The cached pairs whose boxes at this query overlap (and, with mixed_only, that pair a
   // kinematic element with another): the order of the cached lists, which are sorted, is kept.
-  // Compact bounds (48 bytes per element, no ids) keep the pass over the pairs in cache.
-  struct Bounds {
-    double lo[3], hi[3];
-  };
-  auto meets = [](const Bounds& a, const Bounds& b) {
-    for (int k = 0; k < 3; ++k)
-      if (a.lo[k] > b.hi[k] || b.lo[k] > a.hi[k]) return false;
-    return true;
-  };
+  // Compact bounds (no ids) keep the pass over the pairs in cache.
   std::vector<Bounds> vb(static_cast<std::size_t>(x0.rows()));
-  tbb::parallel_for(Eigen::Index{0}, x0.rows(), [&](Eigen::Index i) {
-    Bounds& b = vb[static_cast<std::size_t>(i)];
-    for (int k = 0; k < 3; ++k) {
-      b.lo[k] = std::min(x0(i, k), x1(i, k)) - inflation;
-      b.hi[k] = std::max(x0(i, k), x1(i, k)) + inflation;
-    }
-  });
+  tbb::parallel_for(Eigen::Index{0}, x0.rows(),
+                    [&](Eigen::Index i) { vb[static_cast<std::size_t>(i)] = swept_bounds(x0, x1, i, inflation); });
   auto unions = [&](const auto& rows) {
     std::vector<Bounds> out(static_cast<std::size_t>(rows.rows()));
     tbb::parallel_for(Eigen::Index{0}, rows.rows(), [&](Eigen::Index e) {
       Bounds& b = out[static_cast<std::size_t>(e)];
       b = vb[static_cast<std::size_t>(rows(e, 0))];
-      for (Eigen::Index c = 1; c < rows.cols(); ++c) {
-        const Bounds& o = vb[static_cast<std::size_t>(rows(e, c))];
-        for (int k = 0; k < 3; ++k) b.lo[k] = std::min(b.lo[k], o.lo[k]), b.hi[k] = std::max(b.hi[k], o.hi[k]);
-      }
+      for (Eigen::Index c = 1; c < rows.cols(); ++c) grow(b, vb[static_cast<std::size_t>(rows(e, c))]);
     });
     return out;
   };
@@ -308,11 +305,11 @@ SurfaceCandidates CandidateCache::query(const Points& x0, const Points& x1, doub
   };
   SurfaceCandidates c;
   c.vertex_face = keep(cached_.vertex_face, [&](const std::array<int, 2>& p) {
-    return meets(vb[static_cast<std::size_t>(p[0])], fb[static_cast<std::size_t>(p[1])]) &&
+    return overlap(vb[static_cast<std::size_t>(p[0])], fb[static_cast<std::size_t>(p[1])]) &&
            (!mixed_only || (p[0] >= kinematic_from_) != kinematic(faces_, p[1]));
   });
   c.edge_edge = keep(cached_.edge_edge, [&](const std::array<int, 2>& p) {
-    return meets(eb[static_cast<std::size_t>(p[0])], eb[static_cast<std::size_t>(p[1])]) &&
+    return overlap(eb[static_cast<std::size_t>(p[0])], eb[static_cast<std::size_t>(p[1])]) &&
            (!mixed_only || kinematic(edges_, p[0]) != kinematic(edges_, p[1]));
   });
   return c;

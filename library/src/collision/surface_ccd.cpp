@@ -7,7 +7,6 @@
 #include <tuple>
 #include <xpd/collision/broad_phase.hpp>
 #include <xpd/collision/surface_ccd.hpp>
-#include <xpd/core/error.hpp>
 
 namespace xpd {
 
@@ -25,17 +24,13 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
-                             const CcdOptions& options, int kinematic_from, bool mixed_only, CandidateCache* cache) {
-  if (cache != nullptr && !cache->serves(faces, edges, kinematic_from))
-    throw Error("surface CCD: the candidate cache was built for another surface");
+// The broad phase `broad()` (the sweep or a cache's query), then the narrow phase on its pairs.
+template <typename Broad>
+SurfaceCcdResult surface_ccd_with(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
+                                  const CcdOptions& options, Broad broad) {
   SurfaceCcdResult r;
   auto t0 = std::chrono::steady_clock::now();
-  const SurfaceCandidates c =
-      cache != nullptr ? cache->query(x0, x1, options.minimum_separation, mixed_only)
-                       : swept_candidates(x0, x1, faces, edges, options.minimum_separation, kinematic_from, mixed_only);
+  const SurfaceCandidates c = broad();
   r.broad_phase_ms = ms_since(t0);
   r.vertex_face_candidates = c.vertex_face.size();
   r.edge_edge_candidates = c.edge_edge.size();
@@ -95,6 +90,21 @@ SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles
     r.pair = r.edge_edge ? c.edge_edge[best.index] : c.vertex_face[best.index];
   }
   return r;
+}
+
+}  // namespace
+
+SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
+                             const CcdOptions& options, int kinematic_from, bool mixed_only) {
+  return surface_ccd_with(x0, x1, faces, edges, options, [&] {
+    return swept_candidates(x0, x1, faces, edges, options.minimum_separation, kinematic_from, mixed_only);
+  });
+}
+
+SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, CandidateCache& cache, const CcdOptions& options,
+                             bool mixed_only) {
+  return surface_ccd_with(x0, x1, cache.faces(), cache.edges(), options,
+                          [&] { return cache.query(x0, x1, options.minimum_separation, mixed_only); });
 }
 
 }  // namespace xpd

@@ -35,11 +35,11 @@ Mat3 StrainLimitTerm::project_element(int k, const Mat3& F, const FrameInputs&) 
     // First a bound without trigonometry: every eigenvalue σ² − 1 of C = FᵀF − I is at most ‖C‖_F
     // in magnitude, so ‖C‖_F within both margins puts every σ inside (most elements of a skin
     // under moderate strain; the closed form below costs an atan2 and a sincos per element).
-    const Mat3 c = F.transpose() * F - Mat3::Identity();
+    const Mat3 ftf = F.transpose() * F;
     const double bound = std::min(1.0 - l(0) * l(0) * (1.0 + 1e-8), l(1) * l(1) * (1.0 - 1e-8) - 1.0);
-    if (bound > 0.0 && c.squaredNorm() <= bound * bound) return F;
+    if (bound > 0.0 && (ftf - Mat3::Identity()).squaredNorm() <= bound * bound) return F;
     Eigen::SelfAdjointEigenSolver<Mat3> eig;
-    eig.computeDirect(F.transpose() * F, Eigen::EigenvaluesOnly);
+    eig.computeDirect(ftf, Eigen::EigenvaluesOnly);
     const Vec3& s2 = eig.eigenvalues();  // increasing
     if (s2(0) >= l(0) * l(0) * (1.0 + 1e-8) && s2(2) <= l(1) * l(1) * (1.0 - 1e-8)) return F;
   }

@@ -70,14 +70,9 @@ struct IpcModel::Impl {
     return edge_edge_squared_distance(row(0), row(1), row(2), row(3));
   }
 
-  // Pairs of the surface within d̂ at s (sharing no vertex, not both of obstacles), with their
-  // squared distances; body_only: the body's own pairs (s may then have the body's rows only).
-  // With `cache` (the state's, for the whole surface) its query replaces the sweep (same pairs).
-  void active_pairs(const Points& s, std::vector<Pair>& out, std::vector<double>& d2, bool body_only = false,
-                    CandidateCache* cache = nullptr) const {
-    const SurfaceCandidates c = body_only          ? swept_candidates(s, s, body_triangles, body_edges, options.dhat)
-                                : cache != nullptr ? cache->query(s, s, options.dhat)
-                                                   : swept_candidates(s, s, triangles, edges, options.dhat, num_body);
+  // The candidates c (boxes at s grown by d̂) within d̂, with their squared distances.
+  void pairs_within_dhat(const SurfaceCandidates& c, const Points& s, std::vector<Pair>& out,
+                         std::vector<double>& d2) const {
     out.clear();
     d2.clear();
     const double dhat2 = options.dhat * options.dhat;
@@ -214,7 +209,8 @@ IpcModel::IpcModel(const Model& model, ProxySet proxies, Triangles triangles, Ip
   // Pairs within d̂ at rest would be pre-stressed forever.
   std::vector<Pair> rest_pairs;
   std::vector<double> rest_d2;
-  d.active_pairs(d.proxies.rest, rest_pairs, rest_d2, /*body_only=*/true);
+  d.pairs_within_dhat(swept_candidates(d.proxies.rest, d.proxies.rest, d.body_triangles, d.body_edges, d.options.dhat),
+                      d.proxies.rest, rest_pairs, rest_d2);
   if (!rest_pairs.empty()) {
     const auto i = static_cast<std::size_t>(std::min_element(rest_d2.begin(), rest_d2.end()) - rest_d2.begin());
     throw Error(
@@ -268,8 +264,7 @@ struct IpcState::Impl final : public GlobalStep {
   IpcFrameStats extra;
   std::vector<Pair> pairs;  // active at the last evaluate()
   std::vector<double> pair_d2;
-  std::vector<Mat12> pair_hessian;            // barrier Hessian of each pair at the last evaluate()
-  std::vector<PairDerivatives> pair_barrier;  // scratch of add_barrier()
+  std::vector<PairDerivatives> pair_barrier;  // barrier of each pair at the last evaluate()
   Points s, s1, x_trial;
   // Obstacles: where they stand, and their pose at the end of the frame.
   Points obstacle_x, obstacle_target, predicted;
@@ -292,6 +287,13 @@ struct IpcState::Impl final : public GlobalStep {
     return *cache;
   }
 
+  // The pairs within d̂ (sharing no vertex, not both of obstacles) at x, the obstacles where they
+  // stand: s, pairs and pair_d2.
+  void update_pairs(const Points& x) {
+    m->surface_positions(x, obstacle_x, s);
+    m->pairs_within_dhat(candidates().query(s, s, m->options.dhat), s, pairs, pair_d2);
+  }
+
   const char* name() const override { return "ipc"; }
   // Anderson: the frame loop checks every extrapolated iterate with max_step_fraction (CCD) and
   // extrapolates only from uncut steps; Chebyshev's iterate is not checked.
@@ -305,9 +307,8 @@ struct IpcState::Impl final : public GlobalStep {
   // Barrier energy and forces at state.x added to the PD ones; records the active pairs.
   double add_barrier(State& state) {
     PhaseTimer pt;
-    m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2, false, &candidates());
-    pair_hessian.resize(pairs.size());
+    update_pairs(state.x);
+    pair_barrier.resize(pairs.size());  // one entry per pair, also when E = ∞ below
     for (std::size_t k = 0; k < pairs.size(); ++k)
       if (!(pair_d2[k] > 0)) {
         pt.lap(extra.barrier_ms);
@@ -315,14 +316,12 @@ struct IpcState::Impl final : public GlobalStep {
       }
     // The pairs' derivatives in parallel (independent), then summed and scattered in pair order, so
     // that the result does not depend on the threads.
-    pair_barrier.resize(pairs.size());
     tbb::parallel_for(std::size_t{0}, pairs.size(),
                       [&](std::size_t k) { pair_barrier[k] = m->barrier(pairs[k], s, kappa); });
     double energy = 0;
     const Tets& tets = m->model->tets();
     for (std::size_t k = 0; k < pairs.size(); ++k) {
-      const PairDerivatives& b = pair_barrier[k];
-      pair_hessian[k] = b.hessian;  // iterate() at this x uses it
+      const PairDerivatives& b = pair_barrier[k];  // iterate() at this x uses its Hessian
       energy += b.value;
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c) {
@@ -374,7 +373,7 @@ struct IpcState::Impl final : public GlobalStep {
         }
         if (!body || !obstacle) continue;
         coupled = true;
-        const Eigen::Matrix<double, 12, 1> g = pair_hessian[k] * dv;
+        const Eigen::Matrix<double, 12, 1> g = pair_barrier[k].hessian * dv;
         for (int c = 0; c < 4; ++c) {
           const int p = v[static_cast<std::size_t>(c)];
           if (p >= m->num_body) continue;
@@ -398,7 +397,7 @@ struct IpcState::Impl final : public GlobalStep {
     // With the body standing still only obstacle–body pairs move (the body's own may sit closer
     // than the separation).
     const bool body_moves = predicted.cwiseAbs().maxCoeff() > 0;
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, !body_moves, &candidates());
+    const SurfaceCcdResult r = surface_ccd(s, s1, candidates(), o, !body_moves);
     pt.lap(extra.ccd_ms);
     if (!r.hit) {
       obstacle_x = obstacle_target;
@@ -445,8 +444,7 @@ struct IpcState::Impl final : public GlobalStep {
       obstacle_target = m->obstacle_pose(state.frame + 1);
       arrived = obstacle_target == obstacle_x;
     }
-    m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2, false, &candidates());
+    update_pairs(state.x);
     for (std::size_t k = 0; k < pairs.size(); ++k)
       if (!(pair_d2[k] > 0))
         throw SolverError(fmt::format("ipc: frame {} starts with {} touching or intersecting (distance {})",
@@ -460,8 +458,7 @@ struct IpcState::Impl final : public GlobalStep {
                                                    : std::string()));
     // The obstacles' first move of the frame, so that the residual scale and κ see their push.
     if (advance_obstacles(state, /*predict=*/false)) {  // no barrier Hessians yet
-      m->surface_positions(state.x, obstacle_x, s);
-      m->active_pairs(s, pairs, pair_d2, false, &candidates());
+      update_pairs(state.x);
     }
     if (kappa > 0) return;
     // Automatic κ: balance the barrier gradient against the elastic one, clamped to [κ_min, 100 κ_min].
@@ -519,7 +516,7 @@ struct IpcState::Impl final : public GlobalStep {
       // The Hessian of the last evaluate(), which the frame loop runs at the iterate it accepted,
       // restricted to the body's coordinates (an obstacle's rows and columns zeroed: its vertices
       // are not unknowns) and then projected to PSD.
-      Mat12 h = pair_hessian[k];
+      Mat12 h = pair_barrier[k].hessian;
       const auto v = m->vertices(pairs[k]);
       for (int c = 0; c < 4; ++c)
         if (v[static_cast<std::size_t>(c)] >= m->num_body) {
@@ -699,7 +696,7 @@ struct IpcState::Impl final : public GlobalStep {
     CcdOptions o = m->options.ccd;
     if (!pair_d2.empty())
       o.tolerance = std::min(o.tolerance, 0.1 * std::sqrt(*std::min_element(pair_d2.begin(), pair_d2.end())));
-    const SurfaceCcdResult r = surface_ccd(s, s1, m->triangles, m->edges, o, m->num_body, false, &candidates());
+    const SurfaceCcdResult r = surface_ccd(s, s1, candidates(), o);
     const double alpha = r.hit ? 0.8 * r.toi : 1.0;
     extra.min_step_fraction = std::min(extra.min_step_fraction, alpha);
     pt.lap(extra.ccd_ms);
@@ -708,8 +705,7 @@ struct IpcState::Impl final : public GlobalStep {
 
   void end_frame(State& state, FrameStats&) override {
     if (m->num_obstacle_vertices > 0) extra.obstacle_lag = (obstacle_target - obstacle_x).rowwise().norm().maxCoeff();
-    m->surface_positions(state.x, obstacle_x, s);
-    m->active_pairs(s, pairs, pair_d2, false, &candidates());
+    update_pairs(state.x);
     extra.active_pairs = static_cast<int>(pairs.size());
     extra.min_distance = m->options.dhat;
     for (const double d2 : pair_d2) extra.min_distance = std::min(extra.min_distance, std::sqrt(std::max(d2, 0.0)));

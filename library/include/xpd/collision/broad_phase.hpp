@@ -71,16 +71,13 @@ class CandidateCache {
   /// The candidates of the step x0 → x1 (#V × 3 each), equal to swept_candidates'. Throws like it.
   SurfaceCandidates query(const Points& x0, const Points& x1, double inflation, bool mixed_only = false);
 
-  /// Whether the cache was built for this surface (faces, edges and kinematic_from equal).
-  bool serves(const Triangles& faces, const Edges& edges, int kinematic_from) const {
-    return kinematic_from == kinematic_from_ && faces.rows() == faces_.rows() && edges.rows() == edges_.rows() &&
-           faces == faces_ && edges == edges_;
-  }
+  /// The surface the cache serves.
+  const Triangles& faces() const { return faces_; }
+  const Edges& edges() const { return edges_; }
+  int kinematic_from() const { return kinematic_from_; }
 
   long queries() const { return queries_; }
   long rebuilds() const { return rebuilds_; }
-  /// Forgets the cached pairs (the next query rebuilds).
-  void clear() { centre_.resize(0, 3); }
 
  private:
   Triangles faces_;

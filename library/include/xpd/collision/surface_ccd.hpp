@@ -33,10 +33,14 @@ struct SurfaceCcdResult {
 /// Surface (faces, edges) moving from x0 to x1 (#V × 3 each). Vertices from `kinematic_from` on
 /// are kinematic (obstacles): pairs between two of their elements are not tested, and with
 /// `mixed_only` only pairs of a kinematic and a non-kinematic element are (broad_phase.hpp).
-/// With `cache` (built for the same faces, edges and kinematic_from) the broad phase is its query,
-/// which gives the same candidates. Throws Error like swept_candidates and vertex_face_ccd.
+/// Throws Error like swept_candidates and vertex_face_ccd.
 SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, const Triangles& faces, const Edges& edges,
                              const CcdOptions& options = {}, int kinematic_from = kNoKinematicVertices,
-                             bool mixed_only = false, CandidateCache* cache = nullptr);
+                             bool mixed_only = false);
+
+/// The same on the surface a candidate cache serves (its faces, edges and kinematic_from), the
+/// broad phase being the cache's query (the same candidates as the sweep's).
+SurfaceCcdResult surface_ccd(const Points& x0, const Points& x1, CandidateCache& cache, const CcdOptions& options = {},
+                             bool mixed_only = false);
 
 }  // namespace xpd

@@ -8,6 +8,7 @@
 #include <xpd/core/disjoint_sets.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/surface.hpp>
+#include <xpd/topology/cut_surface.hpp>
 #include <xpd/topology/face_cut.hpp>
 
 namespace xpd {
@@ -54,6 +55,14 @@ FaceCutter::FaceCutter(TetMesh mesh) : mesh_(std::move(mesh)) {
   for (size_t v = 0; v < origin_.size(); ++v) origin_[v] = static_cast<int>(v);
   for (int t = 0; t < mesh_.tets.rows(); ++t)
     for (int a = 0; a < 4; ++a) node_tets_[static_cast<size_t>(mesh_.tets(t, a))].push_back(t);
+  const auto nt = static_cast<size_t>(mesh_.tets.rows());
+  source_rows_ = mesh_.tets;
+  source_.resize(nt);
+  std::iota(source_.begin(), source_.end(), 0);
+  real_.assign(nt, 0xF);
+  planes_.assign(nt, {});
+  fraction_.assign(nt, 1.0);
+  snap_ = nt > 0 ? 0.05 * mean_edge_length(mesh_.nodes, mesh_.tets) : 0.0;
 }
 
 int FaceCutter::original(int node) const {
@@ -70,6 +79,8 @@ bool FaceCutter::is_cut(int t0, int t1) const {
 
 CutEvent FaceCutter::cut(const std::vector<TetPair>& faces) {
   const int nt = static_cast<int>(mesh_.tets.rows());
+  if (split_elements_)
+    throw MeshError("cut: the mesh has split elements (an embedded cut); face cuts and element splits do not mix");
   // Validate everything before changing anything.
   std::vector<TetPair> fresh;
   for (const auto& [a, b] : faces) {
@@ -191,57 +202,11 @@ std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal,
   return out;
 }
 
-namespace {
-
-// Segment a→b against triangle (v0, v1, v2) (Möller & Trumbore 1997): the segment parameter
-// t ∈ [0, 1] and barycentrics (u, v) of the crossing, or nothing when it misses or lies in the
-// triangle's plane.
-std::optional<std::array<double, 3>> segment_triangle(const Vec3& a, const Vec3& b, const Vec3& v0, const Vec3& v1,
-                                                      const Vec3& v2) {
-  const Vec3 d = b - a, e1 = v1 - v0, e2 = v2 - v0;
-  const Vec3 p = d.cross(e2);
-  const double det = e1.dot(p);
-  if (std::abs(det) <= 1e-14 * d.norm() * e1.norm() * e2.norm()) return std::nullopt;
-  const Vec3 s = a - v0;
-  const double u = s.dot(p) / det;
-  if (u < 0 || u > 1) return std::nullopt;
-  const Vec3 q = s.cross(e1);
-  const double v = d.dot(q) / det;
-  if (v < 0 || u + v > 1) return std::nullopt;
-  const double t = e2.dot(q) / det;
-  if (t < 0 || t > 1) return std::nullopt;
-  return std::array<double, 3>{t, u, v};
-}
-
-}  // namespace
-
 std::vector<TetPair> faces_across_swept_path(const TetMesh& mesh, const SweptPath& path) {
-  const size_t m = path.points.size();
-  if (m < 2) throw MeshError(fmt::format("swept path: {} point(s), at least 2 needed", m));
-  if (path.sweep.size() != 1 && path.sweep.size() != m)
-    throw MeshError(fmt::format("swept path: {} sweep vectors for {} points (give 1 or {})", path.sweep.size(), m, m));
-  for (const auto* list : {&path.points, &path.sweep})
-    for (const Vec3& v : *list)
-      if (!v.allFinite()) throw MeshError("swept path: a point or sweep vector is not finite");
-  auto sweep = [&](size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
-  // The surface's triangles, with the arc length at each corner (the far side of a patch carries
-  // its polyline point's arc length).
-  struct Tri {
-    Vec3 v[3];
-    double arc[3];
-  };
-  std::vector<Tri> tris;
+  const std::vector<SweptTriangle> tris = swept_triangles(path);  // MeshError for a malformed path
   Eigen::AlignedBox3d box;
-  double arc = 0;
-  for (size_t i = 0; i + 1 < m; ++i) {
-    const Vec3 &p0 = path.points[i], &p1 = path.points[i + 1];
-    const double next = arc + (p1 - p0).norm();
-    const Vec3 q0 = p0 + sweep(i), q1 = p1 + sweep(i + 1);
-    tris.push_back(Tri{{p0, p1, q1}, {arc, next, next}});
-    tris.push_back(Tri{{p0, q1, q0}, {arc, next, arc}});
-    for (const Vec3& v : {p0, p1, q0, q1}) box.extend(v);
-    arc = next;
-  }
+  for (const SweptTriangle& tri : tris)
+    for (const Vec3& v : tri.v) box.extend(v);
   const auto faces = sorted_faces(mesh.tets);
   auto centroid = [&](int t) {
     Vec3 c = Vec3::Zero();
@@ -256,7 +221,7 @@ std::vector<TetPair> faces_across_swept_path(const TetMesh& mesh, const SweptPat
     Eigen::AlignedBox3d seg(a.cwiseMin(b), a.cwiseMax(b));
     if (!seg.intersects(box)) continue;
     // The first triangle crossed (a segment through an edge between two triangles is one face).
-    for (const Tri& tri : tris) {
+    for (const SweptTriangle& tri : tris) {
       const auto hit = segment_triangle(a, b, tri.v[0], tri.v[1], tri.v[2]);
       if (!hit) continue;
       const double u = (*hit)[1], v = (*hit)[2];
@@ -315,6 +280,17 @@ ExcisionEvent FaceCutter::excise(const std::vector<int>& tets) {
   }
   cut_ = std::move(cut);
   node_tets_ = std::move(node_tets);
+  // The split elements' records follow their tets.
+  auto follow = [&](auto& per_tet) {
+    size_t k = 0;
+    for (size_t t = 0; t < static_cast<size_t>(nt); ++t)
+      if (ev.tet_map[t] >= 0) per_tet[k++] = std::move(per_tet[t]);
+    per_tet.resize(k);
+  };
+  follow(source_);
+  follow(real_);
+  follow(planes_);
+  follow(fraction_);
   return ev;
 }
 

@@ -11,6 +11,7 @@
 // tets of the component that holds the lowest tet id keep the original node, the others are
 // re-indexed to the copies. Tet ids never change and the node list only grows, so anything that
 // refers to an original node (attachments, selections) stays valid and stays on that side.
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,11 @@ struct CutEvent {
   std::vector<int> changed_tets;             ///< tets whose node indices changed (ascending)
   std::vector<Eigen::RowVector4i> old_tets;  ///< their node indices before the cut (same order)
   int faces_cut = 0;                         ///< faces newly separated by this cut
+  // Element splitting (FaceCutter::split) only; empty for face cuts.
+  std::vector<double> old_fraction;  ///< per changed tet: its volume fraction before the event (same order)
+  int tets_before = 0;               ///< #T before the event; new tets are tets_before, …
+  std::vector<int> tet_copy_of;      ///< per new tet: the tet it was split from
+  int tets_split = 0;                ///< tets cut through by this split (= new tets)
 };
 
 /// What an excision did (the input of a factor update: the removed tets' blocks, the new placeholders).
@@ -40,6 +46,8 @@ struct ExcisionEvent {
 };
 
 /// A tet mesh that is cut progressively. Keeps the set of separated faces and node → tet incidence.
+class CutSurface;
+
 class FaceCutter {
  public:
   /// Throws MeshError (from boundary_faces) when the mesh has a face shared by more than two tets
@@ -61,14 +69,56 @@ class FaceCutter {
   bool is_cut(int t0, int t1) const;
 
   /// Separates the given faces and splits the nodes as described above. Faces already cut are
-  /// skipped. Throws MeshError (mesh unchanged) when a pair is not two distinct tets sharing a face.
+  /// skipped. Throws MeshError (mesh unchanged) when a pair is not two distinct tets sharing a face,
+  /// or when the mesh has split elements (one kind of cut per mesh).
   CutEvent cut(const std::vector<TetPair>& faces);
+
+  /// Element splitting, for cuts that do not follow mesh faces (a lattice with an embedded surface;
+  /// the virtual node algorithm of Molino, Bao & Fedkiw 2004). Each node's side of `surface` is
+  /// snapped away from the surface by 5% of the mesh's mean edge (no sliver fragments). A tet whose
+  /// material (the part of it its earlier splits left it, holding its "real" corners) has corners on
+  /// both sides, with every edge between the two sides crossing the surface, is cut through: it
+  /// keeps the positive side's fragment and a new tet (a copy of its rest shape, appended) takes the
+  /// negative side's; each fragment's volume fraction is its share of the tet's volume, the region
+  /// where the linear interpolation of the nodes' sides keeps its sign, clipped exactly. A tet the
+  /// surface crosses only partly (the blade's end inside it) is not cut, so the cut opens only where
+  /// it is complete, as with faces. Then each node of a cut tet is split into one copy per connected
+  /// component of the tets around it, two tets connected when their source tets share a face, they
+  /// name the same nodes on it and a corner of that face is real in both; the component with the
+  /// lowest tet id keeps the node. Copies start at the node's rest position; a fragment's nodes on
+  /// the other side are "virtual" (they carry its shape and its share of mass and stiffness).
+  /// changed_tets are the tets whose nodes or fraction changed (old_fraction beside old_tets).
+  /// Throws MeshError (mesh unchanged) when the mesh has face cuts.
+  CutEvent split(const CutSurface& surface);
+
+  /// Volume fraction of tet t's material (1 for a tet never split). Throws MeshError out of range.
+  double fraction(int t) const;
+  const std::vector<double>& fractions() const { return fraction_; }
+  /// The tet of the mesh given at construction that tet t is a fragment of.
+  int source_tet(int t) const;
+  /// True when corner a (0–3) of tet t holds material of t (a "real" node of the fragment).
+  bool is_real(int t, int a) const;
+  /// True after a split that cut at least one tet.
+  bool has_split_elements() const { return split_elements_; }
 
  private:
   TetMesh mesh_;
   std::vector<std::vector<int>> node_tets_;  // node → incident tets
   std::vector<TetPair> cut_;                 // sorted
   std::vector<int> origin_;                  // node → the original node it descends from
+  // Element splitting: per tet, its source tet, real corners (bit a = corner a), the linear side
+  // functions (values at the corners, with the sign kept) that bound its material, and its fraction.
+  struct SidePlane {
+    std::array<double, 4> value;
+    double sign;
+  };
+  Tets source_rows_;  // the tets at construction
+  std::vector<int> source_;
+  std::vector<unsigned char> real_;
+  std::vector<std::vector<SidePlane>> planes_;
+  std::vector<double> fraction_;
+  double snap_ = 0;  // 5% of the mean edge at construction
+  bool split_elements_ = false;
 };
 
 /// Interior faces of `mesh` (tets sharing three nodes) whose two tets have centroids strictly on

@@ -7,6 +7,7 @@
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/surgery_session.hpp>
 #include <xpd/solver/topology_update.hpp>
+#include <xpd/topology/cut_surface.hpp>
 
 namespace xpd {
 
@@ -29,10 +30,78 @@ struct SurgerySession::Impl {
 
   bool progressive() const { return options.factor_update == FactorUpdate::Progressive; }
 
+  // `d` holds each tet's material (base μ, ρ, strain-limit stiffness); a fragment of a split
+  // element (FaceCutter::split) weighs its volume fraction of them.
   std::unique_ptr<Model> build(const ModelDesc& d) const {
     ModelDesc b = d;
     b.factorize = !progressive();
+    if (cutter.has_split_elements()) {
+      const std::vector<double>& f = cutter.fractions();
+      auto scaled = [&](const std::vector<double>& v) {
+        std::vector<double> out(f.size());
+        for (size_t t = 0; t < f.size(); ++t) out[t] = (v.size() == 1 ? v.front() : v[t]) * f[t];
+        return out;
+      };
+      b.mu = scaled(d.mu);
+      b.density = scaled(d.density);
+      for (StrainLimitDesc& sl : b.strain_limits) sl.stiffness *= f[static_cast<size_t>(sl.tet)];
+    }
     return std::make_unique<Model>(build_model(b));
+  }
+
+  // A cut's copies of attached nodes inherit their attachments (same stiffness, same current
+  // target; rank-1 columns after the cut's change). Appends to d.attachments, keys, origin,
+  // targets and mod.added; returns how many. Copies listed in `skip` inherit nothing.
+  int inherit_attachments(const CutEvent& ev, ModelDesc& d, std::vector<int>& keys, std::vector<int>& origins,
+                          Points& targets, FactorModification& mod, const std::vector<char>* skip = nullptr) const {
+    const auto nv = static_cast<int>(d.mesh.nodes.rows());
+    std::vector<std::vector<int>> on_node(static_cast<size_t>(ev.nodes_before));
+    for (size_t r = 0; r < desc.attachments.size(); ++r) {
+      const BaryPoint& p = desc.attachments[r].point;
+      if (p.nodes[0] >= 0 && p.weights[0] == 1.0 && p.nodes[1] < 0 && p.nodes[2] < 0 && p.nodes[3] < 0)
+        on_node[static_cast<size_t>(p.nodes[0])].push_back(static_cast<int>(r));
+    }
+    std::vector<std::pair<int, int>> inherited;  // (copy, attachment row it copies)
+    for (size_t k = 0; k < ev.copy_of.size(); ++k) {
+      const int copy = ev.nodes_before + static_cast<int>(k);
+      if (skip && (*skip)[static_cast<size_t>(copy)]) continue;
+      for (int r : on_node[static_cast<size_t>(ev.copy_of[k])]) inherited.emplace_back(copy, r);
+    }
+    if (inherited.empty()) return 0;
+    const Eigen::Index base = targets.rows();
+    targets.conservativeResize(base + static_cast<Eigen::Index>(inherited.size()), 3);
+    for (size_t i = 0; i < inherited.size(); ++i) {
+      const auto [copy, r] = inherited[i];
+      const AttachmentDesc& a = desc.attachments[static_cast<size_t>(r)];
+      d.attachments.push_back({BaryPoint::node(copy), a.stiffness, a.target});
+      targets.row(base + static_cast<Eigen::Index>(i)) = state.inputs.attachment_targets.row(r);
+      keys.push_back(next_attachment + static_cast<int>(i));
+      origins.push_back(origin[static_cast<size_t>(attachment[static_cast<size_t>(r)])]);
+      if (progressive()) mod.added.push_back(attachment_column(BaryPoint::node(copy), a.stiffness, nv));
+    }
+    return static_cast<int>(inherited.size());
+  }
+
+  // The base per-tet parameters and limits of `d` after a split appended tets copying
+  // ev.tet_copy_of (one value for all stays one value).
+  void grow_per_tet(const CutEvent& ev, ModelDesc& d, std::vector<double>& stiffness) const {
+    auto grow = [&](std::vector<double>& v) {
+      if (v.size() != static_cast<size_t>(ev.tets_before)) return;
+      for (int src : ev.tet_copy_of) v.push_back(v[static_cast<size_t>(src)]);
+    };
+    grow(d.mu);
+    grow(d.density);
+    grow(d.lambda);
+    grow(stiffness);
+    std::vector<std::vector<size_t>> limits_of(static_cast<size_t>(ev.tets_before));
+    for (size_t k = 0; k < d.strain_limits.size(); ++k)
+      limits_of[static_cast<size_t>(d.strain_limits[k].tet)].push_back(k);
+    for (size_t k = 0; k < ev.tet_copy_of.size(); ++k)
+      for (size_t l : limits_of[static_cast<size_t>(ev.tet_copy_of[k])]) {
+        StrainLimitDesc sl = d.strain_limits[l];
+        sl.tet = ev.tets_before + static_cast<int>(k);
+        d.strain_limits.push_back(sl);
+      }
   }
 
   // The attachments kept when the marked rows go (their columns are appended to mod.removed):
@@ -152,47 +221,158 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
     ModelDesc d = m.desc;
     d.mesh = m.cutter.mesh();
     // An attached node that splits holds every piece: each copy gets the attachments of the node
-    // it duplicates (same stiffness, same current target; rank-1 columns after the cut's change).
-    const auto nv = static_cast<int>(d.mesh.nodes.rows());
-    std::vector<std::vector<int>> on_node(static_cast<size_t>(ev.nodes_before));
-    for (size_t r = 0; r < m.desc.attachments.size(); ++r) {
-      const BaryPoint& p = m.desc.attachments[r].point;
-      if (p.nodes[0] >= 0 && p.weights[0] == 1.0 && p.nodes[1] < 0 && p.nodes[2] < 0 && p.nodes[3] < 0)
-        on_node[static_cast<size_t>(p.nodes[0])].push_back(static_cast<int>(r));
-    }
+    // it duplicates.
     std::vector<int> keys = m.attachment, origin = m.origin;
     Points targets = m.state.inputs.attachment_targets;
-    std::vector<std::pair<int, int>> inherited;  // (copy, attachment row it copies)
-    for (size_t k = 0; k < ev.copy_of.size(); ++k)
-      for (int r : on_node[static_cast<size_t>(ev.copy_of[k])])
-        inherited.emplace_back(ev.nodes_before + static_cast<int>(k), r);
     FactorModification mod =
         m.progressive() ? cut_modification(ev, m.cutter.mesh(), m.tet_stiffness) : FactorModification{};
-    if (!inherited.empty()) {
-      targets.conservativeResize(targets.rows() + static_cast<Eigen::Index>(inherited.size()), 3);
-      for (size_t i = 0; i < inherited.size(); ++i) {
-        const auto [copy, r] = inherited[i];
-        const AttachmentDesc& a = m.desc.attachments[static_cast<size_t>(r)];
-        d.attachments.push_back({BaryPoint::node(copy), a.stiffness, a.target});
-        targets.row(targets.rows() - static_cast<Eigen::Index>(inherited.size() - i)) =
-            m.state.inputs.attachment_targets.row(r);
-        keys.push_back(m.next_attachment + static_cast<int>(i));
-        origin.push_back(m.origin[static_cast<size_t>(m.attachment[static_cast<size_t>(r)])]);
-        if (m.progressive()) mod.added.push_back(attachment_column(BaryPoint::node(copy), a.stiffness, nv));
-      }
-    }
+    const int inherited = m.inherit_attachments(ev, d, keys, origin, targets, mod);
     std::unique_ptr<Model> model = m.build(d);
     m.follow(std::move(model), mod, ev.copy_of, &targets);
     m.desc.mesh = std::move(d.mesh);
     m.desc.attachments = std::move(d.attachments);
     m.attachment = std::move(keys);
     m.origin = std::move(origin);
-    m.next_attachment += static_cast<int>(inherited.size());
+    m.next_attachment += inherited;
   } catch (...) {
     m.cutter = std::move(before);
     throw;
   }
   return ev;
+}
+
+CutEvent SurgerySession::split(const CutSurface& surface) {
+  Impl& m = *impl_;
+  FaceCutter before = m.cutter;           // the mesh to restore when the event fails
+  CutEvent ev = m.cutter.split(surface);  // MeshError: mesh unchanged
+  if (ev.tets_split == 0) return ev;
+  try {
+    ModelDesc d = m.desc;
+    d.mesh = m.cutter.mesh();
+    std::vector<double> stiffness = m.tet_stiffness;
+    m.grow_per_tet(ev, d, stiffness);
+    std::vector<int> keys = m.attachment, origin = m.origin;
+    Points targets = m.state.inputs.attachment_targets;
+    FactorModification mod =
+        m.progressive() ? cut_modification(ev, m.cutter.mesh(), stiffness, m.cutter.fractions()) : FactorModification{};
+    const int inherited = m.inherit_attachments(ev, d, keys, origin, targets, mod);
+    m.follow(m.build(d), mod, ev.copy_of, &targets);
+    m.desc = std::move(d);
+    m.tet_stiffness = std::move(stiffness);
+    m.attachment = std::move(keys);
+    m.origin = std::move(origin);
+    m.next_attachment += inherited;
+  } catch (...) {
+    m.cutter = std::move(before);
+    throw;
+  }
+  return ev;
+}
+
+ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface) {
+  Impl& m = *impl_;
+  FaceCutter before = m.cutter;
+  const CutEvent cut = m.cutter.split(surface);  // MeshError: mesh unchanged
+  const std::vector<int> inside = m.cutter.tets_inside(surface);
+  if (inside.empty()) {
+    m.cutter = std::move(before);  // a split with nothing to take out is no event
+    return {};
+  }
+  try {
+    const TetMesh split_mesh = m.cutter.mesh();
+    const std::vector<double> split_fractions = m.cutter.fractions();
+    ExcisionEvent ev = m.cutter.excise(inside);  // MeshError: every tet
+    const int nv = static_cast<int>(split_mesh.nodes.rows());
+    ModelDesc d = m.desc;
+    d.mesh = split_mesh;
+    std::vector<double> stiffness = m.tet_stiffness;
+    m.grow_per_tet(cut, d, stiffness);
+    std::vector<char> orphan(static_cast<size_t>(nv), 0);
+    for (int j : ev.orphaned) orphan[static_cast<size_t>(j)] = 1;
+    // The split's change, its copies' inherited attachments (not on nodes the excision leaves
+    // without a tet), then the excision's change on the split mesh.
+    std::vector<int> keys = m.attachment, origin = m.origin;
+    Points targets = m.state.inputs.attachment_targets;
+    FactorModification mod =
+        m.progressive() ? cut_modification(cut, split_mesh, stiffness, split_fractions) : FactorModification{};
+    const int inherited = m.inherit_attachments(cut, d, keys, origin, targets, mod, &orphan);
+    // Placeholders: an old node keeps its current diagonal, a new one its twin's.
+    std::vector<std::pair<int, double>> placeholders;
+    for (int j : ev.orphaned) {
+      const int twin = j < cut.nodes_before ? j : cut.copy_of[static_cast<size_t>(j - cut.nodes_before)];
+      placeholders.emplace_back(j, m.model->matrix().coeff(twin, twin));
+    }
+    if (m.progressive()) {
+      std::vector<double> weights = stiffness;
+      for (size_t t = 0; t < weights.size(); ++t) weights[t] *= split_fractions[t];
+      const FactorModification ex = excision_modification(ev, split_mesh, weights, placeholders);
+      mod.change.insert(mod.change.end(), ex.change.begin(), ex.change.end());
+    }
+    // Per-tet parameters and limits follow the renumbering.
+    auto kept = [&](const std::vector<double>& per_tet) {
+      if (per_tet.size() != ev.tet_map.size()) return per_tet;  // one value for all
+      std::vector<double> out;
+      for (size_t t = 0; t < ev.tet_map.size(); ++t)
+        if (ev.tet_map[t] >= 0) out.push_back(per_tet[t]);
+      return out;
+    };
+    stiffness = kept(stiffness);
+    d.mu = kept(d.mu);
+    d.density = kept(d.density);
+    d.lambda = kept(d.lambda);
+    std::vector<StrainLimitDesc> limits;
+    for (StrainLimitDesc sl : d.strain_limits) {
+      sl.tet = ev.tet_map[static_cast<size_t>(sl.tet)];
+      if (sl.tet >= 0) limits.push_back(sl);
+    }
+    d.strain_limits = std::move(limits);
+    d.mesh = m.cutter.mesh();
+    d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
+    // Attachments and springs on the excised tissue go with it.
+    auto uses_orphan = [&](const BaryPoint& p) {
+      for (size_t a = 0; a < 4; ++a)
+        if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
+      return false;
+    };
+    std::vector<AttachmentDesc> attachments;
+    std::vector<int> kept_keys;
+    std::vector<Eigen::Index> rows;
+    for (size_t r = 0; r < d.attachments.size(); ++r) {
+      const AttachmentDesc& a = d.attachments[r];
+      if (uses_orphan(a.point)) {
+        if (m.progressive()) mod.removed.push_back(attachment_column(a.point, a.stiffness, nv));
+        continue;
+      }
+      attachments.push_back(a);
+      kept_keys.push_back(keys[r]);
+      rows.push_back(static_cast<Eigen::Index>(r));
+    }
+    Points kept_targets(static_cast<Eigen::Index>(rows.size()), 3);
+    for (size_t i = 0; i < rows.size(); ++i) kept_targets.row(static_cast<Eigen::Index>(i)) = targets.row(rows[i]);
+    d.attachments = std::move(attachments);
+    std::vector<PointSpring> springs;
+    std::vector<int> spring_ids;
+    for (size_t k = 0; k < d.springs.size(); ++k) {
+      if (uses_orphan(d.springs[k].a) || uses_orphan(d.springs[k].b)) {
+        if (m.progressive()) mod.removed.push_back(spring_column(d.springs[k], nv));
+        continue;
+      }
+      springs.push_back(d.springs[k]);
+      spring_ids.push_back(m.spring[k]);
+    }
+    d.springs = std::move(springs);
+    m.follow(m.build(d), mod, cut.copy_of, &kept_targets);
+    m.desc = std::move(d);
+    m.tet_stiffness = std::move(stiffness);
+    m.attachment = std::move(kept_keys);
+    m.origin = std::move(origin);
+    m.next_attachment += inherited;
+    m.spring = std::move(spring_ids);
+    return ev;
+  } catch (...) {
+    m.cutter = std::move(before);
+    throw;
+  }
 }
 
 ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
@@ -232,7 +412,9 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
       placeholders.emplace_back(j, m.model->matrix().coeff(j, j));
     }
     d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
-    FactorModification mod = excision_modification(ev, before.mesh(), m.tet_stiffness, placeholders);
+    std::vector<double> weights = m.tet_stiffness;  // of the mesh before, fractions included
+    for (size_t t = 0; t < weights.size(); ++t) weights[t] *= before.fractions()[t];
+    FactorModification mod = excision_modification(ev, before.mesh(), weights, placeholders);
     auto uses_orphan = [&](const BaryPoint& p) {
       for (size_t a = 0; a < 4; ++a)
         if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;

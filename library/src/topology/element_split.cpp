@@ -92,6 +92,26 @@ bool FaceCutter::is_real(int t, int a) const {
   return (real_[static_cast<size_t>(t)] >> a) & 1;
 }
 
+std::vector<int> FaceCutter::tets_inside(const CutSurface& surface) const {
+  std::vector<signed char> side(static_cast<size_t>(mesh_.nodes.rows()), 0);  // 0 unknown, 1 inside, −1 not
+  std::vector<int> out;
+  for (int t = 0; t < mesh_.tets.rows(); ++t) {
+    bool inside = true;
+    for (int a = 0; a < 4 && inside; ++a) {
+      if (!is_real(t, a)) continue;
+      const int v = mesh_.tets(t, a);
+      signed char& s = side[static_cast<size_t>(v)];
+      if (s == 0) {
+        const double phi = surface.side(mesh_.nodes.row(v).transpose());
+        s = std::abs(phi) >= snap_ && phi < 0 ? 1 : -1;  // split() snaps |φ| < snap to the positive side
+      }
+      inside = s == 1;
+    }
+    if (inside) out.push_back(t);
+  }
+  return out;
+}
+
 CutEvent FaceCutter::split(const CutSurface& surface) {
   if (!cut_.empty()) throw MeshError("split: the mesh has face cuts; face cuts and element splits do not mix");
   const int nt = static_cast<int>(mesh_.tets.rows());

@@ -58,6 +58,8 @@ struct SurgeryStats {
   double nnz_L = 0;          ///< entries of the current factor (progressive mode; 0 in refactor mode)
 };
 
+class CutSurface;
+
 class SurgerySession {
  public:
   /// Builds the model (and its factor) from `desc`; throws SolverError / MeshError like
@@ -88,6 +90,22 @@ class SurgerySession {
   /// Throws MeshError for faces that are not two tets sharing a face, SolverError when the cut mesh is not a valid
   /// model (e.g. a fragment without attachment) — state unchanged.
   CutEvent cut(const std::vector<TetPair>& faces);
+
+  /// Cuts the tets the surface passes through (element splitting, FaceCutter::split: each a
+  /// fragment per side with its volume fraction of the tet's μ, ρ and strain-limit stiffness, the
+  /// nodes split per connected side) and updates the factor: the changed tets' blocks with their
+  /// new weights and the new fragments' blocks, the new nodes placed before their twins. Copies of
+  /// attached nodes inherit the attachments, as with cut(). A surface that cuts no tet changes
+  /// nothing. Throws MeshError (a mesh with face cuts) or SolverError (an unattached fragment) —
+  /// state unchanged.
+  CutEvent split(const CutSurface& surface);
+
+  /// Removes what lies inside a closed surface (a sphere): split() by it, then the excision of the
+  /// fragments inside (FaceCutter::tets_inside), as one event: one model, one factor modification
+  /// (the split's change, then minus the inside fragments' blocks and a placeholder for each node
+  /// left without a tet, a new one with its twin's diagonal). The lumped mass drops by exactly the
+  /// inside fragments' share. Nothing inside: no event (empty result). Errors as excise().
+  ExcisionEvent excise_inside(const CutSurface& surface);
 
   /// Removes tets (excision, FaceCutter::excise; ids of the current mesh). Nodes left without a tet
   /// become inactive (ModelDesc::inactive_nodes: a placeholder diagonal, the node's current K(j,j);

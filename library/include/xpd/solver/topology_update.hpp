@@ -20,8 +20,13 @@ namespace xpd {
 /// mesh after the cut;
 /// `weight_stiffness[t]` is the sum of the stiffnesses of the tet terms on tet t (w_t = 2 · stiffness · Vol_t, as
 /// make_tet_elements computes it).
+/// An element split (FaceCutter::split) also changes weights and adds tets: `fraction` (per tet of
+/// the mesh after the event; empty = all 1) scales each tet's weight, a changed tet's old weight is
+/// its stiffness × event.old_fraction, and each new tet (event.tets_before, …) adds its whole block;
+/// a changed tet whose weight changed passes its whole blocks (nothing cancels).
 FactorModification cut_modification(const CutEvent& event, const TetMesh& mesh,
-                                    const std::vector<double>& weight_stiffness);
+                                    const std::vector<double>& weight_stiffness,
+                                    const std::vector<double>& fraction = {});
 
 /// The modification of the PD matrix made by an excision (FaceCutter::excise): minus the removed
 /// tets' blocks (read from `before`, the mesh before the excision, with its per-tet

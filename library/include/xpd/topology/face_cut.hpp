@@ -91,6 +91,11 @@ class FaceCutter {
   /// Throws MeshError (mesh unchanged) when the mesh has face cuts.
   CutEvent split(const CutSurface& surface);
 
+  /// The tets whose real corners all lie on the negative side of `surface` (as split() snaps
+  /// them): after a split by a closed surface, the fragments inside it — what an excision of the
+  /// region removes.
+  std::vector<int> tets_inside(const CutSurface& surface) const;
+
   /// Volume fraction of tet t's material (1 for a tet never split). Throws MeshError out of range.
   double fraction(int t) const;
   const std::vector<double>& fractions() const { return fraction_; }

@@ -259,6 +259,7 @@ void RunWriter::write_frame(int frame, const FrameStats& stats) {
     const SceneSimulation::SurgeryFrame& f = sim_->surgery_frame();
     j["topology_events"] = f.events;
     j["faces_cut"] = f.faces_cut;
+    j["tets_split"] = f.tets_split;
     j["tets_excised"] = f.tets_excised;
     j["attachments_released"] = f.attachments_released;
     j["hooks_placed"] = f.hooks_placed;

@@ -957,7 +957,7 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
   SurgeryEvent e;
   if (tool == "cut") {
     e.tool = SurgeryEvent::Tool::Cut;
-    r.allow_keys({"tool", "frame", "frames", "plane", "advance", "path", "sweep", "box"});
+    r.allow_keys({"tool", "frame", "frames", "plane", "advance", "path", "sweep", "box", "mode"});
     if (r.has("plane") == r.has("path")) r.fail("a cut needs exactly one of 'plane' and 'path'");
     if (const auto plane = r.optional_child("plane")) {
       plane->allow_keys({"point", "normal"});
@@ -983,9 +983,19 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
         r.child("advance").fail("'advance' belongs to a 'plane' cut (a path cut advances along the path)");
     }
     if (const auto v = r.optional_child("box")) e.box = parse_box(*v);
+    if (const auto v = r.optional_child("mode")) {
+      e.split = v->one_of({"faces", "split"}) == "split";
+      if (e.split && e.path.points.empty())
+        v->fail("\"split\" cuts along a 'path' (a blade's swept surface), not a 'plane'");
+      if (e.split && e.box) v->fail("\"split\" cuts take no 'box' (the path bounds the blade)");
+    }
   } else if (tool == "excise") {
     e.tool = SurgeryEvent::Tool::Excise;
-    r.allow_keys({"tool", "frame", "sphere", "box"});
+    r.allow_keys({"tool", "frame", "sphere", "box", "mode"});
+    if (const auto v = r.optional_child("mode")) {
+      e.split = v->one_of({"tets", "split"}) == "split";
+      if (e.split && !r.has("sphere")) v->fail("\"split\" excises a 'sphere' (a closed surface), not a 'box'");
+    }
     if (const auto v = r.optional_child("sphere")) {
       v->allow_keys({"center", "radius"});
       e.sphere = std::make_pair(v->required<Vec3>("center"), positive(v->child("radius")));

@@ -21,6 +21,7 @@
 #include <xpd/mesh/tet_locator.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 #include <xpd/solver/device_pd.hpp>
+#include <xpd/topology/cut_surface.hpp>
 #include <xpd/topology/surface_region.hpp>
 
 namespace xpd {
@@ -509,7 +510,6 @@ void SceneSimulation::check_surgery_scene() const {
     refuse("is quasistatic (solver.type): the factor updates have no implicit-Euler mass shares yet");
   if (scene_.collision) refuse("has no collision handling (the contact region does not follow cuts yet)");
   if (scene_.two_way) refuse("has no two_way projection");
-  if (!scene_.mesh.embedded_surface.empty()) refuse("has no embedded surface (its binding does not follow cuts yet)");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
   for (const Material& m : scene_.materials)
     if (m.lambda != 0)
@@ -544,6 +544,31 @@ std::optional<BaryPoint> locate_rest_point(const TetMesh& mesh, const Vec3& p) {
   return b;
 }
 
+// The part of a blade's path up to `share` ∈ (0, 1] of its arc length: the points before that
+// length and one interpolated at it (point and sweep), at least two points.
+SweptPath leading_part(const SweptPath& path, double share) {
+  if (share >= 1.0) return path;
+  double total = 0;
+  for (std::size_t i = 0; i + 1 < path.points.size(); ++i) total += (path.points[i + 1] - path.points[i]).norm();
+  const double target = share * total;
+  auto sweep = [&](std::size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
+  SweptPath out;
+  double arc = 0;
+  for (std::size_t i = 0; i + 1 < path.points.size(); ++i) {
+    out.points.push_back(path.points[i]);
+    out.sweep.push_back(sweep(i));
+    const double len = (path.points[i + 1] - path.points[i]).norm();
+    if (arc + len >= target) {
+      const double s = len > 0 ? (target - arc) / len : 1.0;
+      out.points.push_back(path.points[i] + s * (path.points[i + 1] - path.points[i]));
+      out.sweep.push_back(sweep(i) + s * (sweep(i + 1) - sweep(i)));
+      return out;
+    }
+    arc += len;
+  }
+  return path;
+}
+
 bool in_box(const std::optional<std::pair<Vec3, Vec3>>& box, const Vec3& p) {
   return !box || ((p.array() >= box->first.array()).all() && (p.array() <= box->second.array()).all());
 }
@@ -562,10 +587,17 @@ void SceneSimulation::apply_surgery_events(int frame) {
     throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
   };
   auto rest_point = [&](const Vec3& p, const std::string& where, const char* what) {
-    const auto b = locate_rest_point(surgery_->mesh(), p);
+    auto b = locate_rest_point(surgery_->mesh(), p);
     if (!b)
       fail(where,
            fmt::format("the {} ({}, {}, {}) lies in no tet of the mesh (rest coordinates)", what, p.x(), p.y(), p.z()));
+    const FaceCutter& cutter = surgery_->cutter();
+    if (cutter.has_split_elements()) {
+      // Fragments of a split tet overlap at rest: the point belongs to the one holding it.
+      const TetLocation l = TetLocator(surgery_->mesh().nodes, surgery_->mesh().tets).find_tet(p);
+      const int t = cutter.fragment_holding(l.tet, l.weights, cutter.fragments_by_source());
+      for (int a = 0; a < 4; ++a) b->nodes[static_cast<std::size_t>(a)] = surgery_->mesh().tets(t, a);
+    }
     return *b;
   };
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -578,6 +610,24 @@ void SceneSimulation::apply_surgery_events(int frame) {
     try {
       switch (e.tool) {
         case SurgeryEvent::Tool::Cut: {
+          if (e.split) {
+            // The blade's path up to this frame's share of its arc length.
+            const double share =
+                static_cast<double>(frame - e.first_frame + 1) / static_cast<double>(e.last_frame - e.first_frame + 1);
+            const auto blade = swept_cut_surface(leading_part(e.path, share));
+            const CutEvent ev = surgery_->split(*blade);
+            cut_done_[i] += static_cast<std::size_t>(ev.tets_split);
+            surgery_frame_.tets_split += ev.tets_split;
+            if (ev.tets_split > 0) {
+              follow_topology(&ev, nullptr, blade.get());
+              ++surgery_frame_.events;
+              ++topology_version_;
+              ended = ended || frame == e.last_frame;
+            }
+            if (frame == e.last_frame && cut_done_[i] == 0)
+              fail(where, "the cut's swept path cuts through no tet of the mesh");
+            break;
+          }
           std::vector<TetPair>& faces = cut_faces_[i];
           if (frame == e.first_frame) {
             faces = e.path.points.empty()
@@ -610,6 +660,19 @@ void SceneSimulation::apply_surgery_events(int frame) {
           break;
         }
         case SurgeryEvent::Tool::Excise: {
+          if (e.split) {
+            CutEvent split;
+            const auto ball = sphere_cut_surface(e.sphere->first, e.sphere->second);
+            const ExcisionEvent ev = surgery_->excise_inside(*ball, &split);
+            if (ev.removed.empty()) fail(where, "the excision's sphere holds no tissue");
+            follow_topology(&split, &ev, ball.get());
+            surgery_frame_.tets_split += split.tets_split;
+            surgery_frame_.tets_excised += static_cast<int>(ev.removed.size());
+            ++surgery_frame_.events;
+            ++topology_version_;
+            ended = true;
+            break;
+          }
           std::vector<int> tets;
           for (Eigen::Index t = 0; t < mesh.tets.rows(); ++t) {
             Vec3 c = Vec3::Zero();
@@ -619,11 +682,9 @@ void SceneSimulation::apply_surgery_events(int frame) {
           }
           if (tets.empty()) fail(where, "the excision's region holds no tet centroid");
           const ExcisionEvent ev = surgery_->excise(tets);
-          // Per-tet data and the faces of cuts still under way follow the renumbering.
-          std::vector<int> material;
-          for (std::size_t t = 0; t < ev.tet_map.size(); ++t)
-            if (ev.tet_map[t] >= 0) material.push_back(tet_material_[t]);
-          tet_material_ = std::move(material);
+          // Per-tet data, the embedded surface and the faces of cuts still under way follow the
+          // renumbering.
+          follow_topology(nullptr, &ev);
           for (std::size_t c = 0; c < cut_faces_.size(); ++c) {
             std::vector<TetPair> kept;
             std::size_t done = 0;
@@ -855,8 +916,195 @@ SceneSimulation::~SceneSimulation() = default;
 SceneSimulation::SceneSimulation(SceneSimulation&&) noexcept = default;
 SceneSimulation& SceneSimulation::operator=(SceneSimulation&&) noexcept = default;
 
+void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excision) {
+  SurfaceMesh& surf = *surface_;
+  PointEmbedding& emb = *embedding_;
+  const TetMesh& mesh = surgery_->mesh();
+  const FaceCutter& cutter = surgery_->cutter();
+  const auto nv = static_cast<std::size_t>(surf.nodes.rows());
+  std::vector<double> side(nv);
+  for (std::size_t v = 0; v < nv; ++v) side[v] = blade.side(surf.nodes.row(static_cast<Eigen::Index>(v)).transpose());
+  auto positive = [&](int v) { return side[static_cast<std::size_t>(v)] >= 0; };
+  auto rest = [&](int v) { return Vec3(surf.nodes.row(v).transpose()); };
+  auto cut_edge = [&](int a, int b) { return positive(a) != positive(b) && blade.crosses(rest(a), rest(b), 0.0); };
+  std::optional<TetLocator> locator;
+  std::vector<std::vector<int>> by_source;
+  std::vector<Vec3> new_rest;
+  std::vector<int> new_tet;
+  std::vector<Vec4> new_weights;
+  // A crossing point's vertex on a's side: bound to the fragment that holds the point halfway back
+  // toward a (the crossing itself lies on the cut, in both fragments' boundaries).
+  auto add_vertex = [&](const Vec3& p, int a) {
+    int t = -1;
+    Vec4 w = Vec4::Zero();
+    if (!(excision && !positive(a))) {
+      if (!locator) {
+        locator.emplace(mesh.nodes, mesh.tets);
+        by_source = cutter.fragments_by_source();
+      }
+      const Vec3 q = 0.5 * (p + rest(a));
+      TetLocation l = locator->find_tet(q);
+      if (!l.found()) l = locator->nearest_tet(q);
+      if (l.found()) {
+        t = cutter.fragment_holding(l.tet, l.weights, by_source);
+        w = barycentric(p, mesh.nodes, mesh.tets, t);
+      }
+    }
+    new_rest.push_back(p);
+    new_tet.push_back(t);
+    new_weights.push_back(w);
+    return static_cast<int>(nv + new_rest.size() - 1);
+  };
+  // Per cut edge (lower id first): its two vertices, on the lower id's side and on the other's.
+  std::map<std::pair<int, int>, std::pair<int, int>> split_edge;
+  auto edge_vertices = [&](int a, int b) {  // (on a's side, on b's side)
+    const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
+    auto it = split_edge.find(key);
+    if (it == split_edge.end()) {
+      // The crossing on the blade itself (bisection on its side along the edge; the ends' signs
+      // differ), so that a sphere's rim lies on the sphere, not on the chords' interpolation.
+      const Vec3 xa = rest(key.first), xb = rest(key.second);
+      const bool a_positive = positive(key.first);
+      double s0 = 0, s1 = 1;
+      for (int it = 0; it < 48; ++it) {
+        const double mid = 0.5 * (s0 + s1);
+        ((blade.side(xa + mid * (xb - xa)) >= 0) == a_positive ? s0 : s1) = mid;
+      }
+      const Vec3 p = xa + 0.5 * (s0 + s1) * (xb - xa);
+      const int lo = add_vertex(p, key.first);
+      const int hi = add_vertex(p, key.second);
+      it = split_edge.emplace(key, std::make_pair(lo, hi)).first;
+    }
+    return a < b ? it->second : std::make_pair(it->second.second, it->second.first);
+  };
+  std::vector<Eigen::RowVector3i> tris;
+  tris.reserve(static_cast<std::size_t>(surf.triangles.rows()));
+  for (Eigen::Index f = 0; f < surf.triangles.rows(); ++f) {
+    const int v[3] = {surf.triangles(f, 0), surf.triangles(f, 1), surf.triangles(f, 2)};
+    const bool cut[3] = {cut_edge(v[0], v[1]), cut_edge(v[1], v[2]), cut_edge(v[2], v[0])};
+    const int n = int(cut[0]) + int(cut[1]) + int(cut[2]);
+    if (n != 2) {  // uncut, or the blade's end inside the triangle: left whole
+      tris.emplace_back(v[0], v[1], v[2]);
+      continue;
+    }
+    // The corner alone on its side is the one between the two cut edges: a (then b, c in order).
+    const int k = !cut[0] ? 2 : (!cut[1] ? 0 : 1);
+    const int a = v[k], b = v[(k + 1) % 3], c = v[(k + 2) % 3];
+    const auto [ab_a, ab_b] = edge_vertices(a, b);
+    const auto [ac_a, ac_c] = edge_vertices(a, c);
+    tris.emplace_back(a, ab_a, ac_a);
+    tris.emplace_back(ab_b, b, c);
+    tris.emplace_back(ab_b, c, ac_c);
+  }
+  if (new_rest.empty()) return;
+  const auto total = static_cast<Eigen::Index>(nv + new_rest.size());
+  surf.nodes.conservativeResize(total, 3);
+  emb.weights.conservativeResize(total, 4);
+  for (std::size_t i = 0; i < new_rest.size(); ++i) {
+    const auto r = static_cast<Eigen::Index>(nv + i);
+    surf.nodes.row(r) = new_rest[i].transpose();
+    emb.weights.row(r) = new_weights[i].transpose();
+    emb.tet_of_point.push_back(new_tet[i]);
+  }
+  surf.triangles.resize(static_cast<Eigen::Index>(tris.size()), 3);
+  for (std::size_t i = 0; i < tris.size(); ++i) surf.triangles.row(static_cast<Eigen::Index>(i)) = tris[i];
+}
+
+void SceneSimulation::follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade) {
+  if (split)
+    for (int src : split->tet_copy_of) tet_material_.push_back(tet_material_[static_cast<std::size_t>(src)]);
+  if (excision) {
+    std::vector<int> material;
+    for (std::size_t t = 0; t < excision->tet_map.size(); ++t)
+      if (excision->tet_map[t] >= 0) material.push_back(tet_material_[t]);
+    tet_material_ = std::move(material);
+  }
+  if (!surface_) return;
+  // Per tet before the event: the fragments the split appended to it (split numbering).
+  std::vector<std::vector<int>> appended;
+  if (split) {
+    appended.resize(static_cast<std::size_t>(split->tets_before));
+    for (std::size_t k = 0; k < split->tet_copy_of.size(); ++k)
+      appended[static_cast<std::size_t>(split->tet_copy_of[k])].push_back(split->tets_before + static_cast<int>(k));
+  }
+  const FaceCutter& cutter = surgery_->cutter();
+  std::vector<int>& tet_of = embedding_->tet_of_point;
+  std::vector<char> removed(tet_of.size(), 0);
+  auto mapped = [&](int t) { return excision ? excision->tet_map[static_cast<std::size_t>(t)] : t; };
+  for (std::size_t v = 0; v < tet_of.size(); ++v) {
+    const int t = tet_of[v];
+    if (t < 0) {
+      removed[v] = 1;
+      continue;
+    }
+    // The blade's side of the vertex itself (the fragments' planes interpolate the blade linearly
+    // in each tet and are snapped off the nodes, so a vertex near the blade may lie on the other
+    // side of its tet's plane than of the blade).
+    const double side = blade ? blade->side(surface_->nodes.row(static_cast<Eigen::Index>(v)).transpose()) : 0.0;
+    int chosen = t;
+    if (split && !appended[static_cast<std::size_t>(t)].empty()) {
+      if (blade) {
+        // split() keeps the positive side in the tet and appends the negative side's fragment.
+        chosen = side >= 0 ? t : appended[static_cast<std::size_t>(t)].front();
+      } else {
+        // The surviving fragment holding the vertex.
+        const Vec4 w = embedding_->weights.row(static_cast<Eigen::Index>(v)).transpose();
+        double best_margin = -std::numeric_limits<double>::infinity();
+        for (int c : appended[static_cast<std::size_t>(t)]) {
+          const int u = mapped(c);
+          if (u >= 0 && cutter.material_margin(u, w) > best_margin)
+            chosen = c, best_margin = cutter.material_margin(u, w);
+        }
+        if (mapped(t) >= 0 && cutter.material_margin(mapped(t), w) >= best_margin) chosen = t;
+      }
+    }
+    tet_of[v] = mapped(chosen);  // −1 when excised
+    // An excision by a closed surface takes every vertex inside it.
+    if (excision && blade && side < 0) tet_of[v] = -1;
+    removed[v] = tet_of[v] < 0 ? 1 : 0;
+  }
+  // The surface's own triangles across the blade split along it (after the rebinding above, which
+  // the new vertices do not need: they are bound to the mesh as it is now).
+  if (blade) cut_surface_triangles(*blade, excision != nullptr);
+  if (!excision) return;
+  removed.resize(tet_of.size(), 0);
+  for (std::size_t v = 0; v < tet_of.size(); ++v) removed[v] = tet_of[v] < 0 ? 1 : 0;
+  Triangles kept(surface_->triangles.rows(), 3);
+  Eigen::Index k = 0;
+  for (Eigen::Index f = 0; f < surface_->triangles.rows(); ++f) {
+    const auto row = surface_->triangles.row(f);
+    if (!removed[static_cast<std::size_t>(row(0))] && !removed[static_cast<std::size_t>(row(1))] &&
+        !removed[static_cast<std::size_t>(row(2))])
+      kept.row(k++) = row;
+  }
+  kept.conservativeResize(k, 3);
+  surface_->triangles = std::move(kept);
+}
+
 std::optional<SurfaceMesh> SceneSimulation::embedded_surface() const {
   if (!surface_) return std::nullopt;
+  if (surgery_) {
+    // The current binding; vertices of excised tissue (unbound) left out, triangles renumbered.
+    const TetMesh& m = surgery_->mesh();
+    const Points& x = surgery_->state().x;
+    const std::vector<int>& tet_of = embedding_->tet_of_point;
+    std::vector<int> index(tet_of.size(), -1);
+    Eigen::Index n = 0;
+    for (std::size_t v = 0; v < tet_of.size(); ++v)
+      if (tet_of[v] >= 0) index[v] = static_cast<int>(n++);
+    SurfaceMesh s{Points(n, 3), Triangles(surface_->triangles.rows(), 3)};
+    for (std::size_t v = 0; v < tet_of.size(); ++v) {
+      if (index[v] < 0) continue;
+      const int t = tet_of[v];
+      Vec3 p = Vec3::Zero();
+      for (int a = 0; a < 4; ++a)
+        p += embedding_->weights(static_cast<Eigen::Index>(v), a) * x.row(m.tets(t, a)).transpose();
+      s.nodes.row(index[v]) = p.transpose();
+    }
+    for (Eigen::Index f = 0; f < s.triangles.rows(); ++f)
+      for (int a = 0; a < 3; ++a) s.triangles(f, a) = index[static_cast<std::size_t>(surface_->triangles(f, a))];
+    return s;
+  }
   SurfaceMesh s{embedded_positions(mesh_.tets, embedding_->tet_of_point, embedding_->weights, state_.x),
                 surface_->triangles};
   return s;

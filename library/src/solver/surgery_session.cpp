@@ -269,7 +269,7 @@ CutEvent SurgerySession::split(const CutSurface& surface) {
   return ev;
 }
 
-ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface) {
+ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent* split_event) {
   Impl& m = *impl_;
   FaceCutter before = m.cutter;
   const CutEvent cut = m.cutter.split(surface);  // MeshError: mesh unchanged
@@ -368,6 +368,7 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface) {
     m.origin = std::move(origin);
     m.next_attachment += inherited;
     m.spring = std::move(spring_ids);
+    if (split_event) *split_event = cut;
     return ev;
   } catch (...) {
     m.cutter = std::move(before);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <xpd/core/disjoint_sets.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/topology/cut_surface.hpp>
@@ -90,6 +91,36 @@ bool FaceCutter::is_real(int t, int a) const {
   if (t < 0 || t >= static_cast<int>(real_.size()) || a < 0 || a > 3)
     throw MeshError(fmt::format("FaceCutter::is_real: tet {} corner {} out of range ({} tets)", t, a, real_.size()));
   return (real_[static_cast<size_t>(t)] >> a) & 1;
+}
+
+double FaceCutter::material_margin(int t, const Vec4& w) const {
+  (void)fraction(t);  // range check
+  double margin = std::numeric_limits<double>::infinity();
+  for (const SidePlane& p : planes_[static_cast<size_t>(t)])
+    margin = std::min(margin, p.sign * (p.value[0] * w[0] + p.value[1] * w[1] + p.value[2] * w[2] + p.value[3] * w[3]));
+  return margin;
+}
+
+std::vector<std::vector<int>> FaceCutter::fragments_by_source() const {
+  std::vector<std::vector<int>> out(static_cast<size_t>(source_rows_.rows()));
+  for (size_t t = 0; t < source_.size(); ++t) out[static_cast<size_t>(source_[t])].push_back(static_cast<int>(t));
+  return out;
+}
+
+int FaceCutter::fragment_holding(int t, const Vec4& w, const std::vector<std::vector<int>>& by_source) const {
+  const int s = source_tet(t);
+  if (static_cast<size_t>(s) >= by_source.size())
+    throw MeshError("FaceCutter::fragment_holding: the fragment lists are not this mesh's");
+  int best = t;
+  double best_margin = -std::numeric_limits<double>::infinity();
+  for (int u : by_source[static_cast<size_t>(s)]) {
+    const double m = material_margin(u, w);
+    if (m > best_margin) {
+      best = u;
+      best_margin = m;
+    }
+  }
+  return best;
 }
 
 std::vector<int> FaceCutter::tets_inside(const CutSurface& surface) const {

@@ -245,6 +245,13 @@ struct SurgeryEvent {
   std::optional<std::pair<Vec3, Vec3>> box;  ///< (min, max)
   /// Excise: tets whose centroid lies in this sphere (center, radius).
   std::optional<std::pair<Vec3, double>> sphere;
+  /// "mode": "split" — Cut (a path only): element splitting (FaceCutter::split) by the blade's
+  /// swept surface, advancing along the path over the frames (at frame k the part of the path up
+  /// to the share (k − first + 1) / (last − first + 1) of its arc length), for cuts that do not
+  /// follow mesh faces, e.g. through a lattice with an embedded surface. Excise (a sphere only):
+  /// the tissue inside the sphere, its boundary cutting the tets it crosses
+  /// (SurgerySession::excise_inside). false: faces (cuts) or whole tets by centroid (excisions).
+  bool split = false;
   /// Release: the attachments on this selection's nodes are removed (the tissue let go, e.g. the
   /// tissue under an undermined flap).
   std::string selection;

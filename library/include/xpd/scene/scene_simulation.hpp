@@ -57,6 +57,7 @@
 
 namespace xpd {
 
+class CutSurface;
 class DevicePdStep;
 namespace gpu {
 class DeviceTwoWay;
@@ -102,7 +103,10 @@ class SceneSimulation {
   std::optional<SurfaceMesh> embedded_surface() const;
   /// The embedded surface at rest (the file of mesh.embedded_surface) and its binding to the tets
   /// (tet and barycentric weights of every vertex; vertices outside every tet are snapped to the
-  /// nearest one with extrapolated weights); both empty when the scene has none.
+  /// nearest one with extrapolated weights); both empty when the scene has none. In a surgery scene
+  /// the binding follows the events: a vertex in a split tet moves to the fragment holding it, one
+  /// in excised tissue is unbound (tet −1) and the triangles using it are dropped; embedded_surface()
+  /// then leaves the unbound vertices out.
   const std::optional<SurfaceMesh>& rest_embedded_surface() const { return surface_; }
   const std::optional<PointEmbedding>& embedding() const { return embedding_; }
 
@@ -126,6 +130,7 @@ class SceneSimulation {
   struct SurgeryFrame {
     int events = 0;                ///< topology events applied before the frame (cut steps, excisions, releases)
     int faces_cut = 0;             ///< faces newly separated
+    int tets_split = 0;            ///< tets cut through by "split" cuts and excisions (element splitting)
     int tets_excised = 0;          ///< tets removed
     int attachments_released = 0;  ///< scene attachments released, and hooks removed
     int hooks_placed = 0;
@@ -170,6 +175,13 @@ class SceneSimulation {
   void select_device();
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
+  // The embedded surface's binding (and the per-tet materials) after an element split by `blade`
+  // and/or an excision (in that order, as excise_inside makes them).
+  void follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade = nullptr);
+  // The embedded surface's triangles that `blade` crosses along two edges are split there, each
+  // crossing point becoming two vertices, one bound to either side; with `excision`, those on the
+  // negative side of the blade (the inside of the excised region) are left unbound.
+  void cut_surface_triangles(const CutSurface& blade, bool excision);
   int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
   // Session keys of the scene's attachments and of the copies cuts made of them (hooks excluded)
   // for which keep(key, index of the scene attachment) holds.

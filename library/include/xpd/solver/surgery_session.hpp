@@ -105,7 +105,9 @@ class SurgerySession {
   /// (the split's change, then minus the inside fragments' blocks and a placeholder for each node
   /// left without a tet, a new one with its twin's diagonal). The lumped mass drops by exactly the
   /// inside fragments' share. Nothing inside: no event (empty result). Errors as excise().
-  ExcisionEvent excise_inside(const CutSurface& surface);
+  /// `split_event` (optional) receives the split's event (its tets are numbered before the
+  /// excision's tet_map).
+  ExcisionEvent excise_inside(const CutSurface& surface, CutEvent* split_event = nullptr);
 
   /// Removes tets (excision, FaceCutter::excise; ids of the current mesh). Nodes left without a tet
   /// become inactive (ModelDesc::inactive_nodes: a placeholder diagonal, the node's current K(j,j);

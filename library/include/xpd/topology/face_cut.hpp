@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <xpd/mesh/barycentric.hpp>  // Vec4
 #include <xpd/mesh/tet_mesh.hpp>
 
 namespace xpd {
@@ -95,6 +96,18 @@ class FaceCutter {
   /// them): after a split by a closed surface, the fragments inside it — what an excision of the
   /// region removes.
   std::vector<int> tets_inside(const CutSurface& surface) const;
+
+  /// How far the point with barycentric weights w (in tet t's rest shape) lies inside t's material:
+  /// the smallest signed value of the side planes of t's splits there (≥ 0: t holds the point;
+  /// +∞ for a tet never split).
+  double material_margin(int t, const Vec4& w) const;
+  /// The tets of each source tet (index: the source tet, as source_tet()).
+  std::vector<std::vector<int>> fragments_by_source() const;
+  /// Of the fragments of t's source tet (`by_source` from fragments_by_source()), the one whose
+  /// material holds the point with weights w — the weights are the same in every fragment, which
+  /// share the rest shape and corner order — or, for a point on a cut, the one it lies least
+  /// outside of. Ties go to the lowest tet id.
+  int fragment_holding(int t, const Vec4& w, const std::vector<std::vector<int>>& by_source) const;
 
   /// Volume fraction of tet t's material (1 for a tet never split). Throws MeshError out of range.
   double fraction(int t) const;

@@ -112,6 +112,10 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
 
   if (scene_.surgery) {
     check_surgery_scene();
+    if (surface_ && is_closed_manifold(surface_->triangles)) {
+      closed_surface_ = surface_;
+      wall_spacing_ = 0.35 * mean_edge_length(mesh_.nodes, mesh_.tets);
+    }
     SurgeryOptions so;
     so.factor_update = scene_.surgery->factor_update;
     so.fill.nnz_ratio = scene_.surgery->fill_ratio;
@@ -544,29 +548,73 @@ std::optional<BaryPoint> locate_rest_point(const TetMesh& mesh, const Vec3& p) {
   return b;
 }
 
-// The part of a blade's path up to `share` ∈ (0, 1] of its arc length: the points before that
-// length and one interpolated at it (point and sweep), at least two points.
-SweptPath leading_part(const SweptPath& path, double share) {
-  if (share >= 1.0) return path;
+// The part of a blade's path between the arc lengths s0 < s1 (clamped to the path): the points
+// strictly between them and two interpolated at them (point and sweep).
+SweptPath path_section(const SweptPath& path, double s0, double s1) {
+  auto sweep = [&](std::size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
+  std::vector<double> arc{0.0};
+  for (std::size_t i = 0; i + 1 < path.points.size(); ++i)
+    arc.push_back(arc.back() + (path.points[i + 1] - path.points[i]).norm());
+  s0 = std::clamp(s0, 0.0, arc.back());
+  s1 = std::clamp(s1, s0, arc.back());
+  auto at = [&](double s, Vec3& p, Vec3& w) {
+    std::size_t i = 0;
+    while (i + 2 < arc.size() && arc[i + 1] < s) ++i;
+    const double len = arc[i + 1] - arc[i], u = len > 0 ? (s - arc[i]) / len : 0.0;
+    p = path.points[i] + u * (path.points[i + 1] - path.points[i]);
+    w = sweep(i) + u * (sweep(i + 1) - sweep(i));
+  };
+  SweptPath out;
+  Vec3 p, w;
+  at(s0, p, w);
+  out.points.push_back(p);
+  out.sweep.push_back(w);
+  for (std::size_t i = 1; i + 1 < arc.size(); ++i)
+    if (arc[i] > s0 && arc[i] < s1) {
+      out.points.push_back(path.points[i]);
+      out.sweep.push_back(sweep(i));
+    }
+  at(s1, p, w);
+  out.points.push_back(p);
+  out.sweep.push_back(w);
+  return out;
+}
+
+double path_length(const SweptPath& path) {
   double total = 0;
   for (std::size_t i = 0; i + 1 < path.points.size(); ++i) total += (path.points[i + 1] - path.points[i]).norm();
-  const double target = share * total;
+  return total;
+}
+
+// The blade's swept surface as a grid of triangles of about `spacing` (each patch p_i, p_i+1,
+// q_i+1, q_i bilinear), normals pointing to the blade's positive side (as swept_cut_surface's).
+SurfaceMesh blade_wall(const SweptPath& path, double spacing) {
   auto sweep = [&](std::size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
-  SweptPath out;
-  double arc = 0;
+  std::vector<Vec3> nodes;
+  std::vector<Eigen::RowVector3i> tris;
   for (std::size_t i = 0; i + 1 < path.points.size(); ++i) {
-    out.points.push_back(path.points[i]);
-    out.sweep.push_back(sweep(i));
-    const double len = (path.points[i + 1] - path.points[i]).norm();
-    if (arc + len >= target) {
-      const double s = len > 0 ? (target - arc) / len : 1.0;
-      out.points.push_back(path.points[i] + s * (path.points[i + 1] - path.points[i]));
-      out.sweep.push_back(sweep(i) + s * (sweep(i + 1) - sweep(i)));
-      return out;
-    }
-    arc += len;
+    const Vec3 p0 = path.points[i], p1 = path.points[i + 1], s0 = sweep(i), s1 = sweep(i + 1);
+    const int nu = std::max(1, static_cast<int>(std::ceil((p1 - p0).norm() / spacing)));
+    const int nv = std::max(1, static_cast<int>(std::ceil(std::max(s0.norm(), s1.norm()) / spacing)));
+    const int base = static_cast<int>(nodes.size());
+    for (int a = 0; a <= nu; ++a)
+      for (int b = 0; b <= nv; ++b) {
+        const double u = double(a) / nu, v = double(b) / nv;
+        nodes.push_back(p0 + u * (p1 - p0) + v * ((1 - u) * s0 + u * s1));
+      }
+    auto id = [&](int a, int b) { return base + a * (nv + 1) + b; };
+    for (int a = 0; a < nu; ++a)
+      for (int b = 0; b < nv; ++b) {
+        // (p0 → p1) × (→ sweep) is the blade's normal: corners (a, b), (a+1, b), (a+1, b+1), (a, b+1).
+        tris.emplace_back(id(a, b), id(a + 1, b), id(a + 1, b + 1));
+        tris.emplace_back(id(a, b), id(a + 1, b + 1), id(a, b + 1));
+      }
   }
-  return path;
+  SurfaceMesh m{Points(static_cast<Eigen::Index>(nodes.size()), 3),
+                Triangles(static_cast<Eigen::Index>(tris.size()), 3)};
+  for (std::size_t k = 0; k < nodes.size(); ++k) m.nodes.row(static_cast<Eigen::Index>(k)) = nodes[k].transpose();
+  for (std::size_t k = 0; k < tris.size(); ++k) m.triangles.row(static_cast<Eigen::Index>(k)) = tris[k];
+  return m;
 }
 
 bool in_box(const std::optional<std::pair<Vec3, Vec3>>& box, const Vec3& p) {
@@ -614,12 +662,17 @@ void SceneSimulation::apply_surgery_events(int frame) {
             // The blade's path up to this frame's share of its arc length.
             const double share =
                 static_cast<double>(frame - e.first_frame + 1) / static_cast<double>(e.last_frame - e.first_frame + 1);
-            const auto blade = swept_cut_surface(leading_part(e.path, share));
+            const double length = path_length(e.path);
+            const auto blade = swept_cut_surface(path_section(e.path, 0.0, share * length));
             const CutEvent ev = surgery_->split(*blade);
             cut_done_[i] += static_cast<std::size_t>(ev.tets_split);
             surgery_frame_.tets_split += ev.tets_split;
             if (ev.tets_split > 0) {
               follow_topology(&ev, nullptr, blade.get());
+              // The walls of the part the blade advanced through this frame, one per side.
+              const double before = static_cast<double>(frame - e.first_frame) /
+                                    static_cast<double>(e.last_frame - e.first_frame + 1) * length;
+              add_wall(blade_wall(path_section(e.path, before, share * length), wall_spacing_), {1, -1}, ev, nullptr);
               ++surgery_frame_.events;
               ++topology_version_;
               ended = ended || frame == e.last_frame;
@@ -666,6 +719,12 @@ void SceneSimulation::apply_surgery_events(int frame) {
             const ExcisionEvent ev = surgery_->excise_inside(*ball, &split);
             if (ev.removed.empty()) fail(where, "the excision's sphere holds no tissue");
             follow_topology(&split, &ev, ball.get());
+            // The cavity's wall: the sphere inside the tissue, facing its centre (out of the tissue
+            // left, which is the sphere's positive side: the icosphere's outward normals point there).
+            const int levels = std::clamp(
+                static_cast<int>(std::ceil(std::log2(1.33 * e.sphere->second / std::max(wall_spacing_, 1e-300)))), 0,
+                7);
+            add_wall(make_icosphere(e.sphere->first, e.sphere->second, levels), {1}, split, &ev);
             surgery_frame_.tets_split += split.tets_split;
             surgery_frame_.tets_excised += static_cast<int>(ev.removed.size());
             ++surgery_frame_.events;
@@ -1008,6 +1067,74 @@ void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excisi
   }
   surf.triangles.resize(static_cast<Eigen::Index>(tris.size()), 3);
   for (std::size_t i = 0; i < tris.size(); ++i) surf.triangles.row(static_cast<Eigen::Index>(i)) = tris[i];
+}
+
+void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutEvent& split,
+                               const ExcisionEvent* excision) {
+  if (!closed_surface_ || wall.triangles.rows() == 0) return;
+  const TetMesh& mesh = surgery_->mesh();
+  const FaceCutter& cutter = surgery_->cutter();
+  auto mapped = [&](int t) { return excision ? excision->tet_map[static_cast<std::size_t>(t)] : t; };
+  // Per source tet cut by this event: its positive fragment (the tet kept) and negative one (appended).
+  std::map<int, std::pair<int, int>> halves;
+  for (std::size_t k = 0; k < split.tet_copy_of.size(); ++k) {
+    const int pos = mapped(split.tet_copy_of[k]), neg = mapped(split.tets_before + static_cast<int>(k));
+    const int any = pos >= 0 ? pos : neg;
+    if (any >= 0) halves[cutter.source_tet(any)] = {pos, neg};
+  }
+  // Wall vertices inside the closed rest surface; wall triangles with all three.
+  std::vector<char> inside(static_cast<std::size_t>(wall.nodes.rows()));
+  for (Eigen::Index v = 0; v < wall.nodes.rows(); ++v)
+    inside[static_cast<std::size_t>(v)] =
+        inside_closed_surface(*closed_surface_, wall.nodes.row(v).transpose()) ? 1 : 0;
+  const TetLocator locator(mesh.nodes, mesh.tets);
+  const auto by_source = cutter.fragments_by_source();
+  SurfaceMesh& surf = *surface_;
+  PointEmbedding& emb = *embedding_;
+  for (int side : sides) {
+    std::vector<int> index(static_cast<std::size_t>(wall.nodes.rows()), -2);  // −2 not yet, −1 unbindable
+    auto bind = [&](int v) {
+      int& id = index[static_cast<std::size_t>(v)];
+      if (id != -2) return id;
+      id = -1;
+      const Vec3 p = wall.nodes.row(v).transpose();
+      TetLocation l = locator.find_tet(p);
+      if (!l.found()) l = locator.nearest_tet(p);
+      if (!l.found()) return id;
+      const auto it = halves.find(cutter.source_tet(l.tet));
+      int t = -1;
+      if (it != halves.end())
+        t = side > 0 ? it->second.first : it->second.second;
+      else
+        t = cutter.fragment_holding(l.tet, l.weights, by_source);  // a tet the cut did not pass through
+      if (t < 0) return id;
+      const Eigen::Index row = surf.nodes.rows();
+      surf.nodes.conservativeResize(row + 1, 3);
+      surf.nodes.row(row) = p.transpose();
+      emb.weights.conservativeResize(row + 1, 4);
+      emb.weights.row(row) = barycentric(p, mesh.nodes, mesh.tets, t).transpose();
+      emb.tet_of_point.push_back(t);
+      id = static_cast<int>(row);
+      return id;
+    };
+    std::vector<Eigen::RowVector3i> added;
+    for (Eigen::Index f = 0; f < wall.triangles.rows(); ++f) {
+      const int a = wall.triangles(f, 0), b = wall.triangles(f, 1), c = wall.triangles(f, 2);
+      if (!inside[static_cast<std::size_t>(a)] || !inside[static_cast<std::size_t>(b)] ||
+          !inside[static_cast<std::size_t>(c)])
+        continue;
+      const int ia = bind(a), ib = bind(b), ic = bind(c);
+      if (ia < 0 || ib < 0 || ic < 0) continue;
+      // The wall's normals point to the positive side: the negative side's tissue faces that way.
+      if (side < 0)
+        added.emplace_back(ia, ib, ic);
+      else
+        added.emplace_back(ia, ic, ib);
+    }
+    const Eigen::Index n0 = surf.triangles.rows();
+    surf.triangles.conservativeResize(n0 + static_cast<Eigen::Index>(added.size()), 3);
+    for (std::size_t i = 0; i < added.size(); ++i) surf.triangles.row(n0 + static_cast<Eigen::Index>(i)) = added[i];
+  }
 }
 
 void SceneSimulation::follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade) {

@@ -182,6 +182,13 @@ class SceneSimulation {
   // crossing point becoming two vertices, one bound to either side; with `excision`, those on the
   // negative side of the blade (the inside of the excised region) are left unbound.
   void cut_surface_triangles(const CutSurface& blade, bool excision);
+  // Surfaces the tissue a split opens (when the embedded surface is closed): `wall` — triangles on
+  // the cut's surface, those with every vertex inside the closed rest surface — is added once per
+  // side it bounds (`sides`: +1 the blade's positive side, −1 the negative; faces oriented out of
+  // that side's tissue, given `wall`'s normals point to the positive side), each vertex bound to
+  // the fragment of its side (`split`, `excision`: the event that made them).
+  void add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutEvent& split,
+                const ExcisionEvent* excision);
   int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
   // Session keys of the scene's attachments and of the copies cuts made of them (hooks excluded)
   // for which keep(key, index of the scene attachment) holds.
@@ -197,6 +204,8 @@ class SceneSimulation {
   std::vector<Skeleton> skeletons_;                     // per scene attachment (bone type)
   std::vector<std::vector<Eigen::Quaterniond>> poses_;  // per scene attachment (bone type)
   std::optional<SurfaceMesh> surface_;
+  std::optional<SurfaceMesh> closed_surface_;  // surgery: the embedded surface at rest, when closed (walls)
+  double wall_spacing_ = 0;                    // surgery: the walls' triangle size (0.35 × the mean edge)
   std::optional<PointEmbedding> embedding_;
   std::unique_ptr<Model> model_;
   State state_;

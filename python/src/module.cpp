@@ -142,7 +142,8 @@ Scene scene_of(const py::object& scene_or_path) {
   return scene_or_path.cast<Scene>();
 }
 
-// The embedded surface's binding as two #S × 4 arrays: node indices (int32) and weights (float64).
+// The embedded surface's binding as two #S × 4 arrays: node indices (int32) and weights (float64);
+// a vertex a surgical excision took (unbound) has nodes −1 and weights 0.
 py::tuple embedding_of(const SceneSimulation& sim) {
   if (!sim.embedding())
     throw py::value_error("embedding: the scene has no mesh.embedded_surface (docs/scene-format.md §3)");
@@ -151,9 +152,13 @@ py::tuple embedding_of(const SceneSimulation& sim) {
   const auto S = static_cast<py::ssize_t>(e.tet_of_point.size());
   py::array_t<std::int32_t> nodes({S, py::ssize_t{4}});
   auto r = nodes.mutable_unchecked<2>();
-  for (py::ssize_t s = 0; s < S; ++s)
-    for (int k = 0; k < 4; ++k) r(s, k) = tets(e.tet_of_point[static_cast<size_t>(s)], k);
-  return py::make_tuple(nodes, copy_of(e.weights));
+  Eigen::MatrixXd weights = e.weights;
+  for (py::ssize_t s = 0; s < S; ++s) {
+    const int t = e.tet_of_point[static_cast<size_t>(s)];
+    for (int k = 0; k < 4; ++k) r(s, k) = t < 0 ? -1 : tets(t, k);
+    if (t < 0) weights.row(s).setZero();
+  }
+  return py::make_tuple(nodes, copy_of(weights));
 }
 
 py::array embedded_triangles_of(const SceneSimulation& sim) {

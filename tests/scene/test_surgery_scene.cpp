@@ -20,6 +20,7 @@
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
+#include <xpd/topology/face_cut.hpp>
 #include <xpd/topology/surface_region.hpp>
 
 #include "solver/pd_fixtures.hpp"
@@ -742,10 +743,24 @@ TEST(SurgeryScene, ShippedLiverIsCutThroughItsLatticeHookedOpenAndAnExcisionLeav
       for (Eigen::Index v = surface_vertices0; v < rest.rows(); ++v)
         at[{rest(v, 0), rest(v, 1), rest(v, 2)}].push_back(v);
       // (Two walls of consecutive frames meet along a line: there a side has a vertex of each.)
+      // The copies at one rest position are bound to either side: never all to one fragment of a
+      // cut tet (they could not part).
+      const auto& tet_of = prog.embedding()->tet_of_point;
+      const FaceCutter& cutter = prog.surgery()->cutter();
       for (const auto& [p, list] : at) {
         EXPECT_EQ(list.size() % 2, 0u);
         for (Eigen::Index a : list)
           for (Eigen::Index b : list) widest = std::max(widest, (s.nodes.row(a) - s.nodes.row(b)).norm());
+        const int t0 = tet_of[static_cast<std::size_t>(list.front())];
+        const bool one = std::all_of(list.begin(), list.end(),
+                                     [&](Eigen::Index v) { return tet_of[static_cast<std::size_t>(v)] == t0; });
+        EXPECT_FALSE(one && cutter.fraction(t0) < 1.0) << "rest position " << p[0] << " " << p[1] << " " << p[2];
+      }
+      // No sliver: every triangle of the surface has area at rest (an edge on the cut is not cut
+      // again in a later frame).
+      for (Eigen::Index f = 0; f < s.triangles.rows(); ++f) {
+        const Vec3 a = rest.row(s.triangles(f, 0)), b = rest.row(s.triangles(f, 1)), c = rest.row(s.triangles(f, 2));
+        EXPECT_GT((b - a).cross(c - a).norm(), 1e-12) << "triangle " << f;
       }
       walls = static_cast<int>(at.size());
     }
@@ -797,10 +812,18 @@ TEST(SurgeryScene, SplitModeNeedsAPathCutOrASphereExcision) {
   EXPECT_THROW(make_sim(j), SceneError);
   j["surgery"]["events"][0] = json::parse(R"({ "tool": "cut", "mode": "split", "frame": 2,
                                                "path": [[5, 5, 5], [6, 5, 5]], "sweep": [0, 0, 1] })");
+  EXPECT_THROW(make_sim(j), SceneError);  // no embedded surface
+  // The bar's own boundary as its embedded surface.
+  const fs::path dir = test::scratch_dir("split_bar");
+  {
+    const SceneSimulation plain = make_sim(bar_scene());
+    io::write_surface((dir / "bar.obj").string(), SurfaceMesh{plain.mesh().nodes, boundary_faces(plain.mesh().tets)});
+  }
+  j["mesh"]["embedded_surface"] = (dir / "bar.obj").string();
   SceneSimulation sim = make_sim(j);
   ASSERT_TRUE(sim.advance(1).converged);
   EXPECT_THROW(sim.advance(2), SceneError);  // a blade that misses the mesh: an error naming the event
-  // A split cut through the bar opens it like the face cut: it hangs apart once the blade is through.
+  // A split cut opens the bar like the face cut: it hangs apart once the blade is through.
   j["surgery"]["events"][0] = json::parse(R"({ "tool": "cut", "mode": "split", "frames": [2, 5],
                                                "path": [[0.63, -0.1, 0.5], [0.63, 0.5, 0.5]], "sweep": [0, 0, -0.7] })");
   j["solver"]["tolerance"] = 1e-6;

@@ -112,9 +112,15 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
 
   if (scene_.surgery) {
     check_surgery_scene();
-    if (surface_ && is_closed_manifold(surface_->triangles)) {
-      closed_surface_ = surface_;
-      wall_spacing_ = 0.35 * mean_edge_length(mesh_.nodes, mesh_.tets);
+    if (surface_) {
+      const double edge = mean_edge_length(mesh_.nodes, mesh_.tets);
+      surface_offset_ = 0.15 * edge;  // beyond the fragments' snap (5%) and the blade's interpolation
+      surface_event_.assign(static_cast<std::size_t>(surface_->nodes.rows()), -1);
+      surface_side_.assign(static_cast<std::size_t>(surface_->nodes.rows()), 0);
+      if (is_closed_manifold(surface_->triangles)) {
+        closed_surface_ = surface_;
+        wall_spacing_ = 0.35 * edge;
+      }
     }
     SurgeryOptions so;
     so.factor_update = scene_.surgery->factor_update;
@@ -515,6 +521,12 @@ void SceneSimulation::check_surgery_scene() const {
   if (scene_.collision) refuse("has no collision handling (the contact region does not follow cuts yet)");
   if (scene_.two_way) refuse("has no two_way projection");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
+  if (scene_.mesh.embedded_surface.empty())
+    for (const SurgeryEvent& e : scene_.surgery->events)
+      if (e.split)
+        refuse(
+            "with \"mode\": \"split\" events has an embedded surface (mesh.embedded_surface, or a lattice's): the "
+            "split fragments overlap at rest, so the tet mesh's own faces do not draw the cut tissue");
   for (const Material& m : scene_.materials)
     if (m.lambda != 0)
       refuse(
@@ -635,18 +647,21 @@ void SceneSimulation::apply_surgery_events(int frame) {
     throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
   };
   auto rest_point = [&](const Vec3& p, const std::string& where, const char* what) {
-    auto b = locate_rest_point(surgery_->mesh(), p);
-    if (!b)
+    const TetMesh& m = surgery_->mesh();
+    const TetLocation l = TetLocator(m.nodes, m.tets).find_tet(p);
+    if (!l.found())
       fail(where,
            fmt::format("the {} ({}, {}, {}) lies in no tet of the mesh (rest coordinates)", what, p.x(), p.y(), p.z()));
+    // Fragments of a split tet overlap at rest: the point belongs to the one holding it.
     const FaceCutter& cutter = surgery_->cutter();
-    if (cutter.has_split_elements()) {
-      // Fragments of a split tet overlap at rest: the point belongs to the one holding it.
-      const TetLocation l = TetLocator(surgery_->mesh().nodes, surgery_->mesh().tets).find_tet(p);
-      const int t = cutter.fragment_holding(l.tet, l.weights, cutter.fragments_by_source());
-      for (int a = 0; a < 4; ++a) b->nodes[static_cast<std::size_t>(a)] = surgery_->mesh().tets(t, a);
+    const int t =
+        cutter.has_split_elements() ? cutter.fragment_holding(l.tet, l.weights, cutter.fragments_by_source()) : l.tet;
+    BaryPoint b;
+    for (int a = 0; a < 4; ++a) {
+      b.nodes[static_cast<std::size_t>(a)] = m.tets(t, a);
+      b.weights[static_cast<std::size_t>(a)] = l.weights[a];
     }
-    return *b;
+    return b;
   };
   for (std::size_t i = 0; i < events.size(); ++i) {
     const SurgeryEvent& e = events[i];
@@ -665,14 +680,17 @@ void SceneSimulation::apply_surgery_events(int frame) {
             const double length = path_length(e.path);
             const auto blade = swept_cut_surface(path_section(e.path, 0.0, share * length));
             const CutEvent ev = surgery_->split(*blade);
+            applied_frame_[i] = frame;  // the session has the event (the surface follows below)
             cut_done_[i] += static_cast<std::size_t>(ev.tets_split);
             surgery_frame_.tets_split += ev.tets_split;
             if (ev.tets_split > 0) {
-              follow_topology(&ev, nullptr, blade.get());
+              follow_topology(&ev, nullptr, blade.get(), static_cast<int>(i));
               // The walls of the part the blade advanced through this frame, one per side.
               const double before = static_cast<double>(frame - e.first_frame) /
                                     static_cast<double>(e.last_frame - e.first_frame + 1) * length;
-              add_wall(blade_wall(path_section(e.path, before, share * length), wall_spacing_), {1, -1}, ev, nullptr);
+              if (closed_surface_)
+                add_wall(blade_wall(path_section(e.path, before, share * length), wall_spacing_), {1, -1}, *blade,
+                         static_cast<int>(i));
               ++surgery_frame_.events;
               ++topology_version_;
               ended = ended || frame == e.last_frame;
@@ -718,13 +736,15 @@ void SceneSimulation::apply_surgery_events(int frame) {
             const auto ball = sphere_cut_surface(e.sphere->first, e.sphere->second);
             const ExcisionEvent ev = surgery_->excise_inside(*ball, &split);
             if (ev.removed.empty()) fail(where, "the excision's sphere holds no tissue");
-            follow_topology(&split, &ev, ball.get());
+            applied_frame_[i] = frame;  // the session has the event (the surface follows below)
+            follow_topology(&split, &ev, ball.get(), static_cast<int>(i));
             // The cavity's wall: the sphere inside the tissue, facing its centre (out of the tissue
             // left, which is the sphere's positive side: the icosphere's outward normals point there).
-            const int levels = std::clamp(
-                static_cast<int>(std::ceil(std::log2(1.33 * e.sphere->second / std::max(wall_spacing_, 1e-300)))), 0,
-                7);
-            add_wall(make_icosphere(e.sphere->first, e.sphere->second, levels), {1}, split, &ev);
+            if (closed_surface_) {
+              const int levels =
+                  std::clamp(static_cast<int>(std::ceil(std::log2(1.33 * e.sphere->second / wall_spacing_))), 0, 7);
+              add_wall(make_icosphere(e.sphere->first, e.sphere->second, levels), {1}, *ball, static_cast<int>(i));
+            }
             surgery_frame_.tets_split += split.tets_split;
             surgery_frame_.tets_excised += static_cast<int>(ev.removed.size());
             ++surgery_frame_.events;
@@ -741,9 +761,10 @@ void SceneSimulation::apply_surgery_events(int frame) {
           }
           if (tets.empty()) fail(where, "the excision's region holds no tet centroid");
           const ExcisionEvent ev = surgery_->excise(tets);
+          applied_frame_[i] = frame;  // the session has the event (the rest follows below)
           // Per-tet data, the embedded surface and the faces of cuts still under way follow the
           // renumbering.
-          follow_topology(nullptr, &ev);
+          follow_topology(nullptr, &ev, nullptr, static_cast<int>(i));
           for (std::size_t c = 0; c < cut_faces_.size(); ++c) {
             std::vector<TetPair> kept;
             std::size_t done = 0;
@@ -798,6 +819,10 @@ void SceneSimulation::apply_surgery_events(int frame) {
           const BaryPoint p = rest_point(e.point, where + "/point", "hook's point");
           const Vec3 start = p.eval(surgery_->state().x);
           std::vector<BaryPoint> grip{p};
+          if (e.grip_radius > 0 && surgery_->cutter().has_split_elements())
+            fail(where,
+                 "a hook's grip_radius reads the mesh's boundary faces, which a split cut's overlapping "
+                 "fragments do not form; use a point hook");
           if (e.grip_radius > 0) {
             grip.clear();
             for (const int v : hook_grip_nodes(surgery_->mesh(), p.nodes, e.point, e.grip_radius))
@@ -893,6 +918,8 @@ int SceneSimulation::undermine(const SurgeryEvent& e, const std::string& where, 
   const auto fail = [&](const std::string& what) {
     throw SceneError(scene_.file, where, fmt::format("frame {}: {}", frame, what));
   };
+  if (surgery_->cutter().has_split_elements())
+    fail("undermining reads the shell's faces, which a split cut's overlapping fragments do not form");
   Shell shell;  // the skin tools read the shell's layout only
   shell.surface_vertices = scene_.mesh.shell_surface_vertices;
   shell.layers = scene_.mesh.shell.layers;
@@ -975,43 +1002,86 @@ SceneSimulation::~SceneSimulation() = default;
 SceneSimulation::SceneSimulation(SceneSimulation&&) noexcept = default;
 SceneSimulation& SceneSimulation::operator=(SceneSimulation&&) noexcept = default;
 
-void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excision) {
+namespace {
+
+// A point on (or at) a cut's surface bound to the fragment on `side` (±1) of it: the fragment that
+// holds the point `offset` along the blade's normal on that side. On the blade itself every
+// fragment's margin is about 0 (the fragments' planes interpolate the blade and are snapped off
+// the nodes), so the offset decides. Returns the tet and the point's weights in it, or tet −1 when
+// no fragment holds the offset point (excised tissue, or outside the mesh).
+std::pair<int, Vec4> bind_beside(const TetMesh& mesh, const FaceCutter& cutter, const TetLocator& locator,
+                                 const std::vector<std::vector<int>>& by_source, const CutSurface& blade, const Vec3& p,
+                                 int side, double offset) {
+  const Vec3 q = p + (side * offset) * blade.normal(p);
+  TetLocation l = locator.find_tet(q);
+  if (!l.found()) l = locator.find_tet(p);  // the offset left the mesh (near its boundary)
+  if (!l.found()) return {-1, Vec4::Zero()};
+  const int t = cutter.fragment_holding(l.tet, l.weights, by_source);
+  if (cutter.material_margin(t, barycentric(q, mesh.nodes, mesh.tets, t)) < 0 &&
+      cutter.material_margin(t, barycentric(p, mesh.nodes, mesh.tets, t)) < 0)
+    return {-1, Vec4::Zero()};
+  return {t, barycentric(p, mesh.nodes, mesh.tets, t)};
+}
+
+}  // namespace
+
+int SceneSimulation::surface_side(std::size_t v, const CutSurface& blade, int event) const {
+  if (surface_event_[v] == event) return surface_side_[v];
+  return blade.side(surface_->nodes.row(static_cast<Eigen::Index>(v)).transpose()) >= 0 ? 1 : -1;
+}
+
+void SceneSimulation::append_surface_vertices(const std::vector<Vec3>& rest, const std::vector<int>& tets,
+                                              const std::vector<Vec4>& weights, const std::vector<int>& sides,
+                                              int event) {
+  if (rest.empty()) return;
   SurfaceMesh& surf = *surface_;
   PointEmbedding& emb = *embedding_;
+  const Eigen::Index n0 = surf.nodes.rows(), n = n0 + static_cast<Eigen::Index>(rest.size());
+  surf.nodes.conservativeResize(n, 3);
+  emb.weights.conservativeResize(n, 4);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    surf.nodes.row(n0 + static_cast<Eigen::Index>(i)) = rest[i].transpose();
+    emb.weights.row(n0 + static_cast<Eigen::Index>(i)) = weights[i].transpose();
+    emb.tet_of_point.push_back(tets[i]);
+    surface_event_.push_back(event);
+    surface_side_.push_back(static_cast<signed char>(sides[i]));
+  }
+}
+
+void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excision, int event) {
+  SurfaceMesh& surf = *surface_;
   const TetMesh& mesh = surgery_->mesh();
   const FaceCutter& cutter = surgery_->cutter();
   const auto nv = static_cast<std::size_t>(surf.nodes.rows());
-  std::vector<double> side(nv);
-  for (std::size_t v = 0; v < nv; ++v) side[v] = blade.side(surf.nodes.row(static_cast<Eigen::Index>(v)).transpose());
-  auto positive = [&](int v) { return side[static_cast<std::size_t>(v)] >= 0; };
+  std::vector<int> side(nv);
+  for (std::size_t v = 0; v < nv; ++v) side[v] = surface_side(v, blade, event);
   auto rest = [&](int v) { return Vec3(surf.nodes.row(v).transpose()); };
-  auto cut_edge = [&](int a, int b) { return positive(a) != positive(b) && blade.crosses(rest(a), rest(b), 0.0); };
+  // An edge is cut where its ends lie on either side and the blade meets it; an edge with an end
+  // this cut made lies along the cut already (a later frame of the same blade).
+  auto made_here = [&](int v) { return surface_event_[static_cast<std::size_t>(v)] == event; };
+  auto cut_edge = [&](int a, int b) {
+    return !made_here(a) && !made_here(b) && side[static_cast<std::size_t>(a)] != side[static_cast<std::size_t>(b)] &&
+           blade.crosses(rest(a), rest(b), 0.0);
+  };
   std::optional<TetLocator> locator;
   std::vector<std::vector<int>> by_source;
   std::vector<Vec3> new_rest;
-  std::vector<int> new_tet;
+  std::vector<int> new_tet, new_side;
   std::vector<Vec4> new_weights;
-  // A crossing point's vertex on a's side: bound to the fragment that holds the point halfway back
-  // toward a (the crossing itself lies on the cut, in both fragments' boundaries).
-  auto add_vertex = [&](const Vec3& p, int a) {
+  auto add_vertex = [&](const Vec3& p, int s) {
     int t = -1;
     Vec4 w = Vec4::Zero();
-    if (!(excision && !positive(a))) {
+    if (!(excision && s < 0)) {  // the inside of an excision goes
       if (!locator) {
         locator.emplace(mesh.nodes, mesh.tets);
         by_source = cutter.fragments_by_source();
       }
-      const Vec3 q = 0.5 * (p + rest(a));
-      TetLocation l = locator->find_tet(q);
-      if (!l.found()) l = locator->nearest_tet(q);
-      if (l.found()) {
-        t = cutter.fragment_holding(l.tet, l.weights, by_source);
-        w = barycentric(p, mesh.nodes, mesh.tets, t);
-      }
+      std::tie(t, w) = bind_beside(mesh, cutter, *locator, by_source, blade, p, s, surface_offset_);
     }
     new_rest.push_back(p);
     new_tet.push_back(t);
     new_weights.push_back(w);
+    new_side.push_back(s);
     return static_cast<int>(nv + new_rest.size() - 1);
   };
   // Per cut edge (lower id first): its two vertices, on the lower id's side and on the other's.
@@ -1023,15 +1093,15 @@ void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excisi
       // The crossing on the blade itself (bisection on its side along the edge; the ends' signs
       // differ), so that a sphere's rim lies on the sphere, not on the chords' interpolation.
       const Vec3 xa = rest(key.first), xb = rest(key.second);
-      const bool a_positive = positive(key.first);
+      const int sa = side[static_cast<std::size_t>(key.first)], sb = side[static_cast<std::size_t>(key.second)];
       double s0 = 0, s1 = 1;
-      for (int it = 0; it < 48; ++it) {
+      for (int step = 0; step < 48; ++step) {
         const double mid = 0.5 * (s0 + s1);
-        ((blade.side(xa + mid * (xb - xa)) >= 0) == a_positive ? s0 : s1) = mid;
+        ((blade.side(xa + mid * (xb - xa)) >= 0 ? 1 : -1) == sa ? s0 : s1) = mid;
       }
       const Vec3 p = xa + 0.5 * (s0 + s1) * (xb - xa);
-      const int lo = add_vertex(p, key.first);
-      const int hi = add_vertex(p, key.second);
+      const int lo = add_vertex(p, sa);
+      const int hi = add_vertex(p, sb);
       it = split_edge.emplace(key, std::make_pair(lo, hi)).first;
     }
     return a < b ? it->second : std::make_pair(it->second.second, it->second.first);
@@ -1056,32 +1126,16 @@ void SceneSimulation::cut_surface_triangles(const CutSurface& blade, bool excisi
     tris.emplace_back(ab_b, c, ac_c);
   }
   if (new_rest.empty()) return;
-  const auto total = static_cast<Eigen::Index>(nv + new_rest.size());
-  surf.nodes.conservativeResize(total, 3);
-  emb.weights.conservativeResize(total, 4);
-  for (std::size_t i = 0; i < new_rest.size(); ++i) {
-    const auto r = static_cast<Eigen::Index>(nv + i);
-    surf.nodes.row(r) = new_rest[i].transpose();
-    emb.weights.row(r) = new_weights[i].transpose();
-    emb.tet_of_point.push_back(new_tet[i]);
-  }
+  append_surface_vertices(new_rest, new_tet, new_weights, new_side, event);
   surf.triangles.resize(static_cast<Eigen::Index>(tris.size()), 3);
   for (std::size_t i = 0; i < tris.size(); ++i) surf.triangles.row(static_cast<Eigen::Index>(i)) = tris[i];
 }
 
-void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutEvent& split,
-                               const ExcisionEvent* excision) {
+void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutSurface& blade,
+                               int event) {
   if (!closed_surface_ || wall.triangles.rows() == 0) return;
   const TetMesh& mesh = surgery_->mesh();
   const FaceCutter& cutter = surgery_->cutter();
-  auto mapped = [&](int t) { return excision ? excision->tet_map[static_cast<std::size_t>(t)] : t; };
-  // Per source tet cut by this event: its positive fragment (the tet kept) and negative one (appended).
-  std::map<int, std::pair<int, int>> halves;
-  for (std::size_t k = 0; k < split.tet_copy_of.size(); ++k) {
-    const int pos = mapped(split.tet_copy_of[k]), neg = mapped(split.tets_before + static_cast<int>(k));
-    const int any = pos >= 0 ? pos : neg;
-    if (any >= 0) halves[cutter.source_tet(any)] = {pos, neg};
-  }
   // Wall vertices inside the closed rest surface; wall triangles with all three.
   std::vector<char> inside(static_cast<std::size_t>(wall.nodes.rows()));
   for (Eigen::Index v = 0; v < wall.nodes.rows(); ++v)
@@ -1089,35 +1143,27 @@ void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& 
         inside_closed_surface(*closed_surface_, wall.nodes.row(v).transpose()) ? 1 : 0;
   const TetLocator locator(mesh.nodes, mesh.tets);
   const auto by_source = cutter.fragments_by_source();
-  SurfaceMesh& surf = *surface_;
-  PointEmbedding& emb = *embedding_;
+  const auto first = static_cast<int>(surface_->nodes.rows());
+  std::vector<Vec3> rest;
+  std::vector<int> tets, vertex_sides;
+  std::vector<Vec4> weights;
+  std::vector<Eigen::RowVector3i> added;
   for (int side : sides) {
-    std::vector<int> index(static_cast<std::size_t>(wall.nodes.rows()), -2);  // −2 not yet, −1 unbindable
+    std::vector<int> index(static_cast<std::size_t>(wall.nodes.rows()), -2);  // −2 not yet, −1 unbound
     auto bind = [&](int v) {
       int& id = index[static_cast<std::size_t>(v)];
       if (id != -2) return id;
-      id = -1;
       const Vec3 p = wall.nodes.row(v).transpose();
-      TetLocation l = locator.find_tet(p);
-      if (!l.found()) l = locator.nearest_tet(p);
-      if (!l.found()) return id;
-      const auto it = halves.find(cutter.source_tet(l.tet));
-      int t = -1;
-      if (it != halves.end())
-        t = side > 0 ? it->second.first : it->second.second;
-      else
-        t = cutter.fragment_holding(l.tet, l.weights, by_source);  // a tet the cut did not pass through
-      if (t < 0) return id;
-      const Eigen::Index row = surf.nodes.rows();
-      surf.nodes.conservativeResize(row + 1, 3);
-      surf.nodes.row(row) = p.transpose();
-      emb.weights.conservativeResize(row + 1, 4);
-      emb.weights.row(row) = barycentric(p, mesh.nodes, mesh.tets, t).transpose();
-      emb.tet_of_point.push_back(t);
-      id = static_cast<int>(row);
+      const auto [t, w] = bind_beside(mesh, cutter, locator, by_source, blade, p, side, surface_offset_);
+      id = -1;
+      if (t < 0) return id;  // in excised tissue
+      rest.push_back(p);
+      tets.push_back(t);
+      weights.push_back(w);
+      vertex_sides.push_back(side);
+      id = first + static_cast<int>(rest.size()) - 1;
       return id;
     };
-    std::vector<Eigen::RowVector3i> added;
     for (Eigen::Index f = 0; f < wall.triangles.rows(); ++f) {
       const int a = wall.triangles(f, 0), b = wall.triangles(f, 1), c = wall.triangles(f, 2);
       if (!inside[static_cast<std::size_t>(a)] || !inside[static_cast<std::size_t>(b)] ||
@@ -1131,13 +1177,16 @@ void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& 
       else
         added.emplace_back(ia, ic, ib);
     }
-    const Eigen::Index n0 = surf.triangles.rows();
-    surf.triangles.conservativeResize(n0 + static_cast<Eigen::Index>(added.size()), 3);
-    for (std::size_t i = 0; i < added.size(); ++i) surf.triangles.row(n0 + static_cast<Eigen::Index>(i)) = added[i];
   }
+  append_surface_vertices(rest, tets, weights, vertex_sides, event);
+  SurfaceMesh& surf = *surface_;
+  const Eigen::Index n0 = surf.triangles.rows();
+  surf.triangles.conservativeResize(n0 + static_cast<Eigen::Index>(added.size()), 3);
+  for (std::size_t i = 0; i < added.size(); ++i) surf.triangles.row(n0 + static_cast<Eigen::Index>(i)) = added[i];
 }
 
-void SceneSimulation::follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade) {
+void SceneSimulation::follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade,
+                                      int event) {
   if (split)
     for (int src : split->tet_copy_of) tet_material_.push_back(tet_material_[static_cast<std::size_t>(src)]);
   if (excision) {
@@ -1147,61 +1196,48 @@ void SceneSimulation::follow_topology(const CutEvent* split, const ExcisionEvent
     tet_material_ = std::move(material);
   }
   if (!surface_) return;
-  // Per tet before the event: the fragments the split appended to it (split numbering).
-  std::vector<std::vector<int>> appended;
+  // Per tet before the event: the fragment the split appended to it (split numbering), or −1.
+  std::vector<int> appended;
   if (split) {
-    appended.resize(static_cast<std::size_t>(split->tets_before));
+    appended.assign(static_cast<std::size_t>(split->tets_before), -1);
     for (std::size_t k = 0; k < split->tet_copy_of.size(); ++k)
-      appended[static_cast<std::size_t>(split->tet_copy_of[k])].push_back(split->tets_before + static_cast<int>(k));
+      appended[static_cast<std::size_t>(split->tet_copy_of[k])] = split->tets_before + static_cast<int>(k);
   }
   const FaceCutter& cutter = surgery_->cutter();
   std::vector<int>& tet_of = embedding_->tet_of_point;
-  std::vector<char> removed(tet_of.size(), 0);
   auto mapped = [&](int t) { return excision ? excision->tet_map[static_cast<std::size_t>(t)] : t; };
   for (std::size_t v = 0; v < tet_of.size(); ++v) {
     const int t = tet_of[v];
-    if (t < 0) {
-      removed[v] = 1;
-      continue;
-    }
-    // The blade's side of the vertex itself (the fragments' planes interpolate the blade linearly
-    // in each tet and are snapped off the nodes, so a vertex near the blade may lie on the other
-    // side of its tet's plane than of the blade).
-    const double side = blade ? blade->side(surface_->nodes.row(static_cast<Eigen::Index>(v)).transpose()) : 0.0;
+    if (t < 0) continue;
+    // The blade's side of the vertex itself (or the side it was made for), not of its tet's
+    // snapped plane: a vertex near the blade may lie on the other side of that plane.
+    const int side = blade ? surface_side(v, *blade, event) : 0;
     int chosen = t;
-    if (split && !appended[static_cast<std::size_t>(t)].empty()) {
+    if (split && appended[static_cast<std::size_t>(t)] >= 0) {
       if (blade) {
         // split() keeps the positive side in the tet and appends the negative side's fragment.
-        chosen = side >= 0 ? t : appended[static_cast<std::size_t>(t)].front();
+        chosen = side > 0 ? t : appended[static_cast<std::size_t>(t)];
       } else {
-        // The surviving fragment holding the vertex.
         const Vec4 w = embedding_->weights.row(static_cast<Eigen::Index>(v)).transpose();
-        double best_margin = -std::numeric_limits<double>::infinity();
-        for (int c : appended[static_cast<std::size_t>(t)]) {
-          const int u = mapped(c);
-          if (u >= 0 && cutter.material_margin(u, w) > best_margin)
-            chosen = c, best_margin = cutter.material_margin(u, w);
-        }
-        if (mapped(t) >= 0 && cutter.material_margin(mapped(t), w) >= best_margin) chosen = t;
+        const int u = mapped(appended[static_cast<std::size_t>(t)]), kept = mapped(t);
+        if (kept < 0 || (u >= 0 && cutter.material_margin(u, w) > cutter.material_margin(kept, w)))
+          chosen = appended[static_cast<std::size_t>(t)];
       }
     }
     tet_of[v] = mapped(chosen);  // −1 when excised
     // An excision by a closed surface takes every vertex inside it.
     if (excision && blade && side < 0) tet_of[v] = -1;
-    removed[v] = tet_of[v] < 0 ? 1 : 0;
   }
   // The surface's own triangles across the blade split along it (after the rebinding above, which
   // the new vertices do not need: they are bound to the mesh as it is now).
-  if (blade) cut_surface_triangles(*blade, excision != nullptr);
+  if (blade) cut_surface_triangles(*blade, excision != nullptr, event);
   if (!excision) return;
-  removed.resize(tet_of.size(), 0);
-  for (std::size_t v = 0; v < tet_of.size(); ++v) removed[v] = tet_of[v] < 0 ? 1 : 0;
   Triangles kept(surface_->triangles.rows(), 3);
   Eigen::Index k = 0;
   for (Eigen::Index f = 0; f < surface_->triangles.rows(); ++f) {
     const auto row = surface_->triangles.row(f);
-    if (!removed[static_cast<std::size_t>(row(0))] && !removed[static_cast<std::size_t>(row(1))] &&
-        !removed[static_cast<std::size_t>(row(2))])
+    if (tet_of[static_cast<std::size_t>(row(0))] >= 0 && tet_of[static_cast<std::size_t>(row(1))] >= 0 &&
+        tet_of[static_cast<std::size_t>(row(2))] >= 0)
       kept.row(k++) = row;
   }
   kept.conservativeResize(k, 3);

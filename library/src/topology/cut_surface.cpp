@@ -81,6 +81,13 @@ class SweptCutSurface final : public CutSurface {
     }
     return plane;
   }
+  Vec3 normal(const Vec3& x) const override {
+    double best = std::numeric_limits<double>::infinity();
+    Vec3 n = normals_.front();
+    for (size_t k = 0; k < tris_.size(); ++k)
+      if (const double d = distance(x, k); d < best) best = d, n = normals_[k];
+    return n;
+  }
   bool crosses(const Vec3& a, const Vec3& b, double tolerance) const override {
     Eigen::AlignedBox3d seg(a.cwiseMin(b), a.cwiseMax(b));
     seg.extend(seg.min() - Vec3::Constant(tolerance)).extend(seg.max() + Vec3::Constant(tolerance));
@@ -103,6 +110,10 @@ class SphereCutSurface final : public CutSurface {
  public:
   SphereCutSurface(const Vec3& c, double r) : c_(c), r_(r) {}
   double side(const Vec3& x) const override { return (x - c_).norm() - r_; }
+  Vec3 normal(const Vec3& x) const override {
+    const Vec3 d = x - c_;
+    return d.norm() > 0 ? Vec3(d.normalized()) : Vec3(Vec3::UnitX());
+  }
   bool crosses(const Vec3& a, const Vec3& b, double tolerance) const override {
     // The distance to c along the segment ranges over [nearest, farthest]; it meets the sphere
     // when r lies in that range.

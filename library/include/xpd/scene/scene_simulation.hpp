@@ -176,19 +176,23 @@ class SceneSimulation {
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
   // The embedded surface's binding (and the per-tet materials) after an element split by `blade`
-  // and/or an excision (in that order, as excise_inside makes them).
-  void follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade = nullptr);
+  // and/or an excision (in that order, as excise_inside makes them), for surgical event `event`.
+  void follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade, int event);
   // The embedded surface's triangles that `blade` crosses along two edges are split there, each
   // crossing point becoming two vertices, one bound to either side; with `excision`, those on the
   // negative side of the blade (the inside of the excised region) are left unbound.
-  void cut_surface_triangles(const CutSurface& blade, bool excision);
+  void cut_surface_triangles(const CutSurface& blade, bool excision, int event);
   // Surfaces the tissue a split opens (when the embedded surface is closed): `wall` — triangles on
   // the cut's surface, those with every vertex inside the closed rest surface — is added once per
   // side it bounds (`sides`: +1 the blade's positive side, −1 the negative; faces oriented out of
   // that side's tissue, given `wall`'s normals point to the positive side), each vertex bound to
-  // the fragment of its side (`split`, `excision`: the event that made them).
-  void add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutEvent& split,
-                const ExcisionEvent* excision);
+  // the fragment of its side (vertices in excised tissue dropped with their triangles).
+  void add_wall(const SurfaceMesh& wall, const std::vector<int>& sides, const CutSurface& blade, int event);
+  // The side (±1) of surface vertex v for the cut of `event`: the side it was made for when that
+  // event made it (it lies on the blade), else the blade's side of its rest position.
+  int surface_side(std::size_t v, const CutSurface& blade, int event) const;
+  void append_surface_vertices(const std::vector<Vec3>& rest, const std::vector<int>& tets,
+                               const std::vector<Vec4>& weights, const std::vector<int>& sides, int event);
   int undermine(const SurgeryEvent& e, const std::string& where, int frame);  // attachments released
   // Session keys of the scene's attachments and of the copies cuts made of them (hooks excluded)
   // for which keep(key, index of the scene attachment) holds.
@@ -206,6 +210,9 @@ class SceneSimulation {
   std::optional<SurfaceMesh> surface_;
   std::optional<SurfaceMesh> closed_surface_;  // surgery: the embedded surface at rest, when closed (walls)
   double wall_spacing_ = 0;                    // surgery: the walls' triangle size (0.35 × the mean edge)
+  double surface_offset_ = 0;                  // surgery: how far beside a cut a vertex on it is bound
+  std::vector<int> surface_event_;             // surgery: per surface vertex, the event that made it (−1: the file's)
+  std::vector<signed char> surface_side_;      // … and the side of its cut it was made for (±1)
   std::optional<PointEmbedding> embedding_;
   std::unique_ptr<Model> model_;
   State state_;

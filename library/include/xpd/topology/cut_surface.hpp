@@ -41,6 +41,8 @@ class CutSurface {
   virtual double side(const Vec3& x) const = 0;
   /// True when the closed segment a–b meets the surface, or an end lies within `tolerance` of it.
   virtual bool crosses(const Vec3& a, const Vec3& b, double tolerance) const = 0;
+  /// The unit normal of the surface nearest x, pointing to the positive side.
+  virtual Vec3 normal(const Vec3& x) const = 0;
 };
 
 /// The surface a SweptPath spans (bilinear patches p_i, p_{i+1}, p_{i+1} + s_{i+1}, p_i + s_i, each

@@ -85,6 +85,7 @@ struct SurgerySession::Impl {
   // The base per-tet parameters and limits of `d` after a split appended tets copying
   // ev.tet_copy_of (one value for all stays one value).
   void grow_per_tet(const CutEvent& ev, ModelDesc& d, std::vector<double>& stiffness) const {
+    if (ev.tet_copy_of.empty()) return;  // a face cut, or a split that cut nothing
     auto grow = [&](std::vector<double>& v) {
       if (v.size() != static_cast<size_t>(ev.tets_before)) return;
       for (int src : ev.tet_copy_of) v.push_back(v[static_cast<size_t>(src)]);
@@ -128,6 +129,96 @@ struct SurgerySession::Impl {
     for (size_t i = 0; i < rows.size(); ++i)
       k.targets.row(static_cast<Eigen::Index>(i)) = state.inputs.attachment_targets.row(rows[i]);
     return k;
+  }
+
+  // After an excision: the per-tet parameters of `d`, the weight stiffness and the strain limits
+  // follow the renumbering (those of excised tets go; one value for all stays one value).
+  static void follow_excision(const ExcisionEvent& ev, ModelDesc& d, std::vector<double>& stiffness) {
+    auto kept = [&](std::vector<double>& per_tet) {
+      if (per_tet.size() != ev.tet_map.size()) return;
+      std::vector<double> out;
+      for (size_t t = 0; t < ev.tet_map.size(); ++t)
+        if (ev.tet_map[t] >= 0) out.push_back(per_tet[t]);
+      per_tet = std::move(out);
+    };
+    kept(stiffness);
+    kept(d.mu);
+    kept(d.density);
+    kept(d.lambda);
+    std::vector<StrainLimitDesc> limits;
+    for (StrainLimitDesc sl : d.strain_limits) {
+      sl.tet = ev.tet_map[static_cast<size_t>(sl.tet)];
+      if (sl.tet >= 0) limits.push_back(sl);
+    }
+    d.strain_limits = std::move(limits);
+  }
+
+  // Attachments (hooks included) and springs (sutures included) of `d` with a point on a node an
+  // excision orphaned go with the tissue: their columns are appended to mod.removed, and `keys`,
+  // `targets` (parallel to d.attachments) and `spring_ids` (parallel to d.springs) follow.
+  static void drop_on_orphans(const std::vector<char>& orphan, ModelDesc& d, std::vector<int>& keys, Points& targets,
+                              std::vector<int>& spring_ids, FactorModification& mod, int num_nodes) {
+    auto uses_orphan = [&](const BaryPoint& p) {
+      for (size_t a = 0; a < 4; ++a)
+        if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
+      return false;
+    };
+    std::vector<AttachmentDesc> attachments;
+    std::vector<int> kept_keys;
+    std::vector<Eigen::Index> rows;
+    for (size_t r = 0; r < d.attachments.size(); ++r) {
+      const AttachmentDesc& a = d.attachments[r];
+      if (uses_orphan(a.point)) {
+        mod.removed.push_back(attachment_column(a.point, a.stiffness, num_nodes));
+        continue;
+      }
+      attachments.push_back(a);
+      kept_keys.push_back(keys[r]);
+      rows.push_back(static_cast<Eigen::Index>(r));
+    }
+    Points kept_targets(static_cast<Eigen::Index>(rows.size()), 3);
+    for (size_t i = 0; i < rows.size(); ++i) kept_targets.row(static_cast<Eigen::Index>(i)) = targets.row(rows[i]);
+    std::vector<PointSpring> springs;
+    std::vector<int> kept_springs;
+    for (size_t k = 0; k < d.springs.size(); ++k) {
+      if (uses_orphan(d.springs[k].a) || uses_orphan(d.springs[k].b)) {
+        mod.removed.push_back(spring_column(d.springs[k], num_nodes));
+        continue;
+      }
+      springs.push_back(d.springs[k]);
+      kept_springs.push_back(spring_ids[k]);
+    }
+    d.attachments = std::move(attachments);
+    d.springs = std::move(springs);
+    keys = std::move(kept_keys);
+    targets = std::move(kept_targets);
+    spring_ids = std::move(kept_springs);
+  }
+
+  // Steps 2–4 of a cut or a split (header comment), the mesh already changed by `ev`; on failure
+  // the mesh is restored to `before` and the exception rethrown. An attached node that splits holds
+  // every piece: each copy gets the attachments of the node it duplicates.
+  void follow_cut(const CutEvent& ev, FaceCutter before) {
+    try {
+      ModelDesc d = desc;
+      d.mesh = cutter.mesh();
+      std::vector<double> stiffness = tet_stiffness;
+      grow_per_tet(ev, d, stiffness);
+      std::vector<int> keys = attachment, origins = origin;
+      Points targets = state.inputs.attachment_targets;
+      FactorModification mod =
+          progressive() ? cut_modification(ev, cutter.mesh(), stiffness, cutter.fractions()) : FactorModification{};
+      const int inherited = inherit_attachments(ev, d, keys, origins, targets, mod);
+      follow(build(d), mod, ev.copy_of, &targets);
+      desc = std::move(d);
+      tet_stiffness = std::move(stiffness);
+      attachment = std::move(keys);
+      origin = std::move(origins);
+      next_attachment += inherited;
+    } catch (...) {
+      cutter = std::move(before);
+      throw;
+    }
   }
 
   // Steps 3 and 4 of an event (header comment) once the new model is built: on an exception the
@@ -216,56 +307,15 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
   Impl& m = *impl_;
   FaceCutter before = m.cutter;       // the mesh to restore when the event fails
   CutEvent ev = m.cutter.cut(faces);  // MeshError: mesh unchanged
-  if (ev.faces_cut == 0) return ev;
-  try {
-    ModelDesc d = m.desc;
-    d.mesh = m.cutter.mesh();
-    // An attached node that splits holds every piece: each copy gets the attachments of the node
-    // it duplicates.
-    std::vector<int> keys = m.attachment, origin = m.origin;
-    Points targets = m.state.inputs.attachment_targets;
-    FactorModification mod =
-        m.progressive() ? cut_modification(ev, m.cutter.mesh(), m.tet_stiffness) : FactorModification{};
-    const int inherited = m.inherit_attachments(ev, d, keys, origin, targets, mod);
-    std::unique_ptr<Model> model = m.build(d);
-    m.follow(std::move(model), mod, ev.copy_of, &targets);
-    m.desc.mesh = std::move(d.mesh);
-    m.desc.attachments = std::move(d.attachments);
-    m.attachment = std::move(keys);
-    m.origin = std::move(origin);
-    m.next_attachment += inherited;
-  } catch (...) {
-    m.cutter = std::move(before);
-    throw;
-  }
+  if (ev.faces_cut > 0) m.follow_cut(ev, std::move(before));
   return ev;
 }
 
 CutEvent SurgerySession::split(const CutSurface& surface) {
   Impl& m = *impl_;
-  FaceCutter before = m.cutter;           // the mesh to restore when the event fails
+  FaceCutter before = m.cutter;
   CutEvent ev = m.cutter.split(surface);  // MeshError: mesh unchanged
-  if (ev.tets_split == 0) return ev;
-  try {
-    ModelDesc d = m.desc;
-    d.mesh = m.cutter.mesh();
-    std::vector<double> stiffness = m.tet_stiffness;
-    m.grow_per_tet(ev, d, stiffness);
-    std::vector<int> keys = m.attachment, origin = m.origin;
-    Points targets = m.state.inputs.attachment_targets;
-    FactorModification mod =
-        m.progressive() ? cut_modification(ev, m.cutter.mesh(), stiffness, m.cutter.fractions()) : FactorModification{};
-    const int inherited = m.inherit_attachments(ev, d, keys, origin, targets, mod);
-    m.follow(m.build(d), mod, ev.copy_of, &targets);
-    m.desc = std::move(d);
-    m.tet_stiffness = std::move(stiffness);
-    m.attachment = std::move(keys);
-    m.origin = std::move(origin);
-    m.next_attachment += inherited;
-  } catch (...) {
-    m.cutter = std::move(before);
-    throw;
-  }
+  if (ev.tets_split > 0) m.follow_cut(ev, std::move(before));
   return ev;
 }
 
@@ -308,63 +358,15 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
       const FactorModification ex = excision_modification(ev, split_mesh, weights, placeholders);
       mod.change.insert(mod.change.end(), ex.change.begin(), ex.change.end());
     }
-    // Per-tet parameters and limits follow the renumbering.
-    auto kept = [&](const std::vector<double>& per_tet) {
-      if (per_tet.size() != ev.tet_map.size()) return per_tet;  // one value for all
-      std::vector<double> out;
-      for (size_t t = 0; t < ev.tet_map.size(); ++t)
-        if (ev.tet_map[t] >= 0) out.push_back(per_tet[t]);
-      return out;
-    };
-    stiffness = kept(stiffness);
-    d.mu = kept(d.mu);
-    d.density = kept(d.density);
-    d.lambda = kept(d.lambda);
-    std::vector<StrainLimitDesc> limits;
-    for (StrainLimitDesc sl : d.strain_limits) {
-      sl.tet = ev.tet_map[static_cast<size_t>(sl.tet)];
-      if (sl.tet >= 0) limits.push_back(sl);
-    }
-    d.strain_limits = std::move(limits);
+    Impl::follow_excision(ev, d, stiffness);
     d.mesh = m.cutter.mesh();
     d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
-    // Attachments and springs on the excised tissue go with it.
-    auto uses_orphan = [&](const BaryPoint& p) {
-      for (size_t a = 0; a < 4; ++a)
-        if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
-      return false;
-    };
-    std::vector<AttachmentDesc> attachments;
-    std::vector<int> kept_keys;
-    std::vector<Eigen::Index> rows;
-    for (size_t r = 0; r < d.attachments.size(); ++r) {
-      const AttachmentDesc& a = d.attachments[r];
-      if (uses_orphan(a.point)) {
-        if (m.progressive()) mod.removed.push_back(attachment_column(a.point, a.stiffness, nv));
-        continue;
-      }
-      attachments.push_back(a);
-      kept_keys.push_back(keys[r]);
-      rows.push_back(static_cast<Eigen::Index>(r));
-    }
-    Points kept_targets(static_cast<Eigen::Index>(rows.size()), 3);
-    for (size_t i = 0; i < rows.size(); ++i) kept_targets.row(static_cast<Eigen::Index>(i)) = targets.row(rows[i]);
-    d.attachments = std::move(attachments);
-    std::vector<PointSpring> springs;
-    std::vector<int> spring_ids;
-    for (size_t k = 0; k < d.springs.size(); ++k) {
-      if (uses_orphan(d.springs[k].a) || uses_orphan(d.springs[k].b)) {
-        if (m.progressive()) mod.removed.push_back(spring_column(d.springs[k], nv));
-        continue;
-      }
-      springs.push_back(d.springs[k]);
-      spring_ids.push_back(m.spring[k]);
-    }
-    d.springs = std::move(springs);
-    m.follow(m.build(d), mod, cut.copy_of, &kept_targets);
+    std::vector<int> spring_ids = m.spring;
+    Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
+    m.follow(m.build(d), mod, cut.copy_of, &targets);
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
-    m.attachment = std::move(kept_keys);
+    m.attachment = std::move(keys);
     m.origin = std::move(origin);
     m.next_attachment += inherited;
     m.spring = std::move(spring_ids);
@@ -385,25 +387,8 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
     const int nv = m.model->num_nodes();
     ModelDesc d = m.desc;
     d.mesh = m.cutter.mesh();
-    // Per-tet parameters follow the renumbering.
-    auto kept = [&](const std::vector<double>& per_tet) {
-      if (per_tet.size() != ev.tet_map.size()) return per_tet;  // one value for all
-      std::vector<double> out;
-      for (size_t t = 0; t < ev.tet_map.size(); ++t)
-        if (ev.tet_map[t] >= 0) out.push_back(per_tet[t]);
-      return out;
-    };
-    std::vector<double> stiffness = kept(m.tet_stiffness);
-    d.mu = kept(d.mu);
-    d.density = kept(d.density);
-    d.lambda = kept(d.lambda);
-    // Strain limits follow the tets they limit (those on excised tets go).
-    std::vector<StrainLimitDesc> limits;
-    for (StrainLimitDesc sl : d.strain_limits) {
-      sl.tet = ev.tet_map[static_cast<size_t>(sl.tet)];
-      if (sl.tet >= 0) limits.push_back(sl);
-    }
-    d.strain_limits = std::move(limits);
+    std::vector<double> stiffness = m.tet_stiffness;
+    Impl::follow_excision(ev, d, stiffness);
     // Placeholders: each orphan keeps its current diagonal (any δ > 0 would do; this one keeps the
     // matrix's scale).
     std::vector<char> orphan(static_cast<size_t>(nv), 0);
@@ -416,32 +401,14 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
     std::vector<double> weights = m.tet_stiffness;  // of the mesh before, fractions included
     for (size_t t = 0; t < weights.size(); ++t) weights[t] *= before.fractions()[t];
     FactorModification mod = excision_modification(ev, before.mesh(), weights, placeholders);
-    auto uses_orphan = [&](const BaryPoint& p) {
-      for (size_t a = 0; a < 4; ++a)
-        if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
-      return false;
-    };
-    // Hooks and attachments on excised tissue go with it.
-    std::vector<char> drop(m.desc.attachments.size(), 0);
-    for (size_t r = 0; r < drop.size(); ++r) drop[r] = uses_orphan(m.desc.attachments[r].point) ? 1 : 0;
-    Impl::KeptAttachments kept_attachments = m.drop_attachments(drop, mod);
-    d.attachments = std::move(kept_attachments.list);
-    // And sutures (and the desc's own springs) with an end on it.
-    d.springs.clear();
-    std::vector<int> spring_ids;
-    for (size_t k = 0; k < m.desc.springs.size(); ++k) {
-      const PointSpring& sp = m.desc.springs[k];
-      if (uses_orphan(sp.a) || uses_orphan(sp.b)) {
-        mod.removed.push_back(spring_column(sp, nv));
-        continue;
-      }
-      d.springs.push_back(sp);
-      spring_ids.push_back(m.spring[k]);
-    }
-    m.follow(m.build(d), mod, {}, &kept_attachments.targets);
+    // Hooks, attachments, sutures and springs on excised tissue go with it.
+    std::vector<int> keys = m.attachment, spring_ids = m.spring;
+    Points targets = m.state.inputs.attachment_targets;
+    Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
+    m.follow(m.build(d), mod, {}, &targets);
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
-    m.attachment = std::move(kept_attachments.keys);
+    m.attachment = std::move(keys);
     m.spring = std::move(spring_ids);
   } catch (...) {
     m.cutter = std::move(before);

@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +51,8 @@ struct RenderOptions {
   std::string chromium;
   std::string up;
   bool no_overlay = false;
+  std::vector<double> view;  // camera direction (3 numbers), empty: the default
+  bool surface_only = false;
 };
 
 std::string find_chromium(const std::string& explicit_path) {
@@ -156,6 +160,13 @@ void run_render(const RenderOptions& o) {
     url += "&frame=" + std::to_string(o.frame.value_or(0));
   if (!o.up.empty()) url += "&up=" + o.up;
   if (o.no_overlay) url += "&overlay=0";
+  if (!o.view.empty()) {
+    if (o.view.size() != 3 || !std::all_of(o.view.begin(), o.view.end(), [](double v) { return std::isfinite(v); }) ||
+        std::all_of(o.view.begin(), o.view.end(), [](double v) { return v == 0.0; }))
+      throw Error("--view takes a direction X,Y,Z: three finite numbers, not all zero");
+    url += fmt::format("&view={},{},{}", o.view[0], o.view[1], o.view[2]);
+  }
+  if (o.surface_only) url += "&tets=0";
 
   char tmpl[] = "/tmp/xpd-render-XXXXXX";
   if (!::mkdtemp(tmpl)) throw Error(fmt::format("cannot create a temporary folder: {}", std::strerror(errno)));
@@ -231,6 +242,13 @@ void add_render_command(CLI::App& app) {
   cmd->add_option("--up", o->up, "Up axis of the camera: y or z")->check(CLI::IsMember({"y", "z"}));
   cmd->add_flag("--no-overlay", o->no_overlay,
                 "Leave out the attachments and obstacles of scene.json (e.g. when attached nodes hide the body)");
+  cmd->add_option("--view", o->view,
+                  "Camera direction X,Y,Z: from the body's centre towards the camera (default: from the front, "
+                  "right and above)")
+      ->delimiter(',')
+      ->expected(3);
+  cmd->add_flag("--surface-only", o->surface_only,
+                "Where a frame has an embedded surface, draw only it (not the tet mesh's translucent boundary)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for Chromium")->capture_default_str();
   cmd->add_option("--chromium", o->chromium, "Chromium executable (default: $XPD_CHROMIUM, /usr/bin/chromium, PATH)");
   cmd->callback([o] { run_render(*o); });

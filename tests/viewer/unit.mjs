@@ -224,5 +224,18 @@ check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) ===
   check(su.tool === 'suture' && su.a.length === 3 && su.b.length === 3, 'live: suture event');
 }
 
+// xpd render --view: the camera direction "x,y,z".
+{
+  const { parseViewDirection } = await import('../../viewer/src/view.js');
+  const v = parseViewDirection('-0.6, -0.5,1');
+  check(v.length === 3 && v[0] === -0.6 && v[1] === -0.5 && v[2] === 1, `view: parsed ${JSON.stringify(v)}`);
+  check(parseViewDirection(null) === null && parseViewDirection('') === null, 'view: absent gives the default');
+  for (const bad of ['1,2', '0,0,0', '1,x,2', '1,,2', '1,2,3,4', 'Infinity,0,1']) {
+    let threw = '';
+    try { parseViewDirection(bad); } catch (e) { threw = e.message; }
+    check(/not a direction/.test(threw), `view: "${bad}" refused (${threw})`);
+  }
+}
+
 console.log(failures === 0 ? 'viewer_unit: all checks passed' : `viewer_unit: ${failures} check(s) failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -7,6 +7,7 @@ import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { parseVtu } from './vtu.js';
 import { boundaryFaces, sameTopology, parseObj, parsePly } from './mesh.js';
+import { parseViewDirection } from './view.js';
 import { Plots } from './plots.js';
 import { headlightMaterial, setOpacity, updateUp } from './shading.js';
 import { parseSceneOverlay } from './overlay.js';
@@ -19,6 +20,8 @@ const RENDER_MODE = params.get('render') === '1';
 const SHEET = params.get('frames');
 const UP = params.get('up') === 'z' ? 'z' : 'y';
 const OVERLAY = params.get('overlay') !== '0';  // overlay=0: no attachments/obstacles (xpd render --no-overlay)
+const VIEW = parseViewDirection(params.get('view'));  // view=x,y,z: camera direction (xpd render --view)
+const SURFACE_ONLY = params.get('tets') === '0';  // tets=0: only the embedded surface where there is one (--surface-only)
 const BACKGROUND = 0x1d2025;
 const CACHE_BYTES = 512 * 1024 * 1024;
 
@@ -289,9 +292,11 @@ function applyFrameImpl(fd) {
     surfGeom.computeVertexNormals();
     surfMesh.visible = true;
     setOpacity(bodyMat, 0.35);
+    body.visible = !SURFACE_ONLY;
   } else {
     surfMesh.visible = false;
     setOpacity(bodyMat, 1);
+    body.visible = true;
   }
 }
 
@@ -312,7 +317,9 @@ function fitCamera(box, aspect, keepDirection = false) {
   let target = box.getCenter(new THREE.Vector3());
   const dir = keepDirection
     ? camera.position.clone().sub(controls.target).normalize()
-    : (UP === 'z' ? new THREE.Vector3(1.2, -1.6, 0.9) : new THREE.Vector3(1.2, 0.9, 1.6)).normalize();
+    : VIEW
+      ? new THREE.Vector3(VIEW[0], VIEW[1], VIEW[2]).normalize()
+      : (UP === 'z' ? new THREE.Vector3(1.2, -1.6, 0.9) : new THREE.Vector3(1.2, 0.9, 1.6)).normalize();
   const tanV = Math.tan((camera.fov * Math.PI) / 360) * 0.9;
   const tanH = tanV * aspect;
   const right = new THREE.Vector3().crossVectors(dir.clone().negate(), camera.up).normalize();

@@ -1136,11 +1136,41 @@ void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& 
   if (!closed_surface_ || wall.triangles.rows() == 0) return;
   const TetMesh& mesh = surgery_->mesh();
   const FaceCutter& cutter = surgery_->cutter();
-  // Wall vertices inside the closed rest surface; wall triangles with all three.
-  std::vector<char> inside(static_cast<std::size_t>(wall.nodes.rows()));
-  for (Eigen::Index v = 0; v < wall.nodes.rows(); ++v)
-    inside[static_cast<std::size_t>(v)] =
-        inside_closed_surface(*closed_surface_, wall.nodes.row(v).transpose()) ? 1 : 0;
+  // Wall vertices inside the closed rest surface. A wall triangle is kept when a corner is inside;
+  // a corner outside moves to where the edge from an inside corner leaves the surface (the rim, where
+  // the cut leaves the body), put back on the blade (a chord of a sphere lies inside it).
+  const auto nw = static_cast<std::size_t>(wall.nodes.rows());
+  std::vector<char> inside(nw);
+  for (std::size_t v = 0; v < nw; ++v)
+    inside[v] =
+        inside_closed_surface(*closed_surface_, wall.nodes.row(static_cast<Eigen::Index>(v)).transpose()) ? 1 : 0;
+  std::vector<Vec3> at(nw);
+  std::vector<char> usable(nw);
+  for (std::size_t v = 0; v < nw; ++v) {
+    at[v] = wall.nodes.row(static_cast<Eigen::Index>(v)).transpose();
+    usable[v] = inside[v];
+  }
+  const SurfaceMesh& cs = *closed_surface_;
+  for (Eigen::Index f = 0; f < wall.triangles.rows(); ++f)
+    for (int k = 0; k < 3; ++k) {
+      const auto v = static_cast<std::size_t>(wall.triangles(f, k));
+      if (inside[v] || usable[v]) continue;
+      for (int l = 1; l < 3 && !usable[v]; ++l) {
+        const auto u = static_cast<std::size_t>(wall.triangles(f, (k + l) % 3));
+        if (!inside[u]) continue;
+        double nearest = 2.0;  // segment parameter from u
+        for (Eigen::Index g = 0; g < cs.triangles.rows(); ++g)
+          if (const auto hit = segment_triangle(at[u], at[v], cs.nodes.row(cs.triangles(g, 0)).transpose(),
+                                                cs.nodes.row(cs.triangles(g, 1)).transpose(),
+                                                cs.nodes.row(cs.triangles(g, 2)).transpose()))
+            nearest = std::min(nearest, (*hit)[0]);
+        if (nearest > 1.0) continue;
+        Vec3 q = at[u] + nearest * (at[v] - at[u]);
+        q -= blade.side(q) * blade.normal(q);
+        at[v] = q;
+        usable[v] = 1;
+      }
+    }
   const TetLocator locator(mesh.nodes, mesh.tets);
   const auto by_source = cutter.fragments_by_source();
   const auto first = static_cast<int>(surface_->nodes.rows());
@@ -1153,7 +1183,7 @@ void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& 
     auto bind = [&](int v) {
       int& id = index[static_cast<std::size_t>(v)];
       if (id != -2) return id;
-      const Vec3 p = wall.nodes.row(v).transpose();
+      const Vec3 p = at[static_cast<std::size_t>(v)];
       const auto [t, w] = bind_beside(mesh, cutter, locator, by_source, blade, p, side, surface_offset_);
       id = -1;
       if (t < 0) return id;  // in excised tissue
@@ -1166,8 +1196,10 @@ void SceneSimulation::add_wall(const SurfaceMesh& wall, const std::vector<int>& 
     };
     for (Eigen::Index f = 0; f < wall.triangles.rows(); ++f) {
       const int a = wall.triangles(f, 0), b = wall.triangles(f, 1), c = wall.triangles(f, 2);
-      if (!inside[static_cast<std::size_t>(a)] || !inside[static_cast<std::size_t>(b)] ||
-          !inside[static_cast<std::size_t>(c)])
+      if (!usable[static_cast<std::size_t>(a)] || !usable[static_cast<std::size_t>(b)] ||
+          !usable[static_cast<std::size_t>(c)] ||
+          !(inside[static_cast<std::size_t>(a)] || inside[static_cast<std::size_t>(b)] ||
+            inside[static_cast<std::size_t>(c)]))
         continue;
       const int ia = bind(a), ib = bind(b), ic = bind(c);
       if (ia < 0 || ib < 0 || ic < 0) continue;

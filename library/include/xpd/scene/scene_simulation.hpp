@@ -183,7 +183,8 @@ class SceneSimulation {
   // negative side of the blade (the inside of the excised region) are left unbound.
   void cut_surface_triangles(const CutSurface& blade, bool excision, int event);
   // Surfaces the tissue a split opens (when the embedded surface is closed): `wall` — triangles on
-  // the cut's surface, those with every vertex inside the closed rest surface — is added once per
+  // the cut's surface, those with a corner inside the closed rest surface, the corners outside moved
+  // onto its rim — is added once per
   // side it bounds (`sides`: +1 the blade's positive side, −1 the negative; faces oriented out of
   // that side's tissue, given `wall`'s normals point to the positive side), each vertex bound to
   // the fragment of its side (vertices in excised tissue dropped with their triangles).

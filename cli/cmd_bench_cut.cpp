@@ -18,6 +18,7 @@
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/state.hpp>
 #include <xpd/solver/topology_update.hpp>
+#include <xpd/topology/cut_surface.hpp>
 #include <xpd/topology/face_cut.hpp>
 
 #include "commands.hpp"
@@ -36,6 +37,7 @@ struct BenchCutOptions {
   int refill_every = 50;     // cut frames between fill-policy checks after the k sweep (0 = off)
   double fill_ratio = 1.15;  // FillPolicy::nnz_ratio
   bool json = false;
+  bool split = false;  // element splits (FaceCutter::split) instead of face cuts
 };
 
 double median(std::vector<double> v) {
@@ -57,7 +59,97 @@ ModelDesc bar_desc(const TetMesh& mesh) {
   return d;
 }
 
+// Element splits (FaceCutter::split): a slanted blade through the middle of the bar, one cell wide
+// along y per event, reaching d cells down from the top for d ∈ {1, 2, 4, 8, 16, N − 1}; each
+// event's factor change (weights by volume fraction, new fragments, new nodes) applied to a
+// DynamicLdlt and timed against the analyze + factorize of the same run. Each event takes a fresh
+// column of cells along y, so none splits a fragment again.
+void run_bench_split(const BenchCutOptions& o) {
+  const TetMesh box = make_box_from_spec(fmt::format("box:{}", o.box));
+  const ModelDesc desc = bar_desc(box);
+  Timer t;
+  const Model m0 = build_model(desc);
+  const double refactor_ms = m0.factor().info().analyze_ms + m0.factor().info().factorize_ms;
+  DynamicLdlt dyn;
+  dyn.compute(m0.matrix());
+  const double nnz_start = dyn.info().nnz_L;
+  const double h = box.nodes(1, 0) - box.nodes(0, 0);
+  const double top = box.nodes.col(2).maxCoeff();
+  // x = x0 + 0.1 y: between node layers (0.37 h past the middle one), so no node is snapped.
+  const double x0 = h * std::round(0.5 * box.nodes.col(0).maxCoeff() / h) + 0.37 * h;
+  FaceCutter cutter(box);
+  std::vector<double> stiffness(static_cast<size_t>(box.tets.rows()), desc.mu.front());
+  const int cells = o.box - 1;
+  std::vector<int> depths{1, 2, 4, 8, 16, cells};
+  depths.erase(std::remove_if(depths.begin(), depths.end(), [&](int d) { return d > cells; }), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  nlohmann::ordered_json splits = nlohmann::ordered_json::array();
+  int column = 1;  // the y cell of the next event (the first and last stay whole)
+  double topology_ms = 0;
+  int events = 0;
+  Progress progress("split events", static_cast<int>(depths.size()) * o.repeats);
+  for (int depth : depths) {
+    std::vector<double> ms, tets;
+    for (int r = 0; r < o.repeats && column + 1 < cells; ++r, ++column) {
+      SweptPath blade;
+      const double y0 = (column + 0.5) * h - 0.5 * h, y1 = y0 + h;
+      blade.points = {Vec3(x0 + 0.1 * y0, y0, top + 0.5 * h), Vec3(x0 + 0.1 * y1, y1, top + 0.5 * h)};
+      blade.sweep = {Vec3(0, 0, -(depth + 0.5) * h)};
+      Timer tt;
+      const CutEvent ev = cutter.split(*swept_cut_surface(blade));
+      for (int src : ev.tet_copy_of) stiffness.push_back(stiffness[static_cast<size_t>(src)]);
+      const FactorModification mod = cut_modification(ev, cutter.mesh(), stiffness, cutter.fractions());
+      topology_ms += tt.elapsed_ms();
+      ++events;
+      if (!dyn.modify(mod))
+        throw Error(fmt::format("bench cut --split: the factor update failed at event {} (rolled back)", events));
+      ms.push_back(dyn.info().last_modify_ms);
+      tets.push_back(ev.tets_split);
+      progress.update(events, fmt::format("depth {}", depth));
+    }
+    if (ms.empty()) break;
+    splits.push_back({{"depth_cells", depth},
+                      {"tets_split", median(tets)},
+                      {"update_ms", median(ms)},
+                      {"update_ms_max", *std::max_element(ms.begin(), ms.end())}});
+  }
+  progress.finish();
+  // The split model from scratch: the oracle of the updated factor.
+  ModelDesc d_end = desc;
+  d_end.mesh = cutter.mesh();
+  d_end.mu.assign(stiffness.begin(), stiffness.end());
+  d_end.density.assign(stiffness.size(), desc.density.front());
+  for (size_t k = 0; k < stiffness.size(); ++k) {
+    d_end.mu[k] *= cutter.fractions()[k];
+    d_end.density[k] *= cutter.fractions()[k];
+  }
+  const Model m_end = build_model(d_end);
+  Eigen::MatrixXd b = Eigen::MatrixXd::Random(m_end.num_nodes(), 3), x = b;
+  dyn.solve_in_place(x);
+  nlohmann::ordered_json j;
+  j["mesh"] = fmt::format("box:{}", o.box);
+  j["mode"] = "split";
+  j["nodes_start"] = box.nodes.rows();
+  j["nodes_end"] = cutter.mesh().nodes.rows();
+  j["tets_start"] = box.tets.rows();
+  j["tets_end"] = cutter.mesh().tets.rows();
+  j["refactor_ms"] = refactor_ms;
+  j["refactor_end_ms"] = m_end.factor().info().analyze_ms + m_end.factor().info().factorize_ms;
+  j["splits"] = splits;
+  j["events"] = events;
+  j["topology_ms_per_event"] = events > 0 ? topology_ms / events : 0.0;
+  j["nnz_L_start"] = nnz_start;
+  j["nnz_L_end"] = dyn.info().nnz_L;
+  j["residual_end"] = (m_end.matrix() * x - b).norm() / b.norm();
+  j["total_ms"] = t.elapsed_ms();
+  print_result(j, o.json);
+}
+
 void run_bench_cut(const BenchCutOptions& o) {
+  if (o.split) {
+    run_bench_split(o);
+    return;
+  }
   const TetMesh box = make_box_from_spec(fmt::format("box:{}", o.box));
   const ModelDesc desc = bar_desc(box);
   Timer t;
@@ -275,6 +367,10 @@ void add_bench_cut_command(CLI::App& bench) {
   cmd->add_option("--fill-ratio", o->fill_ratio, "The fill policy's nnz(L) ratio to a fresh METIS ordering")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 100.0));
+  cmd->add_flag("--split", o->split,
+                "Element splits instead of face cuts: a slanted blade one cell wide reaching d = 1, 2, 4, 8, 16, N-1 "
+                "cells down per event (--repeats events each); prints splits [{depth_cells, tets_split, update_ms}], "
+                "refactor_ms, residual_end");
   cmd->add_flag("--json", o->json,
                 "Print JSON: refactor_ms, cuts [{k, update_ms}], nnz_L_start, nnz_L_end, nnz_L_fresh, "
                 "iteration_ms_supernodal, iteration_ms_updatable, residual_end");

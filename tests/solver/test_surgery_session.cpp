@@ -8,6 +8,9 @@
 #include <Eigen/SparseCholesky>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/box.hpp>
@@ -21,6 +24,7 @@
 #include <xpd/topology/face_cut.hpp>
 
 #include "pd_fixtures.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -766,6 +770,35 @@ TEST(SurgerySession, StrainLimitedTissueFollowsSplits) {
   ref.excise_inside(*ball);
   check_event("after a ball excision");
   EXPECT_EQ(prog.stats().factor_fallback, 0);
+}
+
+}  // namespace
+}  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// `xpd bench cut --split` on a small box: every depth reported with the tets it split and the
+// update's time, and the updated factor solving the model assembled from the split mesh.
+TEST(SurgerySession, BenchCutSplitReportsEveryDepthAndAConsistentFactor) {
+  const std::filesystem::path dir = test::scratch_dir("bench_cut_split");
+  const std::string cmd = std::string("\"") + XPD_CLI_PATH + "\" bench cut --box 10 --split --repeats 1 --json > \"" +
+                          (dir / "out.json").string() + "\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const nlohmann::json j = test::read_json_file(dir / "out.json");
+  ASSERT_TRUE(j.contains("splits"));
+  ASSERT_EQ(j["splits"].size(), 5u);  // d = 1, 2, 4, 8 and N − 1 = 9
+  int previous = 0;
+  for (const auto& s : j["splits"]) {
+    EXPECT_GT(s["depth_cells"].get<int>(), previous);
+    previous = s["depth_cells"].get<int>();
+    EXPECT_GT(s["tets_split"].get<double>(), 0.0);
+    EXPECT_GE(s["update_ms"].get<double>(), 0.0);
+  }
+  EXPECT_GT(j["nodes_end"].get<int>(), j["nodes_start"].get<int>());
+  EXPECT_GT(j["tets_end"].get<int>(), j["tets_start"].get<int>());
+  EXPECT_LT(j["residual_end"].get<double>(), 1e-12);
+  EXPECT_GT(j["refactor_ms"].get<double>(), 0.0);
 }
 
 }  // namespace

@@ -59,20 +59,41 @@ ModelDesc bar_desc(const TetMesh& mesh) {
   return d;
 }
 
+// The start of both benches: the bar box:N, its model (CHOLMOD-factored: the refactorization
+// figure) and a DynamicLdlt of its matrix.
+struct BarStart {
+  TetMesh box;
+  ModelDesc desc;
+  Model model;
+  double refactor_ms = 0;
+  DynamicLdlt dyn;
+  double nnz_start = 0, build_ms = 0;
+};
+
+BarStart bar_start(int n) {
+  TetMesh box = make_box_from_spec(fmt::format("box:{}", n));
+  ModelDesc desc = bar_desc(box);
+  Model model = build_model(desc);
+  BarStart b{std::move(box), std::move(desc), std::move(model)};
+  b.refactor_ms = b.model.factor().info().analyze_ms + b.model.factor().info().factorize_ms;
+  b.dyn.compute(b.model.matrix());
+  b.nnz_start = b.dyn.info().nnz_L;
+  b.build_ms = b.dyn.info().analyze_ms + b.dyn.info().factorize_ms;
+  return b;
+}
+
 // Element splits (FaceCutter::split): a slanted blade through the middle of the bar, one cell wide
 // along y per event, reaching d cells down from the top for d ∈ {1, 2, 4, 8, 16, N − 1}; each
 // event's factor change (weights by volume fraction, new fragments, new nodes) applied to a
 // DynamicLdlt and timed against the analyze + factorize of the same run. Each event takes a fresh
 // column of cells along y, so none splits a fragment again.
 void run_bench_split(const BenchCutOptions& o) {
-  const TetMesh box = make_box_from_spec(fmt::format("box:{}", o.box));
-  const ModelDesc desc = bar_desc(box);
   Timer t;
-  const Model m0 = build_model(desc);
-  const double refactor_ms = m0.factor().info().analyze_ms + m0.factor().info().factorize_ms;
-  DynamicLdlt dyn;
-  dyn.compute(m0.matrix());
-  const double nnz_start = dyn.info().nnz_L;
+  BarStart start = bar_start(o.box);
+  const TetMesh& box = start.box;
+  const ModelDesc& desc = start.desc;
+  const double refactor_ms = start.refactor_ms, nnz_start = start.nnz_start;
+  DynamicLdlt& dyn = start.dyn;
   const double h = box.nodes(1, 0) - box.nodes(0, 0);
   const double top = box.nodes.col(2).maxCoeff();
   // x = x0 + 0.1 y: between node layers (0.37 h past the middle one), so no node is snapped.
@@ -150,15 +171,12 @@ void run_bench_cut(const BenchCutOptions& o) {
     run_bench_split(o);
     return;
   }
-  const TetMesh box = make_box_from_spec(fmt::format("box:{}", o.box));
-  const ModelDesc desc = bar_desc(box);
   Timer t;
-  const Model m0 = build_model(desc);
-  const double refactor_ms = m0.factor().info().analyze_ms + m0.factor().info().factorize_ms;
-  DynamicLdlt dyn;
-  dyn.compute(m0.matrix());
-  const double nnz_start = dyn.info().nnz_L;
-  const double build_ms = dyn.info().analyze_ms + dyn.info().factorize_ms;
+  BarStart start = bar_start(o.box);
+  const TetMesh& box = start.box;
+  const ModelDesc& desc = start.desc;
+  const double refactor_ms = start.refactor_ms, nnz_start = start.nnz_start, build_ms = start.build_ms;
+  DynamicLdlt& dyn = start.dyn;
 
   // The cut: the node layer nearest the middle of x, advancing along y (rows of faces along z).
   const double h = box.nodes(1, 0) - box.nodes(0, 0);

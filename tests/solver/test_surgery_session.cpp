@@ -275,10 +275,8 @@ TEST(SurgerySession, AnEventThatFailsLeavesTheSessionUnchanged) {
   s.cut(std::vector<TetPair>(faces.begin() + 16, faces.begin() + 24));
   ASSERT_TRUE(s.step().converged);
   EXPECT_EQ(s.stats().topology_events, events + 1);
-  // What the session does not support is refused at construction.
-  ModelDesc ie = d;
-  ie.integrator = Integrator::ImplicitEuler;
-  EXPECT_THROW(SurgerySession{ie}, SolverError);
+  // What the session does not support is refused at construction (implicit Euler is supported:
+  // SurgerySession.ImplicitEulerFramesFollowCutsSplitsAndExcisions).
   ModelDesc st = d;
   st.shape_targets.push_back({0, {}});
   EXPECT_THROW(SurgerySession{st}, SolverError);
@@ -799,6 +797,60 @@ TEST(SurgerySession, BenchCutSplitReportsEveryDepthAndAConsistentFactor) {
   EXPECT_GT(j["tets_end"].get<int>(), j["tets_start"].get<int>());
   EXPECT_LT(j["residual_end"].get<double>(), 1e-12);
   EXPECT_GT(j["refactor_ms"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace xpd
+
+namespace xpd {
+namespace {
+
+// Implicit Euler: splits and excisions change the lumped masses, whose M/h² is part of the PD
+// matrix. A bar clamped at its left end swings down under gravity while a blade half way down and
+// then a ball excision change it; the progressive session equals the refactorizing one frame by
+// frame, the factor solves like a fresh LDLᵀ of the matrix, and a copy starts where its twin is,
+// with its velocity.
+TEST(SurgerySession, ImplicitEulerFramesFollowCutsSplitsAndExcisions) {
+  const TetMesh box = make_box(13, 4, 4, Vec3::Zero(), Vec3(1.2, 0.3, 0.3));
+  ModelDesc d = hanging_desc(box, 1e5);
+  d.integrator = Integrator::ImplicitEuler;
+  d.time_step = 1.0 / 60.0;
+  SurgeryOptions o;
+  o.solver = test::anderson_options(3000, 1e-10);
+  o.factor_update = FactorUpdate::Refactor;
+  SurgerySession ref(d, o);
+  o.factor_update = FactorUpdate::Progressive;
+  SurgerySession prog(d, o);
+  const double diag = test::bbox_diagonal(box.nodes);
+  double worst = 0, worst_factor = 0;
+  auto frame = [&](const char* what) {
+    ASSERT_TRUE(ref.step().converged) << what;
+    ASSERT_TRUE(prog.step().converged) << what;
+    worst = std::max(worst, max_node_distance(ref.state().x, prog.state().x) / diag);
+    worst_factor = std::max(worst_factor, factor_vs_fresh(prog).first);
+  };
+  for (int f = 0; f < 3; ++f) frame("before the events");
+  // A blade through the bar at x = 0.47 + 0.1 y, half way down.
+  SweptPath blade;
+  blade.points = {Vec3(0.45, -0.1, 0.5), Vec3(0.49, 0.4, 0.5)};
+  blade.sweep = {Vec3(0, 0, -0.35)};
+  const auto surface = swept_cut_surface(blade);
+  ASSERT_GT(prog.split(*surface).tets_split, 0);
+  ASSERT_GT(ref.split(*surface).tets_split, 0);
+  for (const Eigen::Index c : {prog.mesh().nodes.rows() - 1}) {  // a copy starts where its twin is, moving alike
+    const int v = prog.cutter().original(static_cast<int>(c));
+    EXPECT_EQ(prog.state().x.row(c), prog.state().x.row(v));
+    EXPECT_EQ(prog.state().velocity.row(c), prog.state().velocity.row(v));
+  }
+  for (int f = 0; f < 2; ++f) frame("after the blade");
+  ASSERT_FALSE(prog.excise_inside(*sphere_cut_surface(Vec3(0.9, 0.15, 0.3), 0.12)).removed.empty());
+  ASSERT_FALSE(ref.excise_inside(*sphere_cut_surface(Vec3(0.9, 0.15, 0.3), 0.12)).removed.empty());
+  for (int f = 0; f < 2; ++f) frame("after the excision");
+  EXPECT_EQ(prog.stats().factor_fallback, 0);
+  test::report("implicit Euler surgery: progressive vs refactorized / bbox", worst, 1e-8);
+  test::report("implicit Euler surgery: factor vs fresh LDLT", worst_factor, 1e-9);
+  EXPECT_LT(worst, 1e-8);
+  EXPECT_LT(worst_factor, 1e-9);
 }
 
 }  // namespace

@@ -516,8 +516,6 @@ void SceneSimulation::check_surgery_scene() const {
   const auto refuse = [&](const std::string& what) {
     throw SceneError(scene_.file, "/surgery", "a surgery scene " + what);
   };
-  if (scene_.solver.type != Integrator::Quasistatic)
-    refuse("is quasistatic (solver.type): the factor updates have no implicit-Euler mass shares yet");
   if (scene_.collision) refuse("has no collision handling (the contact region does not follow cuts yet)");
   if (scene_.two_way) refuse("has no two_way projection");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");

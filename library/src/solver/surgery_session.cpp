@@ -232,11 +232,30 @@ struct SurgerySession::Impl {
     const Eigen::Index n0 = state.x.rows();
     s.x.topRows(n0) = state.x;
     for (size_t k = 0; k < copy_of.size(); ++k) s.x.row(n0 + static_cast<Eigen::Index>(k)) = state.x.row(copy_of[k]);
+    // Implicit Euler: a copy moves with its twin, and the lumped masses' change enters the factor
+    // (K = Σ w GᵀG + M/h²): ΔM/h² on the diagonal of every node whose mass changed (a new node had
+    // none).
+    FactorModification with_mass;
+    const FactorModification* change = &mod;
+    if (m->integrator() == Integrator::ImplicitEuler) {
+      s.velocity.topRows(n0) = state.velocity;
+      for (size_t k = 0; k < copy_of.size(); ++k)
+        s.velocity.row(n0 + static_cast<Eigen::Index>(k)) = state.velocity.row(copy_of[k]);
+      if (progressive()) {
+        with_mass = mod;
+        const double inv_h2 = 1.0 / (m->time_step() * m->time_step());
+        for (Eigen::Index i = 0; i < m->num_nodes(); ++i) {
+          const double before = i < n0 ? model->masses()[i] : 0.0, delta = m->masses()[i] - before;
+          if (delta != 0.0) with_mass.change.emplace_back(static_cast<int>(i), static_cast<int>(i), delta * inv_h2);
+        }
+        change = &with_mass;
+      }
+    }
     s.inputs.attachment_targets = targets ? *targets : state.inputs.attachment_targets;
     s.inputs.gravity = state.inputs.gravity;
     Timer t;
     bool fallback = false;
-    if (progressive() && !factor.modify(mod)) {
+    if (progressive() && !factor.modify(*change)) {
       factor.compute(m->matrix());
       fallback = true;
     }
@@ -252,8 +271,6 @@ struct SurgerySession::Impl {
 };
 
 SurgerySession::SurgerySession(ModelDesc desc, SurgeryOptions options) {
-  if (desc.integrator != Integrator::Quasistatic)
-    throw SolverError("SurgerySession: quasistatic models only (the cut's factor change has no mass shares yet)");
   if (!desc.shape_targets.empty() ||
       std::any_of(desc.lambda.begin(), desc.lambda.end(), [](double l) { return l != 0.0; }))
     throw SolverError(

@@ -16,8 +16,10 @@
 //      frame inputs (attachment targets, gravity) carry over, a new hook's target is the given one.
 // An event that fails at any step leaves mesh, model, factor and state as they were and rethrows.
 //
-// Limits (SolverError at construction): quasistatic models only (the cut's factor change has no
-// implicit-Euler mass shares yet), corotated tets, optionally strain-limited (Wang 2025 §3's
+// Quasistatic or implicit Euler: with implicit Euler the lumped masses' change (M/h² in the PD
+// matrix) enters each event's factor modification, a copy starts with its twin's velocity, and a
+// piece a cut frees falls (no attachment is needed).
+// Limits (SolverError at construction): corotated tets, optionally strain-limited (Wang 2025 §3's
 // biphasic skin: a strain limit's block is G_tᵀ G_t like the corotated one, so a tet's weight in
 // cut_modification is μ + μ′), no shape targets or λ term, no nodal forces, no allow_unattached (its
 // regularization follows K's diagonal, which the updates do not track).

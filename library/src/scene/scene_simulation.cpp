@@ -561,7 +561,6 @@ std::optional<BaryPoint> locate_rest_point(const TetMesh& mesh, const Vec3& p) {
 // The part of a blade's path between the arc lengths s0 < s1 (clamped to the path): the points
 // strictly between them and two interpolated at them (point and sweep).
 SweptPath path_section(const SweptPath& path, double s0, double s1) {
-  auto sweep = [&](std::size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
   std::vector<double> arc{0.0};
   for (std::size_t i = 0; i + 1 < path.points.size(); ++i)
     arc.push_back(arc.back() + (path.points[i + 1] - path.points[i]).norm());
@@ -572,7 +571,7 @@ SweptPath path_section(const SweptPath& path, double s0, double s1) {
     while (i + 2 < arc.size() && arc[i + 1] < s) ++i;
     const double len = arc[i + 1] - arc[i], u = len > 0 ? (s - arc[i]) / len : 0.0;
     p = path.points[i] + u * (path.points[i + 1] - path.points[i]);
-    w = sweep(i) + u * (sweep(i + 1) - sweep(i));
+    w = path.sweep_at(i) + u * (path.sweep_at(i + 1) - path.sweep_at(i));
   };
   SweptPath out;
   Vec3 p, w;
@@ -582,7 +581,7 @@ SweptPath path_section(const SweptPath& path, double s0, double s1) {
   for (std::size_t i = 1; i + 1 < arc.size(); ++i)
     if (arc[i] > s0 && arc[i] < s1) {
       out.points.push_back(path.points[i]);
-      out.sweep.push_back(sweep(i));
+      out.sweep.push_back(path.sweep_at(i));
     }
   at(s1, p, w);
   out.points.push_back(p);
@@ -599,11 +598,10 @@ double path_length(const SweptPath& path) {
 // The blade's swept surface as a grid of triangles of about `spacing` (each patch p_i, p_i+1,
 // q_i+1, q_i bilinear), normals pointing to the blade's positive side (as swept_cut_surface's).
 SurfaceMesh blade_wall(const SweptPath& path, double spacing) {
-  auto sweep = [&](std::size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
   std::vector<Vec3> nodes;
   std::vector<Eigen::RowVector3i> tris;
   for (std::size_t i = 0; i + 1 < path.points.size(); ++i) {
-    const Vec3 p0 = path.points[i], p1 = path.points[i + 1], s0 = sweep(i), s1 = sweep(i + 1);
+    const Vec3 p0 = path.points[i], p1 = path.points[i + 1], s0 = path.sweep_at(i), s1 = path.sweep_at(i + 1);
     const int nu = std::max(1, static_cast<int>(std::ceil((p1 - p0).norm() / spacing)));
     const int nv = std::max(1, static_cast<int>(std::ceil(std::max(s0.norm(), s1.norm()) / spacing)));
     const int base = static_cast<int>(nodes.size());

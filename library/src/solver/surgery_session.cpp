@@ -105,30 +105,27 @@ struct SurgerySession::Impl {
       }
   }
 
-  // The attachments kept when the marked rows go (their columns are appended to mod.removed):
-  // the kept list, their keys and their current targets, for the new model and state.
-  struct KeptAttachments {
-    std::vector<AttachmentDesc> list;
-    std::vector<int> keys;
-    Points targets;
-  };
-  KeptAttachments drop_attachments(const std::vector<char>& drop, FactorModification& mod) const {
-    KeptAttachments k;
+  // The attachment rows marked in `drop` go: their columns are appended to mod.removed, and
+  // `list`, `keys` and `targets` (rows parallel to `list`) keep the others.
+  static void drop_attachments(const std::vector<char>& drop, std::vector<AttachmentDesc>& list, std::vector<int>& keys,
+                               Points& targets, FactorModification& mod, int num_nodes) {
+    std::vector<AttachmentDesc> kept;
+    std::vector<int> kept_keys;
     std::vector<Eigen::Index> rows;
-    for (size_t r = 0; r < desc.attachments.size(); ++r) {
-      const AttachmentDesc& a = desc.attachments[r];
+    for (size_t r = 0; r < list.size(); ++r) {
       if (drop[r]) {
-        mod.removed.push_back(attachment_column(a.point, a.stiffness, model->num_nodes()));
+        mod.removed.push_back(attachment_column(list[r].point, list[r].stiffness, num_nodes));
         continue;
       }
-      k.list.push_back(a);
-      k.keys.push_back(attachment[r]);
+      kept.push_back(list[r]);
+      kept_keys.push_back(keys[r]);
       rows.push_back(static_cast<Eigen::Index>(r));
     }
-    k.targets.resize(static_cast<Eigen::Index>(rows.size()), 3);
-    for (size_t i = 0; i < rows.size(); ++i)
-      k.targets.row(static_cast<Eigen::Index>(i)) = state.inputs.attachment_targets.row(rows[i]);
-    return k;
+    Points kept_targets(static_cast<Eigen::Index>(rows.size()), 3);
+    for (size_t i = 0; i < rows.size(); ++i) kept_targets.row(static_cast<Eigen::Index>(i)) = targets.row(rows[i]);
+    list = std::move(kept);
+    keys = std::move(kept_keys);
+    targets = std::move(kept_targets);
   }
 
   // After an excision: the per-tet parameters of `d`, the weight stiffness and the strain limits
@@ -163,21 +160,9 @@ struct SurgerySession::Impl {
         if (p.nodes[a] >= 0 && p.weights[a] != 0.0 && orphan[static_cast<size_t>(p.nodes[a])]) return true;
       return false;
     };
-    std::vector<AttachmentDesc> attachments;
-    std::vector<int> kept_keys;
-    std::vector<Eigen::Index> rows;
-    for (size_t r = 0; r < d.attachments.size(); ++r) {
-      const AttachmentDesc& a = d.attachments[r];
-      if (uses_orphan(a.point)) {
-        mod.removed.push_back(attachment_column(a.point, a.stiffness, num_nodes));
-        continue;
-      }
-      attachments.push_back(a);
-      kept_keys.push_back(keys[r]);
-      rows.push_back(static_cast<Eigen::Index>(r));
-    }
-    Points kept_targets(static_cast<Eigen::Index>(rows.size()), 3);
-    for (size_t i = 0; i < rows.size(); ++i) kept_targets.row(static_cast<Eigen::Index>(i)) = targets.row(rows[i]);
+    std::vector<char> drop(d.attachments.size());
+    for (size_t r = 0; r < drop.size(); ++r) drop[r] = uses_orphan(d.attachments[r].point) ? 1 : 0;
+    drop_attachments(drop, d.attachments, keys, targets, mod, num_nodes);
     std::vector<PointSpring> springs;
     std::vector<int> kept_springs;
     for (size_t k = 0; k < d.springs.size(); ++k) {
@@ -188,11 +173,14 @@ struct SurgerySession::Impl {
       springs.push_back(d.springs[k]);
       kept_springs.push_back(spring_ids[k]);
     }
-    d.attachments = std::move(attachments);
     d.springs = std::move(springs);
-    keys = std::move(kept_keys);
-    targets = std::move(kept_targets);
     spring_ids = std::move(kept_springs);
+  }
+
+  // Per-tet weight stiffness × volume fraction: the weights of a mesh's tets in the PD matrix.
+  static std::vector<double> weighted(std::vector<double> stiffness, const std::vector<double>& fractions) {
+    for (size_t t = 0; t < stiffness.size(); ++t) stiffness[t] *= fractions[t];
+    return stiffness;
   }
 
   // Steps 2–4 of a cut or a split (header comment), the mesh already changed by `ev`; on failure
@@ -370,9 +358,8 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
       placeholders.emplace_back(j, m.model->matrix().coeff(twin, twin));
     }
     if (m.progressive()) {
-      std::vector<double> weights = stiffness;
-      for (size_t t = 0; t < weights.size(); ++t) weights[t] *= split_fractions[t];
-      const FactorModification ex = excision_modification(ev, split_mesh, weights, placeholders);
+      const FactorModification ex =
+          excision_modification(ev, split_mesh, Impl::weighted(stiffness, split_fractions), placeholders);
       mod.change.insert(mod.change.end(), ex.change.begin(), ex.change.end());
     }
     Impl::follow_excision(ev, d, stiffness);
@@ -415,9 +402,8 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
       placeholders.emplace_back(j, m.model->matrix().coeff(j, j));
     }
     d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
-    std::vector<double> weights = m.tet_stiffness;  // of the mesh before, fractions included
-    for (size_t t = 0; t < weights.size(); ++t) weights[t] *= before.fractions()[t];
-    FactorModification mod = excision_modification(ev, before.mesh(), weights, placeholders);
+    FactorModification mod =
+        excision_modification(ev, before.mesh(), Impl::weighted(m.tet_stiffness, before.fractions()), placeholders);
     // Hooks, attachments, sutures and springs on excised tissue go with it.
     std::vector<int> keys = m.attachment, spring_ids = m.spring;
     Points targets = m.state.inputs.attachment_targets;
@@ -509,12 +495,13 @@ void SurgerySession::remove_attachments(const std::vector<int>& keys) {
   }
   if (keys.empty()) return;
   FactorModification mod;
-  Impl::KeptAttachments kept = m.drop_attachments(drop, mod);
   ModelDesc d = m.desc;
-  d.attachments = std::move(kept.list);
-  m.follow(m.build(d), mod, {}, &kept.targets);
+  std::vector<int> kept_keys = m.attachment;
+  Points targets = m.state.inputs.attachment_targets;
+  Impl::drop_attachments(drop, d.attachments, kept_keys, targets, mod, m.model->num_nodes());
+  m.follow(m.build(d), mod, {}, &targets);
   m.desc.attachments = std::move(d.attachments);
-  m.attachment = std::move(kept.keys);
+  m.attachment = std::move(kept_keys);
 }
 
 int SurgerySession::attachment_row(int key) const {

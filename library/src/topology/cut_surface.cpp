@@ -18,13 +18,12 @@ std::vector<SweptTriangle> swept_triangles(const SweptPath& path) {
   for (const auto* list : {&path.points, &path.sweep})
     for (const Vec3& v : *list)
       if (!v.allFinite()) throw MeshError("swept path: a point or sweep vector is not finite");
-  auto sweep = [&](size_t i) { return path.sweep.size() == 1 ? path.sweep.front() : path.sweep[i]; };
   std::vector<SweptTriangle> tris;
   double arc = 0;
   for (size_t i = 0; i + 1 < m; ++i) {
     const Vec3 &p0 = path.points[i], &p1 = path.points[i + 1];
     const double next = arc + (p1 - p0).norm();
-    const Vec3 q0 = p0 + sweep(i), q1 = p1 + sweep(i + 1);
+    const Vec3 q0 = p0 + path.sweep_at(i), q1 = p1 + path.sweep_at(i + 1);
     tris.push_back(SweptTriangle{{p0, p1, q1}, {arc, next, next}});
     tris.push_back(SweptTriangle{{p0, q1, q0}, {arc, next, arc}});
     arc = next;

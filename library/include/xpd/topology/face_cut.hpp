@@ -12,6 +12,7 @@
 // re-indexed to the copies. Tet ids never change and the node list only grows, so anything that
 // refers to an original node (attachments, selections) stays valid and stays on that side.
 #include <array>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -151,6 +152,8 @@ std::vector<TetPair> faces_across_plane(const TetMesh& mesh, const Vec3& normal,
 struct SweptPath {
   std::vector<Vec3> points;  ///< ≥ 2
   std::vector<Vec3> sweep;   ///< one per point, or one for all
+  /// The sweep vector of point i (the single one when one is given for all).
+  const Vec3& sweep_at(std::size_t i) const { return sweep.size() == 1 ? sweep.front() : sweep[i]; }
 };
 
 /// Interior faces of `mesh` whose dual segment (from one tet's centroid to the other's) crosses the

@@ -5,16 +5,19 @@
 #include <Eigen/SparseCholesky>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
+#include <xpd/core/threads.hpp>
 #include <xpd/io/mesh_io.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/schur.hpp>
 
 #include "pd_like_matrix.hpp"
+#include "solver/symmetric_kernel.hpp"
 #include "test_util.hpp"
 
 namespace xpd {
@@ -444,6 +447,54 @@ TEST(SchurEdgeCases, AutomaticChoiceFollowsCostModel) {
   EXPECT_EQ(no_inv.choose_method(few), SchurSolveMethod::DenseRefactor);
   EXPECT_THROW(no_inv.solve_collision_system(few, Eigen::MatrixXd::Zero(m, 3), SchurSolveMethod::Woodbury),
                SolverError);
+}
+
+// The three-column symmetric product (solver/symmetric_kernel.hpp) against Eigen's dense product of
+// the full matrix: orders around the vector width and the parallel threshold, odd and even column
+// counts per slice, x with a leading dimension above m, α ≠ 1, accumulating or not. The upper
+// triangle holds garbage: the kernel must read the lower one only.
+TEST(SymmetricKernel, EqualsDenseProductReadingTheLowerTriangleOnly) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (const int m : {1, 2, 3, 4, 5, 6, 7, 9, 31, 255, 256, 257, 1000}) {
+    Eigen::MatrixXd a(m, m);
+    for (int j = 0; j < m; ++j)
+      for (int i = j; i < m; ++i) a(i, j) = a(j, i) = u(rng);
+    Eigen::MatrixXd stored = a;
+    for (int j = 1; j < m; ++j)
+      for (int i = 0; i < j; ++i) stored(i, j) = std::numeric_limits<double>::quiet_NaN();
+    const int ldx = m + 3;
+    Eigen::MatrixXd x(ldx, 3);
+    for (Eigen::Index k = 0; k < x.size(); ++k) x.data()[k] = u(rng);
+    const Eigen::MatrixXd xm = x.topRows(m);
+    Eigen::MatrixXd start(m, 3);
+    for (Eigen::Index k = 0; k < start.size(); ++k) start.data()[k] = u(rng);
+    for (const bool accumulate : {false, true}) {
+      const double alpha = -0.75;
+      Eigen::MatrixXd out = start;
+      detail::symmetric_times3(m, stored.data(), x.data(), ldx, alpha, out.data(), accumulate);
+      const Eigen::MatrixXd ref = alpha * a * xm + (accumulate ? start : Eigen::MatrixXd::Zero(m, 3));
+      // Sums of m products of numbers in [−1, 1]: a few ulps of m.
+      EXPECT_LT((out - ref).cwiseAbs().maxCoeff(), 1e-14 * m) << "m = " << m << ", accumulate " << accumulate;
+    }
+  }
+}
+
+TEST(SymmetricKernel, DoesNotDependOnTheThreadCount) {
+  const int m = 700;
+  Eigen::MatrixXd a = Eigen::MatrixXd::Random(m, m);
+  a = (a + a.transpose()).eval();
+  const Eigen::MatrixXd x = Eigen::MatrixXd::Random(m, 3);
+  Eigen::MatrixXd one(m, 3), two(m, 3);
+  {
+    const ThreadLimit limit(1);
+    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, one.data(), false);
+  }
+  {
+    const ThreadLimit limit(2);
+    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, two.data(), false);
+  }
+  EXPECT_EQ((one - two).cwiseAbs().maxCoeff(), 0.0);
 }
 
 }  // namespace

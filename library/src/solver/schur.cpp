@@ -24,13 +24,12 @@ void dtrmm_(const char* side, const char* uplo, const char* transa, const char* 
             const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
 void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a,
             const int* lda, const double* beta, double* c, const int* ldc);
-void dsymv_(const char* uplo, const int* n, const double* alpha, const double* a, const int* lda, const double* x,
-            const int* incx, const double* beta, double* y, const int* incy);
 void dsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
             const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
 }
 
 #include "supernodal_solve.hpp"
+#include "symmetric_kernel.hpp"
 
 namespace xpd {
 namespace {
@@ -55,17 +54,11 @@ void symmetrize_from_lower(Eigen::MatrixXd& a) {
 // out = alpha · A · x (+ out when accumulate) for a symmetric m × m A of which the lower triangle
 // is read, and x, out m × 3 (x with leading dimension ldx ≥ m, out contiguous). The Woodbury
 // application and its refinement residual are such products with Σ⁻¹ and Σ (m = 2,134 on the face
-// scene: 36 MB per matrix). dsymm packs the whole matrix into panels before multiplying three
-// columns (about 13% of a face run was that copy, dsymm_iltcopy); dsymv, one call per column,
-// reads the triangle without a copy: 0.58 ms against 2.25 ms for dsymm at m = 2,134
-// (build/bench/xpd_bench_schur --benchmark_filter=SymmetricTimes3, OpenBLAS, 2 cores, one run).
+// scene: 36 MB per matrix), by solver/symmetric_kernel.hpp: each stored entry read once for the
+// three columns, where three dsymv calls read the triangle three times (and dsymm, before them,
+// packed the whole matrix on every call: 13% of a face run); BENCHMARKS.md, "IPC", gives both.
 void symmetric_times3(const Eigen::MatrixXd& a, const double* x, int ldx, double alpha, double* out, bool accumulate) {
-  const int m = static_cast<int>(a.rows()), inc = 1;
-  const double beta = accumulate ? 1.0 : 0.0;
-  if (m == 0) return;
-  for (int c = 0; c < 3; ++c)
-    dsymv_("L", &m, &alpha, a.data(), &m, x + static_cast<std::ptrdiff_t>(c) * ldx, &inc, &beta,
-           out + static_cast<std::ptrdiff_t>(c) * m, &inc);
+  detail::symmetric_times3(static_cast<int>(a.rows()), a.data(), x, ldx, alpha, out, accumulate);
 }
 
 std::string gib(std::size_t bytes) { return std::to_string(static_cast<double>(bytes) / double(1u << 30)) + " GiB"; }

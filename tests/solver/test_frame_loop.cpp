@@ -90,6 +90,7 @@ class FloorBoundedStep final : public GlobalStep {
   }
   void iterate(State& s, FrameStats& st) override { pd_.iterate(s, st); }
   double max_step_fraction(const State& s) override {
+    ++calls;
     double a = 1.0;
     for (Eigen::Index i = 0; i < s.x_prev.rows(); ++i) {
       const double z0 = s.x_prev(i, 2), z1 = z0 + s.step(i, 2);
@@ -100,7 +101,7 @@ class FloorBoundedStep final : public GlobalStep {
   }
   void solve_with_matrix(Eigen::MatrixXd& b) const override { pd_.solve_with_matrix(b); }
   double lowest = std::numeric_limits<double>::infinity();
-  int cut = 0;
+  int cut = 0, calls = 0;
 
  private:
   PdStep pd_;
@@ -137,6 +138,11 @@ TEST(FrameLoop, AndersonIteratesPassTheStepBoundLikePlainSteps) {
   const FrameStats su = run_frame(model, u, unbounded, o);
   EXPECT_TRUE(su.converged);
   EXPECT_EQ(unbounded.cut, 0);
+  // One bound per iteration: the extrapolated iterate's, or the plain step's when there is no
+  // history yet; both only when the energy test rejects the extrapolation (the bound is the CCD of
+  // the IPC step, the costliest part of its line search).
+  EXPECT_EQ(unbounded.calls, su.iterations + su.anderson_rejections);
+  EXPECT_LT(su.anderson_rejections, su.iterations / 2);
   EXPECT_LE((u.x - free_fall.x).cwiseAbs().maxCoeff(), 1e-7 * test::bbox_diagonal(free_fall.x));
   State plain = make_state(model);
   FloorBoundedStep unbounded_plain(model, -std::numeric_limits<double>::infinity());

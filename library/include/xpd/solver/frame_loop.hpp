@@ -17,7 +17,10 @@
 //        with step.line_search(): a plain step must satisfy Armijo, E_new ≤ E − 1e-4 α f·δ,
 //        else α halves (up to 40 times; no decrease resolvable → stop at the previous iterate);
 //        step.max_step_fraction() caps α before the first trial (continuous collision detection
-//        bounds of barrier methods); finite checks of E and ||f||;
+//        bounds of barrier methods); an extrapolated iterate is checked by it along its own path
+//        from x, and the plain step's bound is then taken only if the plain step is used (the
+//        extrapolation rejected by the bound or the energy, or no history yet); finite checks of
+//        E and ||f||;
 //        energy test: |E − E_new| ≤ energy_tolerance · |E_new| stops the frame;
 //   3a. step.advance() after each iteration: kinematic parts of the strategy move (IPC obstacles), E
 //      and f are evaluated afresh, the accelerator restarts; a frame converges only with

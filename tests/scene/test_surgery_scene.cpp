@@ -898,5 +898,50 @@ TEST(SurgeryScene, AFreedPieceFallsFreelyInImplicitEulerFrames) {
         worst, com_velocity[0], com_velocity[1], com_velocity[2], com_velocity[3]);
 }
 
+// The shipped face flap (scenes/face_flap.json, Wang 2025 ch. 5's advancement flap): biphasic skin,
+// so hooks bring the flap's free edge to the defect's far edge only once the incision is long
+// enough. Measured as the gap between the skin nodes nearest to the suture row's stitch ends (the
+// flap's edge and the far edge): with the short arms hooked (frame 10) and after the arms are
+// lengthened and the longer flap undermined (frame 12), the hooks unchanged. With the flap's cut-off
+// deep copies left attached beside its arms (topology/surface_region.hpp, before the fix), the
+// longer flap gained only 15% (3.4–4.1 → 2.8–3.6 mm); free, it closes two thirds of the gap.
+TEST(SurgeryScene, ShippedFaceFlapReachesOnlyOnceTheIncisionIsLengthened) {
+  const std::string path = std::string(XPD_SOURCE_DIR) + "/scenes/face_flap.json";
+  const json j = test::read_json_with_comments(path);
+  std::vector<std::pair<Vec3, Vec3>> stitches;
+  for (const auto& e : j["surgery"]["events"])
+    if (e["tool"] == "suture_row")
+      for (const auto& s : e["stitches"])
+        stitches.emplace_back(Vec3(s["a"][0], s["a"][1], s["a"][2]), Vec3(s["b"][0], s["b"][1], s["b"][2]));
+  ASSERT_EQ(stitches.size(), 2u);
+  SceneSimulation sim(load_scene(path));
+  auto gaps = [&] {
+    const Points& rest = sim.mesh().nodes;
+    auto nearest = [&](const Vec3& p) {
+      Eigen::Index best = 0;
+      (rest.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&best);
+      return best;
+    };
+    std::vector<double> g;
+    for (const auto& [a, b] : stitches)
+      g.push_back((sim.positions().row(nearest(a)) - sim.positions().row(nearest(b))).norm());
+    return g;
+  };
+  const std::vector<double> before = gaps();
+  std::vector<double> short_flap, long_flap;
+  for (int f = 1; f <= 12; ++f) {
+    const FrameStats st = sim.advance(f);
+    if (f >= 6) ASSERT_TRUE(st.converged) << "frame " << f;  // the frames that move (hooks, cuts, undermining)
+    if (f == 10) short_flap = gaps();
+    if (f == 12) long_flap = gaps();
+  }
+  for (std::size_t k = 0; k < stitches.size(); ++k) {
+    std::printf("  stitch %zu: gap %.2f mm at rest, %.2f mm short flap hooked, %.2f mm lengthened\n", k,
+                1e3 * before[k], 1e3 * short_flap[k], 1e3 * long_flap[k]);
+    EXPECT_LT(short_flap[k], 0.5 * before[k]);     // the hooks pull the short flap part of the way
+    EXPECT_LT(long_flap[k], 0.5 * short_flap[k]);  // the longer flap goes most of the rest
+  }
+}
+
 }  // namespace
 }  // namespace xpd

@@ -65,16 +65,23 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
                                    const std::vector<int>& region) {
   const TetMesh& mesh = cutter.mesh();
   const int S = shell.surface_vertices;
-  auto column_key = [](std::array<int, 3> v) {
+  const auto nt = static_cast<std::size_t>(mesh.tets.rows());
+  auto sorted3 = [](std::array<int, 3> v) {
     std::sort(v.begin(), v.end());
     return v;
   };
-  // The region's prism columns, by the original surface vertices of their triangles.
-  std::vector<std::array<int, 3>> columns;
-  std::vector<std::array<int, 3>> skin_faces;  // the region's skin triangles, current ids sorted
+  std::vector<char> in_region(static_cast<std::size_t>(skin.rows()), 0);
   for (int f : region) {
     if (f < 0 || f >= skin.rows())
       throw MeshError(fmt::format("shell_nodes_below: triangle {} out of range ({} triangles)", f, skin.rows()));
+    in_region[static_cast<std::size_t>(f)] = 1;
+  }
+  // Columns by the original surface vertices of their skin triangles: each skin triangle's column
+  // and whether it is the region's (every node of a prism's tets descends from its triangle's
+  // vertices at some layer).
+  std::map<std::array<int, 3>, char> column_of_skin;             // column → 1 region, 0 other skin
+  std::map<std::array<int, 3>, std::pair<int, char>> skin_face;  // current ids → (triangle, region)
+  for (Eigen::Index f = 0; f < skin.rows(); ++f) {
     std::array<int, 3> v{}, cur{};
     for (int k = 0; k < 3; ++k) {
       v[static_cast<size_t>(k)] = cutter.original(skin(f, k));
@@ -82,59 +89,89 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
       if (v[static_cast<size_t>(k)] >= S)
         throw MeshError(fmt::format("shell_nodes_below: node {} of triangle {} is not on the skin", skin(f, k), f));
     }
-    columns.push_back(column_key(v));
-    skin_faces.push_back(column_key(cur));
+    const char r = in_region[static_cast<std::size_t>(f)];
+    char& c = column_of_skin.try_emplace(sorted3(v), r).first->second;
+    c = static_cast<char>(c | r);
+    skin_face[sorted3(cur)] = {static_cast<int>(f), r};
   }
-  std::sort(columns.begin(), columns.end());
-  std::sort(skin_faces.begin(), skin_faces.end());
-  // The tets of those columns (every node of a prism's tets descends from its triangle's vertices at
-  // some layer). A cut may run through a column, so only the tets reached from the region's skin
-  // faces through faces the tets still share (a separated face no longer has three common nodes)
-  // are the region's.
-  std::vector<int> in_column;
-  std::vector<char> seed;
-  for (int t = 0; t < mesh.tets.rows(); ++t) {
+  // Each tet's column (−1: none with a skin triangle left), its faces' neighbours, and which skin
+  // face it touches.
+  std::vector<std::array<int, 3>> col(nt);
+  std::vector<int> kind(nt, -1);     // 1 region column, 0 other skin column, −1 none
+  std::vector<int> touches(nt, -1);  // 1 a region skin face, 0 another skin face, −1 none
+  std::vector<std::pair<std::array<int, 3>, int>> faces;
+  faces.reserve(4 * nt);
+  for (std::size_t t = 0; t < nt; ++t) {
     std::array<int, 4> v{};
-    for (int a = 0; a < 4; ++a) v[static_cast<size_t>(a)] = cutter.original(mesh.tets(t, a)) % S;
+    for (int a = 0; a < 4; ++a)
+      v[static_cast<size_t>(a)] = cutter.original(mesh.tets(static_cast<Eigen::Index>(t), a)) % S;
     std::sort(v.begin(), v.end());
-    const std::array<int, 3> key{v[0], v[1] == v[0] ? v[2] : v[1], v[3]};
-    if (std::unique(v.begin(), v.end()) - v.begin() != 3 || !std::binary_search(columns.begin(), columns.end(), key))
-      continue;
-    in_column.push_back(t);
-    bool touches = false;
-    for (int skip = 0; skip < 4 && !touches; ++skip) {
+    if (std::unique(v.begin(), v.end()) - v.begin() == 3) {
+      col[t] = {v[0], v[1] == v[0] ? v[2] : v[1], v[3]};
+      if (const auto it = column_of_skin.find(col[t]); it != column_of_skin.end()) kind[t] = it->second;
+    }
+    for (int skip = 0; skip < 4; ++skip) {
       std::array<int, 3> face{};
       int k = 0;
       for (int a = 0; a < 4; ++a)
-        if (a != skip) face[static_cast<size_t>(k++)] = mesh.tets(t, a);
-      touches = std::binary_search(skin_faces.begin(), skin_faces.end(), column_key(face));
+        if (a != skip) face[static_cast<size_t>(k++)] = mesh.tets(static_cast<Eigen::Index>(t), a);
+      face = sorted3(face);
+      if (const auto it = skin_face.find(face); it != skin_face.end())
+        touches[t] = std::max(touches[t], int{it->second.second});
+      faces.emplace_back(face, static_cast<int>(t));
     }
-    seed.push_back(touches ? 1 : 0);
   }
-  auto shared = [&](int t, int u) {
-    int common = 0;
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b) common += mesh.tets(t, a) == mesh.tets(u, b) ? 1 : 0;
-    return common == 3;
+  std::sort(faces.begin(), faces.end());
+  std::vector<std::vector<int>> next(nt);  // tets sharing a face (a separated face has no three common nodes)
+  for (std::size_t i = 0; i + 1 < faces.size(); ++i)
+    if (faces[i].first == faces[i + 1].first) {
+      next[static_cast<std::size_t>(faces[i].second)].push_back(faces[i + 1].second);
+      next[static_cast<std::size_t>(faces[i + 1].second)].push_back(faces[i].second);
+    }
+  auto flood = [&](std::vector<char>& reached, std::vector<int> stack, auto allowed) {
+    for (const int t : stack) reached[static_cast<std::size_t>(t)] = 1;
+    while (!stack.empty()) {
+      const int t = stack.back();
+      stack.pop_back();
+      for (const int u : next[static_cast<std::size_t>(t)])
+        if (!reached[static_cast<std::size_t>(u)] && allowed(t, u)) {
+          reached[static_cast<std::size_t>(u)] = 1;
+          stack.push_back(u);
+        }
+    }
   };
-  std::vector<char> reached(seed);
-  std::vector<size_t> stack;
-  for (size_t i = 0; i < in_column.size(); ++i)
-    if (reached[i]) stack.push_back(i);
-  while (!stack.empty()) {  // columns hold few tets each: a quadratic scan over them is cheap
-    const size_t i = stack.back();
-    stack.pop_back();
-    for (size_t j = 0; j < in_column.size(); ++j)
-      if (!reached[j] && shared(in_column[i], in_column[j])) {
-        reached[j] = 1;
-        stack.push_back(j);
-      }
+  // Anchored: the tets of the other skin triangles' columns still joined, inside their column, to
+  // their own skin. A cut runs along faces, so it zigzags across columns: next to an incision, a
+  // column whose skin triangle lies outside the region may hold tets on the region's side, cut off
+  // from that skin. They belong to the region (their deep nodes are copies the cut made, which
+  // inherited the attachments: left attached, they tied the flap of scenes/face_flap.json to the
+  // skin beside its arms), where a column across the region's base line, which no cut separates,
+  // stays the other skin's.
+  std::vector<char> anchored(nt, 0);
+  {
+    std::vector<int> seeds;
+    for (std::size_t t = 0; t < nt; ++t)
+      if (kind[t] == 0 && touches[t] == 0) seeds.push_back(static_cast<int>(t));
+    flood(anchored, seeds,
+          [&](int t, int u) { return col[static_cast<std::size_t>(u)] == col[static_cast<std::size_t>(t)]; });
+  }
+  // The region's tets: reached from its skin faces through shared faces, inside the region's columns
+  // (a cut through one leaves its far side out) or the cut-off parts of the other skin's columns.
+  std::vector<char> reached(nt, 0);
+  {
+    std::vector<int> seeds;
+    for (std::size_t t = 0; t < nt; ++t)
+      if (kind[t] == 1 && touches[t] == 1) seeds.push_back(static_cast<int>(t));
+    flood(reached, seeds, [&](int, int u) {
+      const auto k = static_cast<std::size_t>(u);
+      return kind[k] == 1 || (kind[k] == 0 && !anchored[k]);
+    });
   }
   std::vector<int> out;
-  for (size_t i = 0; i < in_column.size(); ++i)
-    if (reached[i])
+  for (std::size_t t = 0; t < nt; ++t)
+    if (reached[t])
       for (int a = 0; a < 4; ++a) {
-        const int node = mesh.tets(in_column[i], a);
+        const int node = mesh.tets(static_cast<Eigen::Index>(t), a);
         if (cutter.original(node) >= shell.layers * S) out.push_back(node);
       }
   std::sort(out.begin(), out.end());

@@ -26,11 +26,15 @@ std::vector<int> flood_fill_triangles(const Triangles& triangles, int seed,
 Triangles shell_skin(const Shell& shell, const FaceCutter& cutter);
 
 /// The deep-side nodes (current ids, descending from layer `shell.layers`) under a set of skin
-/// triangles of a cut shell: the nodes of the tets in those triangles' prism columns that are
-/// reached from the triangles through faces the tets still share — so on the region's side of
-/// every incision, whose deep nodes may be copies (a split node's original stays with the side of
-/// its lowest tet). Ascending, unique. Undermining the region releases the attachments of these
-/// nodes (a copy made by a cut carries none: the cut already freed it).
+/// triangles of a cut shell: the nodes of the region's tets, those reached from the triangles
+/// through faces the tets still share, stepping into the tets of the region's prism columns and
+/// into the tets of other skin triangles' columns that a cut has separated from their own skin
+/// triangle. A face cut follows the faces between tets on either side of the blade, so beside an
+/// incision it zigzags across the columns: a column whose skin triangle lies outside the region
+/// may hold tets on the region's side, and their deep nodes (copies that inherited the
+/// attachments of the nodes they duplicate) are the region's. A column across the region's base
+/// line, which no cut separates from its skin, stays outside. Ascending, unique. Undermining the
+/// region releases the attachments of these nodes.
 std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
                                    const std::vector<int>& region);
 

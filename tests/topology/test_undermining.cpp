@@ -234,5 +234,51 @@ TEST(Undermining, ArmsAcrossThePrismColumnsReleaseTheFlapSideOfEveryColumn) {
   EXPECT_EQ(std::set<int>(below.begin(), below.end()), expected_below);
 }
 
+// A cut elsewhere that separates tets from their skin (a dissection under the skin beyond the flap's
+// base line, mid-depth, across the whole patch) must not carry the region away: the base line is
+// no cut, so the deep tets under the dissection are joined to the flap's, but only the columns
+// beside the region's (sharing a surface vertex with one) may join it; nothing two rows of the grid
+// beyond the base is released.
+TEST(Undermining, ADissectionBeyondTheBaseLineDoesNotCarryTheRegionAway) {
+  ShellOptions so;
+  so.thickness = 0.1;
+  so.layers = 2;
+  const Shell shell = make_shell(skin_patch(), so);
+  const int S = shell.surface_vertices;
+  std::vector<TetPair> u;
+  for (const double x : {0.3, 0.7})
+    for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), x, Vec3::UnitY()))
+      if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
+  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitY(), 0.75, Vec3::UnitX()))
+    if (inside(face_centroid(shell.mesh, f).x(), 0.25, 0.75)) u.push_back(f);
+  // The dissection: the faces between the two layers of prisms (z = −0.05) for y < 0.25.
+  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitZ(), -0.05, Vec3::UnitX()))
+    if (face_centroid(shell.mesh, f).y() < 0.25) u.push_back(f);
+  std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  FaceCutter cutter(shell.mesh);
+  (void)cutter.cut(u);
+  const Triangles skin = shell_skin(shell, cutter);
+  const TetMesh& cm = cutter.mesh();
+  int seed = -1;
+  for (int f = 0; f < skin.rows() && seed < 0; ++f) {
+    const Vec3 c = (cm.nodes.row(skin(f, 0)) + cm.nodes.row(skin(f, 1)) + cm.nodes.row(skin(f, 2))).transpose() / 3.0;
+    if ((c - Vec3(0.45, 0.45, 0)).norm() < 0.06) seed = f;
+  }
+  ASSERT_GE(seed, 0);
+  std::vector<std::array<int, 2>> base;
+  for (int i = 2; i < 6; ++i) base.push_back({2 * kGrid + i, 2 * kGrid + i + 1});
+  const std::vector<int> region = flood_fill_triangles(skin, seed, base);
+  ASSERT_LT(region.size(), static_cast<size_t>(skin.rows()));
+  const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
+  ASSERT_FALSE(below.empty());
+  double lowest = 1;
+  for (const int v : below) {
+    EXPECT_GE(cutter.original(v), 2 * S);
+    lowest = std::min(lowest, cm.nodes(v, 1));
+  }
+  EXPECT_GE(lowest, 0.125 - 1e-12);  // the base row y = 0.25 and at most the next one
+}
+
 }  // namespace
 }  // namespace xpd

@@ -162,9 +162,19 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
     std::vector<int> seeds;
     for (std::size_t t = 0; t < nt; ++t)
       if (kind[t] == 1 && touches[t] == 1) seeds.push_back(static_cast<int>(t));
+    // Only beside the region: columns sharing a surface vertex with one of its columns (a cut
+    // elsewhere that separates tets from their skin, say a dissection under the skin next to the
+    // flap, must not carry the flood away from the region's skin).
+    std::vector<char> near_region(static_cast<std::size_t>(S), 0);
+    for (const auto& [c, r] : column_of_skin)
+      if (r)
+        for (const int v : c) near_region[static_cast<std::size_t>(v)] = 1;
     flood(reached, seeds, [&](int, int u) {
       const auto k = static_cast<std::size_t>(u);
-      return kind[k] == 1 || (kind[k] == 0 && !anchored[k]);
+      if (kind[k] == 1) return true;
+      if (kind[k] != 0 || anchored[k]) return false;
+      return near_region[static_cast<std::size_t>(col[k][0])] || near_region[static_cast<std::size_t>(col[k][1])] ||
+             near_region[static_cast<std::size_t>(col[k][2])];
     });
   }
   std::vector<int> out;

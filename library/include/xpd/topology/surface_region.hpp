@@ -33,8 +33,10 @@ Triangles shell_skin(const Shell& shell, const FaceCutter& cutter);
 /// incision it zigzags across the columns: a column whose skin triangle lies outside the region
 /// may hold tets on the region's side, and their deep nodes (copies that inherited the
 /// attachments of the nodes they duplicate) are the region's. A column across the region's base
-/// line, which no cut separates from its skin, stays outside. Ascending, unique. Undermining the
-/// region releases the attachments of these nodes.
+/// line, which no cut separates from its skin, stays outside, and only columns that share a surface
+/// vertex with the region's are taken (a cut elsewhere that separates tets from their skin, e.g. a
+/// dissection under the skin beyond the base line, joins at most that one ring). Ascending,
+/// unique. Undermining the region releases the attachments of these nodes.
 std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter, const Triangles& skin,
                                    const std::vector<int>& region);
 

@@ -169,68 +169,81 @@ TEST(Undermining, FloodFillBoundedByAnIncisionAndABaseLineReleasesExactlyTheFlap
   EXPECT_THROW(cutter.original(static_cast<int>(x0.rows())), MeshError);
 }
 
-// Incisions that do not follow the skin's grid: a face cut separates tets by the side of their
-// centroids, so beside the arms it zigzags across the prism columns, and a column whose skin
-// triangle lies outside the flap may hold tets on the flap's side (cut off from that skin). Their
-// deep nodes are the flap's too (copies that inherited attachments): left attached, they tie the
-// flap to the skin beside it (scenes/face_flap.json's flap stopped 1.6–2.6 mm short of its hooks'
-// targets with the arms lengthened; docs/validation.md §11).
-TEST(Undermining, ArmsAcrossThePrismColumnsReleaseTheFlapSideOfEveryColumn) {
-  ShellOptions so;
-  so.thickness = 0.1;
-  so.layers = 2;
-  const Shell shell = make_shell(skin_patch(), so);
-  const int S = shell.surface_vertices;
-  // Arms x = 0.3 and x = 0.7 (between the grid lines x = 0.25, 0.375 and 0.625, 0.75), y in
-  // (0.25, 0.75); the top y = 0.75 for x in (0.25, 0.75) (overlapping the arms at the corners).
-  std::vector<TetPair> u;
-  for (const double x : {0.3, 0.7})
-    for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), x, Vec3::UnitY()))
-      if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
-  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitY(), 0.75, Vec3::UnitX()))
-    if (inside(face_centroid(shell.mesh, f).x(), 0.25, 0.75)) u.push_back(f);
-  std::sort(u.begin(), u.end());
-  u.erase(std::unique(u.begin(), u.end()), u.end());
-  FaceCutter cutter(shell.mesh);
-  (void)cutter.cut(u);
+// A U flap whose arms do not follow the skin's grid (x = 0.3 and x = 0.7, between the grid lines
+// x = 0.25, 0.375 and 0.625, 0.75, for y in (0.25, 0.75); the top y = 0.75 for x in (0.25, 0.75),
+// overlapping the arms at the corners), cut through a prism shell with `extra` faces; the region
+// flooded on the skin from the flap's middle, bounded by the base line y = 0.25 from x = 0.25 to
+// 0.75.
+struct OffGridFlap {
+  Shell shell;
+  FaceCutter cutter;
+  Triangles skin;
+  std::vector<int> region;
 
-  const Triangles skin = shell_skin(shell, cutter);
-  const TetMesh& cm = cutter.mesh();
-  auto centroid = [&](const auto& nodes) {
+  explicit OffGridFlap(const std::vector<TetPair>& extra = {}) : shell(thin_shell()), cutter(shell.mesh) {
+    std::vector<TetPair> u = extra;
+    for (const double x : {0.3, 0.7})
+      for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), x, Vec3::UnitY()))
+        if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
+    for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitY(), 0.75, Vec3::UnitX()))
+      if (inside(face_centroid(shell.mesh, f).x(), 0.25, 0.75)) u.push_back(f);
+    std::sort(u.begin(), u.end());
+    u.erase(std::unique(u.begin(), u.end()), u.end());
+    (void)cutter.cut(u);
+    skin = shell_skin(shell, cutter);
+    int seed = -1;
+    for (int f = 0; f < skin.rows() && seed < 0; ++f)
+      if ((centroid(std::array<int, 3>{skin(f, 0), skin(f, 1), skin(f, 2)}) - Vec3(0.45, 0.45, 0)).norm() < 0.06)
+        seed = f;
+    if (seed < 0) throw MeshError("OffGridFlap: no skin triangle at the flap's middle");
+    std::vector<std::array<int, 2>> base;
+    for (int i = 2; i < 6; ++i) base.push_back({2 * kGrid + i, 2 * kGrid + i + 1});
+    region = flood_fill_triangles(skin, seed, base);
+  }
+  static Shell thin_shell() {
+    ShellOptions so;
+    so.thickness = 0.1;
+    so.layers = 2;
+    return make_shell(skin_patch(), so);
+  }
+  template <class Nodes>
+  Vec3 centroid(const Nodes& nodes) const {
     Vec3 c = Vec3::Zero();
-    for (const int v : nodes) c += cm.nodes.row(v).transpose();
+    for (const int v : nodes) c += cutter.mesh().nodes.row(v).transpose();
     return Vec3(c / static_cast<double>(nodes.size()));
-  };
-  auto flap = [](const Vec3& c) { return inside(c.x(), 0.3, 0.7) && inside(c.y(), 0.25, 0.75); };
-  int seed = -1;
-  for (int f = 0; f < skin.rows() && seed < 0; ++f)
-    if ((centroid(std::array<int, 3>{skin(f, 0), skin(f, 1), skin(f, 2)}) - Vec3(0.45, 0.45, 0)).norm() < 0.06)
-      seed = f;
-  ASSERT_GE(seed, 0);
-  std::vector<std::array<int, 2>> base;  // the grid line y = 0.25 from x = 0.25 to 0.75
-  for (int i = 2; i < 6; ++i) base.push_back({2 * kGrid + i, 2 * kGrid + i + 1});
-  const std::vector<int> region = flood_fill_triangles(skin, seed, base);
-  ASSERT_LT(region.size(), static_cast<size_t>(skin.rows()));  // the incisions and the base close it
+  }
+};
 
+// A face cut separates tets by the side of their centroids, so beside the arms it zigzags across the
+// prism columns, and a column whose skin triangle lies outside the flap may hold tets on the flap's
+// side (cut off from that skin). Their deep nodes are the flap's too (copies that inherited
+// attachments): left attached, they tie the flap to the skin beside it (scenes/face_flap.json's
+// flap stopped 1.6–2.6 mm short of its hooks' targets with the arms lengthened; docs/validation.md
+// §11).
+TEST(Undermining, ArmsAcrossThePrismColumnsReleaseTheFlapSideOfEveryColumn) {
+  const OffGridFlap g;
+  const int S = g.shell.surface_vertices;
+  ASSERT_LT(g.region.size(), static_cast<size_t>(g.skin.rows()));  // the incisions and the base close it
+  const TetMesh& cm = g.cutter.mesh();
+  auto flap = [](const Vec3& c) { return inside(c.x(), 0.3, 0.7) && inside(c.y(), 0.25, 0.75); };
   // The flap's tets: centroids inside (the cut separates by the centroids' sides); some of them in
   // columns whose skin triangle lies outside the flap, else this test would not exercise the case.
   std::set<int> expected_below;
   int cut_off = 0;
   for (int t = 0; t < cm.tets.rows(); ++t) {
     const std::array<int, 4> v{cm.tets(t, 0), cm.tets(t, 1), cm.tets(t, 2), cm.tets(t, 3)};
-    const Vec3 c = centroid(v);
-    if (!flap(c)) continue;
+    if (!flap(g.centroid(v))) continue;
     for (const int a : v)
-      if (cutter.original(a) >= 2 * S) expected_below.insert(a);
+      if (g.cutter.original(a) >= 2 * S) expected_below.insert(a);
     // The column's skin triangle: the footprint's 3 surface vertices at layer 0.
     std::set<int> column;
-    for (const int a : v) column.insert(cutter.original(a) % S);
+    for (const int a : v) column.insert(g.cutter.original(a) % S);
     Vec3 top = Vec3::Zero();
-    for (const int w : column) top += shell.mesh.nodes.row(w).transpose() / 3.0;
+    for (const int w : column) top += g.shell.mesh.nodes.row(w).transpose() / 3.0;
     cut_off += flap(top) ? 0 : 1;
   }
   EXPECT_GT(cut_off, 0);
-  const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
+  const std::vector<int> below = shell_nodes_below(g.shell, g.cutter, g.skin, g.region);
   EXPECT_EQ(std::set<int>(below.begin(), below.end()), expected_below);
 }
 
@@ -240,42 +253,20 @@ TEST(Undermining, ArmsAcrossThePrismColumnsReleaseTheFlapSideOfEveryColumn) {
 // beside the region's (sharing a surface vertex with one) may join it; nothing two rows of the grid
 // beyond the base is released.
 TEST(Undermining, ADissectionBeyondTheBaseLineDoesNotCarryTheRegionAway) {
-  ShellOptions so;
-  so.thickness = 0.1;
-  so.layers = 2;
-  const Shell shell = make_shell(skin_patch(), so);
-  const int S = shell.surface_vertices;
-  std::vector<TetPair> u;
-  for (const double x : {0.3, 0.7})
-    for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitX(), x, Vec3::UnitY()))
-      if (inside(face_centroid(shell.mesh, f).y(), 0.25, 0.75)) u.push_back(f);
-  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitY(), 0.75, Vec3::UnitX()))
-    if (inside(face_centroid(shell.mesh, f).x(), 0.25, 0.75)) u.push_back(f);
   // The dissection: the faces between the two layers of prisms (z = −0.05) for y < 0.25.
-  for (const auto& f : faces_across_plane(shell.mesh, Vec3::UnitZ(), -0.05, Vec3::UnitX()))
-    if (face_centroid(shell.mesh, f).y() < 0.25) u.push_back(f);
-  std::sort(u.begin(), u.end());
-  u.erase(std::unique(u.begin(), u.end()), u.end());
-  FaceCutter cutter(shell.mesh);
-  (void)cutter.cut(u);
-  const Triangles skin = shell_skin(shell, cutter);
-  const TetMesh& cm = cutter.mesh();
-  int seed = -1;
-  for (int f = 0; f < skin.rows() && seed < 0; ++f) {
-    const Vec3 c = (cm.nodes.row(skin(f, 0)) + cm.nodes.row(skin(f, 1)) + cm.nodes.row(skin(f, 2))).transpose() / 3.0;
-    if ((c - Vec3(0.45, 0.45, 0)).norm() < 0.06) seed = f;
-  }
-  ASSERT_GE(seed, 0);
-  std::vector<std::array<int, 2>> base;
-  for (int i = 2; i < 6; ++i) base.push_back({2 * kGrid + i, 2 * kGrid + i + 1});
-  const std::vector<int> region = flood_fill_triangles(skin, seed, base);
-  ASSERT_LT(region.size(), static_cast<size_t>(skin.rows()));
-  const std::vector<int> below = shell_nodes_below(shell, cutter, skin, region);
+  const Shell plain = OffGridFlap::thin_shell();
+  std::vector<TetPair> dissection;
+  for (const auto& f : faces_across_plane(plain.mesh, Vec3::UnitZ(), -0.05, Vec3::UnitX()))
+    if (face_centroid(plain.mesh, f).y() < 0.25) dissection.push_back(f);
+  ASSERT_FALSE(dissection.empty());
+  const OffGridFlap g(dissection);
+  ASSERT_LT(g.region.size(), static_cast<size_t>(g.skin.rows()));
+  const std::vector<int> below = shell_nodes_below(g.shell, g.cutter, g.skin, g.region);
   ASSERT_FALSE(below.empty());
   double lowest = 1;
   for (const int v : below) {
-    EXPECT_GE(cutter.original(v), 2 * S);
-    lowest = std::min(lowest, cm.nodes(v, 1));
+    EXPECT_GE(g.cutter.original(v), 2 * g.shell.surface_vertices);
+    lowest = std::min(lowest, g.cutter.mesh().nodes(v, 1));
   }
   EXPECT_GE(lowest, 0.125 - 1e-12);  // the base row y = 0.25 and at most the next one
 }

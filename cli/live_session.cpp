@@ -212,13 +212,12 @@ void LiveSession::apply(Pending& p) {
     ev["frame"] = first;
   else
     ev["frames"] = json::array({first, last});
-  SurgeryEvent e;
+  int index = 0;
   try {
-    e = parse_surgery_event(ev, sim_->scene(), last, "/event");
-  } catch (const Error& err) {
+    index = sim_->add_surgery_event(parse_surgery_event(ev, sim_->scene(), last, "/event"));
+  } catch (const Error& err) {  // malformed, or not for this scene (a split without embedded surface)
     return answer(error_reply(400, err.what()));
   }
-  const int index = sim_->add_surgery_event(e);
   FrameStats st;
   try {
     st = sim_->advance(first);
@@ -240,6 +239,7 @@ void LiveSession::apply(Pending& p) {
                          {"last_frame", last + options_.settle_frames},
                          {"event", index},
                          {"faces_cut", sf.faces_cut},
+                         {"tets_split", sf.tets_split},
                          {"tets_excised", sf.tets_excised},
                          {"hooks_placed", sf.hooks_placed},
                          {"sutures_placed", sf.sutures_placed},

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <xpd/core/error.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/surface.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
 
@@ -172,6 +174,64 @@ TEST(LiveSession, RecordedEventsMergeIntoTheScene) {
   EXPECT_EQ(plain["solver"]["frames"].get<int>(), 10);
   EXPECT_EQ(plain["surgery"]["events"].size(), 2u);
   EXPECT_THROW(cli::merge_recorded_events(plain, json::parse(R"({ "frames": 3 })")), Error);
+}
+
+// "Through tets" in the page: an incision posted with "mode": "split" on a scene whose tissue is an
+// embedded surface (here the slab's own boundary) cuts through the tets the blade crosses, between
+// two node layers where no face could follow it, and the wound opens under the slab's tension; on
+// the plain slab the same event is refused (400, naming what it needs) and changes nothing.
+TEST(LiveSession, ASplitIncisionCutsThroughTetsWhereTheSceneHasAnEmbeddedSurface) {
+  const fs::path out = test::scratch_dir("live_session_split");
+  // x = 1.05: halfway between the node layers x = 1.0 and 1.1.
+  const char* split = R"({"tool": "cut", "mode": "split", "path": [[1.05, 0.45, 0.2], [1.05, 0.45, 0.8]],
+                          "sweep": [0, -0.3, 0]})";
+  {
+    cli::LiveSession live(options_for(out / "plain"));
+    live.start();
+    live.wait_until_idle();
+    const SceneSimulation& sim = live.simulation();
+    const Eigen::Index nodes0 = sim.mesh().nodes.rows();
+    const cli::http::PostReply r = live.post("/api/event", split);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(body_of(r).value("error", "").find("embedded surface"), std::string::npos) << r.body;
+    EXPECT_EQ(sim.mesh().nodes.rows(), nodes0);
+    EXPECT_EQ(sim.scene().surgery->events.size(), 0u);
+    live.stop();
+  }
+  // The slab with its boundary as the embedded surface.
+  json scene = test::read_json_with_comments(kScene);
+  {
+    const SceneSimulation plain(load_scene(kScene));
+    io::write_surface((out / "slab.obj").string(), SurfaceMesh{plain.mesh().nodes, boundary_faces(plain.mesh().tets)});
+  }
+  scene["mesh"]["embedded_surface"] = (out / "slab.obj").string();
+  const fs::path file = out / "slab_embedded.json";
+  {
+    std::ofstream f(file);
+    f << scene.dump(2);
+  }
+  cli::LiveOptions o = options_for(out / "embedded");
+  o.scene = file.string();
+  cli::LiveSession live(o);
+  live.start();
+  live.wait_until_idle();
+  const SceneSimulation& sim = live.simulation();
+  const Eigen::Index nodes0 = sim.mesh().nodes.rows();
+  const cli::http::PostReply r = live.post("/api/event", split);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json b = body_of(r);
+  EXPECT_GT(b["tets_split"].get<int>(), 0);
+  EXPECT_EQ(b["faces_cut"].get<int>(), 0);
+  live.wait_until_idle();
+  ASSERT_GT(sim.mesh().nodes.rows(), nodes0);
+  double gap = 0;  // the widest opening between a node and its copy, in x (the pull's direction)
+  for (Eigen::Index c = nodes0; c < sim.mesh().nodes.rows(); ++c) {
+    const int v = sim.surgery()->cutter().original(static_cast<int>(c));
+    gap = std::max(gap, std::abs(sim.positions()(c, 0) - sim.positions()(v, 0)));
+  }
+  test::report("live split incision: widest opening of a node and its copy (x)", gap, 1e-3);
+  EXPECT_GT(gap, 1e-3);
+  live.stop();
 }
 
 }  // namespace

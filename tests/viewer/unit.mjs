@@ -215,6 +215,9 @@ check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) ===
   const ev = incisionEvent([pick, { ...pick, rest: [0.5, 0.5, 1] }], 0.25, 3);
   check(ev.tool === 'cut' && ev.path.length === 2 && ev.sweep[1][2] === -0.25 && ev.duration === 3 && !('frame' in ev),
     `live: incision event ${JSON.stringify(ev)}`);
+  check(!('mode' in ev), 'live: an incision follows the faces unless asked to split');
+  const sp = incisionEvent([pick, { ...pick, rest: [0.5, 0.5, 1] }], 0.25, 1, true);
+  check(sp.mode === 'split' && !('duration' in sp) && sp.path.length === 2, `live: split incision ${JSON.stringify(sp)}`);
   let threw = '';
   try { incisionEvent([pick], 0.1); } catch (e) { threw = e.message; }
   check(/two points/.test(threw), `live: one point is not an incision (${threw})`);

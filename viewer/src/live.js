@@ -53,8 +53,12 @@ export function insetPoint(pick, fraction = 0.1) {
   return pick.rest.map((x, k) => x - d * pick.restNormal[k]);
 }
 
-/** The cut event of an incision through the picks (≥ 2), `depth` deep, over `frames` frames. */
-export function incisionEvent(picks, depth, frames = 1) {
+/**
+ * The cut event of an incision through the picks (≥ 2), `depth` deep, over `frames` frames; with
+ * `split`, through the tets (`"mode": "split"`, element splitting: scenes with an embedded surface)
+ * instead of along their faces.
+ */
+export function incisionEvent(picks, depth, frames = 1, split = false) {
   if (picks.length < 2) throw new Error('an incision needs at least two points on the surface');
   if (!(depth > 0)) throw new Error('the depth must be a positive length');
   const ev = {
@@ -62,6 +66,7 @@ export function incisionEvent(picks, depth, frames = 1) {
     path: picks.map((p) => p.rest),
     sweep: picks.map((p) => p.restNormal.map((n) => -depth * n)),
   };
+  if (split) ev.mode = 'split';
   if (frames > 1) ev.duration = frames;
   return ev;
 }
@@ -112,6 +117,7 @@ export class LiveMode {
       <label>depth <input id="live-depth" type="number" step="any" min="0"></label>
       <label>pull <input id="live-pull" type="number" step="any" min="0"></label>
       <label>frames <input id="live-frames" type="number" step="1" min="1" max="1000" value="1"></label>
+      <label title="cut through the tets (element splitting) instead of along their faces: scenes with an embedded surface"><input id="live-split" type="checkbox"> through tets</label>
       <div class="live-buttons"><button id="live-cut" type="button" disabled>Cut</button> <button id="live-clear" type="button">Clear</button></div>
       <div id="live-picks">no points</div>
       <div id="live-status"></div>
@@ -193,7 +199,7 @@ export class LiveMode {
   sendIncision() {
     let ev;
     try {
-      ev = incisionEvent(this.picks, this.number('live-depth'), this.frames());
+      ev = incisionEvent(this.picks, this.number('live-depth'), this.frames(), this.el('live-split').checked);
     } catch (e) {
       this.setReply(e.message, true);
       return;
@@ -243,7 +249,7 @@ export class LiveMode {
       this.lastReply = { status: r.status, body, event: ev };
       if (r.status === 200) {
         this.setReply(`${ev.tool} applied at frame ${body.frame}` + (body.faces_cut ? `: ${body.faces_cut} faces cut` : '') +
-          ` (${body.nodes} nodes, ${body.tets} tets)`, false);
+          (body.tets_split ? `: ${body.tets_split} tets split` : '') + ` (${body.nodes} nodes, ${body.tets} tets)`, false);
       } else if (r.status === 202) {
         this.setReply(`${ev.tool}: queued`, false);
       } else {

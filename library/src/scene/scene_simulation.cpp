@@ -483,6 +483,11 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
     throw Error(fmt::format(
         "add_surgery_event: the event's frames ({}..{}) must come after the last frame solved ({}), in order",
         event.first_frame, event.last_frame, frames_done_));
+  if (event.split && scene_.mesh.embedded_surface.empty())
+    throw SceneError(scene_.file, "/surgery",
+                     "a \"mode\": \"split\" event needs an embedded surface (mesh.embedded_surface, or a "
+                     "lattice's): the split fragments overlap at rest, so the tet mesh's own faces do not draw the "
+                     "cut tissue");
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
   hook_keys_.emplace_back();

@@ -147,7 +147,9 @@ class SceneSimulation {
   /// applied like a scene event from its first frame on, which must come after frames_done();
   /// frames may go past solver.frames (the inputs of such frames are those of frame k as the scene
   /// defines them: keyframes and ramps hold their last values). Returns its index in
-  /// scene().surgery->events. Throws Error without a "surgery" key or for a frame already solved.
+  /// scene().surgery->events. Throws Error without a "surgery" key or for a frame already solved,
+  /// SceneError for a "split" event in a scene without an embedded surface (as the scene's own
+  /// events are refused at load).
   int add_surgery_event(const SurgeryEvent& event);
   /// Removes the last added event if no frame has applied it yet (after advance() refused it:
   /// a cut that crosses no face, a hook in no tet); throws Error otherwise.

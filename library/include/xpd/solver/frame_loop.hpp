@@ -25,7 +25,9 @@
 //   3a. step.advance() after each iteration: kinematic parts of the strategy move (IPC obstacles), E
 //      and f are evaluated afresh, the accelerator restarts; a frame converges only with
 //      step.at_target();
-//   4. converged: ||f|| ≤ rel_tolerance · scale, or ≤ abs_tolerance, or ≤ the strategy's round-off
+//   4. converged: ||f|| ≤ rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
+//      converged frame's scale, State::converged_scale, when ||f_start|| is already within
+//      rel_tolerance of that: a frame where nothing moved), or ≤ abs_tolerance, or ≤ the strategy's round-off
 //      floor (GlobalStep::residual_floor, taken at the start of the frame), or, when the scale itself
 //      is within 4 × the round-off estimate (FrameStats::roundoff_residual: a frame without loads
 //      that starts at equilibrium), ≤ 4 × that estimate;

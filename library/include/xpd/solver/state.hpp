@@ -53,6 +53,9 @@ struct State {
   AndersonScratch anderson;
   ChebyshevScratch chebyshev;
   int frame = 0;
+  /// The residual scale of the last frame when it converged (0 otherwise): a frame that starts
+  /// within its tolerance of it converges at once (frame_loop.hpp).
+  double converged_scale = 0.0;
 };
 
 /// State at rest: x = rest positions, zero velocity, inputs = model.initial_inputs().

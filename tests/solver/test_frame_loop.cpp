@@ -284,6 +284,38 @@ TEST(FrameLoop, IdleFrameWithoutLoadsConverges) {
   test::report("idle frame: start residual / round-off estimate", idle.initial_residual / idle.roundoff_residual, 4.0);
 }
 
+// An idle frame after a frame that converged at the tolerance (not at round-off): it starts with the
+// residual that frame left, far above round-off, and without loads its own scale would be that
+// residual; it keeps the last frame's scale instead and converges at once, positions unchanged. A
+// frame that does move (the attachments pulled further) iterates as before.
+TEST(FrameLoop, IdleFrameAfterAConvergedFrameKeepsItsScale) {
+  const TetMesh mesh = test::jittered_box(4);
+  const Model model = build_model(test::ends_attached_desc(mesh, 1e3, 1e7, 0.1, 5));
+  State s = make_state(model);
+  SolverOptions o;
+  o.max_iterations = 20000;
+  o.rel_tolerance = 1e-6;
+  o.anderson = true;
+  const FrameStats first = step(model, s, o);
+  ASSERT_TRUE(first.converged);
+  ASSERT_EQ(first.load_scale, 0.0);
+  EXPECT_GT(s.converged_scale, 0.0);
+  const Points settled = s.x;
+  const FrameStats idle = step(model, s, o);
+  EXPECT_GT(idle.initial_residual, 1e3 * idle.roundoff_residual);  // not the round-off floor's case
+  EXPECT_TRUE(idle.converged);
+  EXPECT_FALSE(idle.stagnated);
+  EXPECT_EQ(idle.iterations, 0);
+  EXPECT_EQ((s.x - settled).cwiseAbs().maxCoeff(), 0.0);
+  // Pulled further: a new equilibrium, reached to the tolerance of its own scale.
+  s.inputs.attachment_targets.col(0) *= 1.01;
+  const FrameStats moved = step(model, s, o);
+  EXPECT_TRUE(moved.converged);
+  EXPECT_GE(moved.iterations, 1);
+  EXPECT_LE(moved.residual, o.rel_tolerance * moved.initial_residual);
+  EXPECT_GT((s.x - settled).cwiseAbs().maxCoeff(), 1e-6 * test::bbox_diagonal(settled));
+}
+
 TEST(FrameLoop, ConstantMatrixSolveIsTheModelsFactor) {
   const TetMesh mesh = test::jittered_box(4);
   const Model model = build_model(test::loaded_desc(mesh));

@@ -261,14 +261,20 @@ TEST(FrameLoop, ResidentStrategyMatchesTheHostLoopAndIsRefusedWhatNeedsHostVecto
 // An idle frame: no loads, and the state already at equilibrium to round-off (a pulled body solved
 // to its floor, then the same inputs again, as between the events of a surgery session). Its scale is
 // round-off, so no relative tolerance can be met; it converges at once instead of stagnating.
-TEST(FrameLoop, IdleFrameWithoutLoadsConverges) {
-  const TetMesh mesh = test::jittered_box(4);
-  const Model model = build_model(test::ends_attached_desc(mesh, 1e3, 1e7, 0.1, 5));
-  State s = make_state(model);
+// A box pulled by its end attachments, no loads, and Anderson options to the tolerance `rel`.
+Model pulled_box() { return build_model(test::ends_attached_desc(test::jittered_box(4), 1e3, 1e7, 0.1, 5)); }
+SolverOptions anderson_to(double rel) {
   SolverOptions o;
   o.max_iterations = 20000;
-  o.rel_tolerance = 1e-16;  // below round-off: the first frame stops at its floor
+  o.rel_tolerance = rel;
   o.anderson = true;
+  return o;
+}
+
+TEST(FrameLoop, IdleFrameWithoutLoadsConverges) {
+  const Model model = pulled_box();
+  State s = make_state(model);
+  SolverOptions o = anderson_to(1e-16);  // below round-off: the first frame stops at its floor
   const FrameStats first = step(model, s, o);
   ASSERT_TRUE(first.stagnated);
   const Points settled = s.x;
@@ -289,13 +295,9 @@ TEST(FrameLoop, IdleFrameWithoutLoadsConverges) {
 // residual; it keeps the last frame's scale instead and converges at once, positions unchanged. A
 // frame that does move (the attachments pulled further) iterates as before.
 TEST(FrameLoop, IdleFrameAfterAConvergedFrameKeepsItsScale) {
-  const TetMesh mesh = test::jittered_box(4);
-  const Model model = build_model(test::ends_attached_desc(mesh, 1e3, 1e7, 0.1, 5));
+  const Model model = pulled_box();
   State s = make_state(model);
-  SolverOptions o;
-  o.max_iterations = 20000;
-  o.rel_tolerance = 1e-6;
-  o.anderson = true;
+  const SolverOptions o = anderson_to(1e-6);
   const FrameStats first = step(model, s, o);
   ASSERT_TRUE(first.converged);
   ASSERT_EQ(first.load_scale, 0.0);

@@ -179,7 +179,8 @@ TEST(LiveSession, RecordedEventsMergeIntoTheScene) {
 // "Through tets" in the page: an incision posted with "mode": "split" on a scene whose tissue is an
 // embedded surface (here the slab's own boundary) cuts through the tets the blade crosses, between
 // two node layers where no face could follow it, and the wound opens under the slab's tension; on
-// the plain slab the same event is refused (400, naming what it needs) and changes nothing.
+// the plain slab the same event is refused (400, naming what it needs) and changes nothing, and a
+// blade that misses the tissue is refused (422) without stopping the session.
 TEST(LiveSession, ASplitIncisionCutsThroughTetsWhereTheSceneHasAnEmbeddedSurface) {
   const fs::path out = test::scratch_dir("live_session_split");
   // x = 1.05: halfway between the node layers x = 1.0 and 1.1.
@@ -217,6 +218,14 @@ TEST(LiveSession, ASplitIncisionCutsThroughTetsWhereTheSceneHasAnEmbeddedSurface
   live.wait_until_idle();
   const SceneSimulation& sim = live.simulation();
   const Eigen::Index nodes0 = sim.mesh().nodes.rows();
+  // A blade beside the slab: refused (422) and the session goes on, nothing changed.
+  const cli::http::PostReply miss =
+      live.post("/api/event",
+                R"({"tool": "cut", "mode": "split", "path": [[5, 0.45, 0.2], [5, 0.45, 0.8]], "sweep": [0, -0.3, 0]})");
+  EXPECT_EQ(miss.status, 422) << miss.body;
+  EXPECT_NE(body_of(miss).value("error", "").find("cuts through no tet"), std::string::npos) << miss.body;
+  EXPECT_EQ(json::parse(live.index_json())["live"]["state"], "waiting");
+  EXPECT_EQ(sim.mesh().nodes.rows(), nodes0);
   const cli::http::PostReply r = live.post("/api/event", split);
   ASSERT_EQ(r.status, 200) << r.body;
   const json b = body_of(r);

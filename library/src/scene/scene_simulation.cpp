@@ -681,6 +681,10 @@ void SceneSimulation::apply_surgery_events(int frame) {
             const double length = path_length(e.path);
             const auto blade = swept_cut_surface(path_section(e.path, 0.0, share * length));
             const CutEvent ev = surgery_->split(*blade);
+            // A blade that has split nothing by its last frame is refused before the event counts as
+            // applied (a split of no tet changes nothing): a live session answers 422 and goes on.
+            if (frame == e.last_frame && cut_done_[i] == 0 && ev.tets_split == 0)
+              fail(where, "the cut's swept path cuts through no tet of the mesh");
             applied_frame_[i] = frame;  // the session has the event (the surface follows below)
             cut_done_[i] += static_cast<std::size_t>(ev.tets_split);
             surgery_frame_.tets_split += ev.tets_split;
@@ -696,8 +700,6 @@ void SceneSimulation::apply_surgery_events(int frame) {
               ++topology_version_;
               ended = ended || frame == e.last_frame;
             }
-            if (frame == e.last_frame && cut_done_[i] == 0)
-              fail(where, "the cut's swept path cuts through no tet of the mesh");
             break;
           }
           std::vector<TetPair>& faces = cut_faces_[i];

@@ -79,8 +79,8 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
   // Columns by the original surface vertices of their skin triangles: each skin triangle's column
   // and whether it is the region's (every node of a prism's tets descends from its triangle's
   // vertices at some layer).
-  std::map<std::array<int, 3>, char> column_of_skin;             // column → 1 region, 0 other skin
-  std::map<std::array<int, 3>, std::pair<int, char>> skin_face;  // current ids → (triangle, region)
+  std::map<std::array<int, 3>, char> column_of_skin;  // column → 1 region, 0 other skin
+  std::map<std::array<int, 3>, char> skin_face;       // current ids → 1 region, 0 other
   for (Eigen::Index f = 0; f < skin.rows(); ++f) {
     std::array<int, 3> v{}, cur{};
     for (int k = 0; k < 3; ++k) {
@@ -92,7 +92,7 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
     const char r = in_region[static_cast<std::size_t>(f)];
     char& c = column_of_skin.try_emplace(sorted3(v), r).first->second;
     c = static_cast<char>(c | r);
-    skin_face[sorted3(cur)] = {static_cast<int>(f), r};
+    skin_face[sorted3(cur)] = r;
   }
   // Each tet's column (−1: none with a skin triangle left), its faces' neighbours, and which skin
   // face it touches.
@@ -106,8 +106,8 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
     for (int a = 0; a < 4; ++a)
       v[static_cast<size_t>(a)] = cutter.original(mesh.tets(static_cast<Eigen::Index>(t), a)) % S;
     std::sort(v.begin(), v.end());
-    if (std::unique(v.begin(), v.end()) - v.begin() == 3) {
-      col[t] = {v[0], v[1] == v[0] ? v[2] : v[1], v[3]};
+    if (std::unique(v.begin(), v.end()) - v.begin() == 3) {  // a prism's tet: 3 surface vertices
+      col[t] = {v[0], v[1], v[2]};
       if (const auto it = column_of_skin.find(col[t]); it != column_of_skin.end()) kind[t] = it->second;
     }
     for (int skip = 0; skip < 4; ++skip) {
@@ -117,7 +117,7 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
         if (a != skip) face[static_cast<size_t>(k++)] = mesh.tets(static_cast<Eigen::Index>(t), a);
       face = sorted3(face);
       if (const auto it = skin_face.find(face); it != skin_face.end())
-        touches[t] = std::max(touches[t], int{it->second.second});
+        touches[t] = std::max(touches[t], int{it->second});
       faces.emplace_back(face, static_cast<int>(t));
     }
   }

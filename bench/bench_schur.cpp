@@ -207,9 +207,10 @@ BENCHMARK(BM_SymmetricTimes3_Dsymv)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecon
 
 void BM_SymmetricTimes3_Kernel(benchmark::State& state) {
   SymmetricProduct& p = symmetric_product();
+  std::vector<double> scratch;
   for (auto _ : state) {
     if (state.range(0) != 0) evict_caches(state);
-    xpd::detail::symmetric_times3(p.m, p.a.data(), p.x.data(), p.m, 1.0, p.y.data(), false);
+    xpd::detail::symmetric_times3(p.m, p.a.data(), p.x.data(), p.m, 1.0, p.y.data(), false, scratch);
     benchmark::DoNotOptimize(p.y.data());
   }
 }

@@ -224,6 +224,7 @@ TEST(LiveSession, ASplitIncisionCutsThroughTetsWhereTheSceneHasAnEmbeddedSurface
                 R"({"tool": "cut", "mode": "split", "path": [[5, 0.45, 0.2], [5, 0.45, 0.8]], "sweep": [0, -0.3, 0]})");
   EXPECT_EQ(miss.status, 422) << miss.body;
   EXPECT_NE(body_of(miss).value("error", "").find("cuts through no tet"), std::string::npos) << miss.body;
+  live.wait_until_idle();  // the reply comes before the worker is back to waiting
   EXPECT_EQ(json::parse(live.index_json())["live"]["state"], "waiting");
   EXPECT_EQ(sim.mesh().nodes.rows(), nodes0);
   const cli::http::PostReply r = live.post("/api/event", split);

@@ -170,4 +170,28 @@ TEST(Surface, IcosphereIsAClosedOutwardSphereMesh) {
   EXPECT_THROW(make_icosphere(c, 1.0, -1), MeshError);
 }
 
+// Face neighbours against the brute-force count of common nodes on a box, and a face held by three
+// tets (split fragments beside an uncut tet): each is the others' neighbour.
+TEST(MeshSurface, TetFaceNeighboursEqualBruteForce) {
+  const TetMesh m = make_box(4, 3, 3, Vec3(0, 0, 0), Vec3(1, 1, 1));
+  const std::vector<std::vector<int>> next = tet_face_neighbours(m.tets);
+  ASSERT_EQ(next.size(), static_cast<std::size_t>(m.tets.rows()));
+  for (int a = 0; a < m.tets.rows(); ++a) {
+    std::vector<int> want;
+    for (int b = 0; b < m.tets.rows(); ++b) {
+      int common = 0;
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) common += m.tets(a, i) == m.tets(b, j) ? 1 : 0;
+      if (b != a && common == 3) want.push_back(b);
+    }
+    EXPECT_EQ(next[static_cast<std::size_t>(a)], want) << "tet " << a;
+  }
+  Tets three(3, 4);
+  three << 0, 1, 2, 3, 0, 2, 1, 4, 0, 1, 2, 5;
+  const auto n3 = tet_face_neighbours(three);
+  EXPECT_EQ(n3[0], (std::vector<int>{1, 2}));
+  EXPECT_EQ(n3[1], (std::vector<int>{0, 2}));
+  EXPECT_EQ(n3[2], (std::vector<int>{0, 1}));
+}
+
 }  // namespace xpd

@@ -456,7 +456,8 @@ TEST(SchurEdgeCases, AutomaticChoiceFollowsCostModel) {
 TEST(SymmetricKernel, EqualsDenseProductReadingTheLowerTriangleOnly) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (const int m : {1, 2, 3, 4, 5, 6, 7, 9, 31, 255, 256, 257, 1000}) {
+  std::vector<double> scratch;  // one for all sizes: reused after larger ones, as in a workspace
+  for (const int m : {1, 2, 3, 4, 5, 6, 7, 9, 31, 255, 256, 257, 1000, 300}) {
     Eigen::MatrixXd a(m, m);
     for (int j = 0; j < m; ++j)
       for (int i = j; i < m; ++i) a(i, j) = a(j, i) = u(rng);
@@ -472,7 +473,7 @@ TEST(SymmetricKernel, EqualsDenseProductReadingTheLowerTriangleOnly) {
     for (const bool accumulate : {false, true}) {
       const double alpha = -0.75;
       Eigen::MatrixXd out = start;
-      detail::symmetric_times3(m, stored.data(), x.data(), ldx, alpha, out.data(), accumulate);
+      detail::symmetric_times3(m, stored.data(), x.data(), ldx, alpha, out.data(), accumulate, scratch);
       const Eigen::MatrixXd ref = alpha * a * xm + (accumulate ? start : Eigen::MatrixXd::Zero(m, 3));
       // Sums of m products of numbers in [−1, 1]: a few ulps of m.
       EXPECT_LT((out - ref).cwiseAbs().maxCoeff(), 1e-14 * m) << "m = " << m << ", accumulate " << accumulate;
@@ -486,13 +487,14 @@ TEST(SymmetricKernel, DoesNotDependOnTheThreadCount) {
   a = (a + a.transpose()).eval();
   const Eigen::MatrixXd x = Eigen::MatrixXd::Random(m, 3);
   Eigen::MatrixXd one(m, 3), two(m, 3);
+  std::vector<double> scratch;
   {
     const ThreadLimit limit(1);
-    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, one.data(), false);
+    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, one.data(), false, scratch);
   }
   {
     const ThreadLimit limit(2);
-    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, two.data(), false);
+    detail::symmetric_times3(m, a.data(), x.data(), m, 1.0, two.data(), false, scratch);
   }
   EXPECT_EQ((one - two).cwiseAbs().maxCoeff(), 0.0);
 }

@@ -109,8 +109,10 @@ bool inside_closed_surface(const SurfaceMesh& s, const Vec3& p) {
   return w != 0;
 }
 
-Triangles boundary_faces(const Tets& tets) {
-  // Sort all faces by their sorted node triple; a key seen once is a boundary face.
+namespace {
+// Every tet's 4 faces, sorted by their node triple (then by 4·tet + local face): a face shared by
+// tets appears as a run of equal keys.
+std::vector<FaceKey> sorted_face_keys(const Tets& tets) {
   const Eigen::Index nt = tets.rows();
   std::vector<FaceKey> keys(static_cast<std::size_t>(4 * nt));
   for (Eigen::Index t = 0; t < nt; ++t)
@@ -123,6 +125,29 @@ Triangles boundary_faces(const Tets& tets) {
   tbb::parallel_sort(keys.begin(), keys.end(), [](const FaceKey& a, const FaceKey& b) {
     return a.sorted != b.sorted ? a.sorted < b.sorted : a.id < b.id;
   });
+  return keys;
+}
+}  // namespace
+
+std::vector<std::vector<int>> tet_face_neighbours(const Tets& tets) {
+  const Eigen::Index nt = tets.rows();
+  const std::vector<FaceKey> keys = sorted_face_keys(tets);
+  std::vector<std::vector<int>> next(static_cast<std::size_t>(nt));
+  for (std::size_t i = 0; i < keys.size();) {
+    std::size_t j = i + 1;
+    while (j < keys.size() && keys[j].sorted == keys[i].sorted) ++j;
+    for (std::size_t a = i; a < j; ++a)
+      for (std::size_t b = i; b < j; ++b)
+        if (a != b) next[static_cast<std::size_t>(keys[a].id / 4)].push_back(static_cast<int>(keys[b].id / 4));
+    i = j;
+  }
+  for (auto& n : next) std::sort(n.begin(), n.end());
+  return next;
+}
+
+Triangles boundary_faces(const Tets& tets) {
+  // Sort all faces by their sorted node triple; a key seen once is a boundary face.
+  const std::vector<FaceKey> keys = sorted_face_keys(tets);
   std::vector<std::int64_t> boundary;
   for (std::size_t i = 0; i < keys.size();) {
     std::size_t j = i + 1;

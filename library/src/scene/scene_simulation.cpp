@@ -27,6 +27,11 @@
 namespace xpd {
 namespace {
 
+// Why a split cut or excision needs an embedded surface (after "needs " / "has ").
+constexpr const char* kSplitNeedsSurface =
+    "an embedded surface (mesh.embedded_surface, or a lattice's): the split fragments overlap at rest, so the tet "
+    "mesh's own faces do not draw the cut tissue";
+
 // Rest-pose nearest bone among `bones` for node position p.
 int nearest_bone(const Skeleton& sk, const std::vector<int>& bones, const Vec3& p) {
   int best = bones.front();
@@ -484,10 +489,7 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         "add_surgery_event: the event's frames ({}..{}) must come after the last frame solved ({}), in order",
         event.first_frame, event.last_frame, frames_done_));
   if (event.split && scene_.mesh.embedded_surface.empty())
-    throw SceneError(scene_.file, "/surgery",
-                     "a \"mode\": \"split\" event needs an embedded surface (mesh.embedded_surface, or a "
-                     "lattice's): the split fragments overlap at rest, so the tet mesh's own faces do not draw the "
-                     "cut tissue");
+    throw SceneError(scene_.file, "/surgery", std::string("a \"mode\": \"split\" event needs ") + kSplitNeedsSurface);
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
   hook_keys_.emplace_back();
@@ -526,10 +528,7 @@ void SceneSimulation::check_surgery_scene() const {
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
   if (scene_.mesh.embedded_surface.empty())
     for (const SurgeryEvent& e : scene_.surgery->events)
-      if (e.split)
-        refuse(
-            "with \"mode\": \"split\" events has an embedded surface (mesh.embedded_surface, or a lattice's): the "
-            "split fragments overlap at rest, so the tet mesh's own faces do not draw the cut tissue");
+      if (e.split) refuse(std::string("with \"mode\": \"split\" events has ") + kSplitNeedsSurface);
   for (const Material& m : scene_.materials)
     if (m.lambda != 0)
       refuse(

@@ -57,8 +57,9 @@ void symmetrize_from_lower(Eigen::MatrixXd& a) {
 // scene: 36 MB per matrix), by solver/symmetric_kernel.hpp: each stored entry read once for the
 // three columns, where three dsymv calls read the triangle three times (and dsymm, before them,
 // packed the whole matrix on every call: 13% of a face run); BENCHMARKS.md, "IPC", gives both.
-void symmetric_times3(const Eigen::MatrixXd& a, const double* x, int ldx, double alpha, double* out, bool accumulate) {
-  detail::symmetric_times3(static_cast<int>(a.rows()), a.data(), x, ldx, alpha, out, accumulate);
+void symmetric_times3(const Eigen::MatrixXd& a, const double* x, int ldx, double alpha, double* out, bool accumulate,
+                      std::vector<double>& scratch) {
+  detail::symmetric_times3(static_cast<int>(a.rows()), a.data(), x, ldx, alpha, out, accumulate, scratch);
 }
 
 std::string gib(std::size_t bytes) { return std::to_string(static_cast<double>(bytes) / double(1u << 30)) + " GiB"; }
@@ -98,6 +99,7 @@ struct SchurWorkspace::Impl {
   Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> lr_vn, lr_wq, lr_y;
   Eigen::VectorXd lr_t, lr_t2;
   std::vector<char> lr_seen;
+  std::vector<double> lr_sym;                        // the slices of symmetric_times3
   std::vector<int> lr_colptr, lr_slots;              // nonzero node slots of each column of U
   detail::SupernodalSolveT<int>::Workspace tree_ws;  // tree-parallel partial sweeps
 
@@ -1003,7 +1005,7 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
   // One Woodbury application: out = (Σ̂)⁻¹ rhs.
   auto apply = [&](const Eigen::Ref<const Eigen::MatrixXd>& rhs, Eigen::MatrixXd& out) {
     out.resize(m, 3);
-    symmetric_times3(d.sigma_inv, rhs.data(), static_cast<int>(rhs.outerStride()), 1.0, out.data(), false);
+    symmetric_times3(d.sigma_inv, rhs.data(), static_cast<int>(rhs.outerStride()), 1.0, out.data(), false, w.lr_sym);
     if (q == 0 || (!block && r == 0)) return;
     RowMajor3& vn = w.lr_vn;  // v[N], node-major when flattened
     vn.resize(q, 3);
@@ -1046,7 +1048,7 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     // res = g − Σ u2 − E_N ℬ_N u2[N].
     Eigen::MatrixXd& res = w.lr_res;
     res = g;
-    symmetric_times3(d.sigma, u2.data(), m, -1.0, res.data(), true);
+    symmetric_times3(d.sigma, u2.data(), m, -1.0, res.data(), true, w.lr_sym);
     RowMajor3& un = w.lr_vn;
     un.resize(q, 3);
     for (int a = 0; a < q; ++a) un.row(a) = u2.row(term.nodes[static_cast<std::size_t>(a)]);

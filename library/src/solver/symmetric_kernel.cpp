@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -17,8 +16,8 @@ namespace xpd::detail {
 namespace {
 
 // Slices of the columns accumulated apart. Fixed (not the thread count) so that the summation
-// order, and with it the result, is the same on every machine; 8 keeps two to eight threads busy
-// on slices of equal work.
+// order, and with it the result, is the same whatever the number of threads; 8 keeps two to
+// eight threads busy on slices of equal work.
 constexpr int kSlices = 8;
 // Below this order one slice: the buffers and the task cost more than the product.
 constexpr int kParallelFrom = 256;
@@ -132,7 +131,8 @@ bool symmetric_times3_vector_available() {
 #endif
 }
 
-void symmetric_times3(int m, const double* a, const double* x, int ldx, double alpha, double* out, bool accumulate) {
+void symmetric_times3(int m, const double* a, const double* x, int ldx, double alpha, double* out, bool accumulate,
+                      std::vector<double>& scratch) {
   if (m <= 0) return;
   static const SliceKernel kernel = best_kernel();
   const int slices = m >= kParallelFrom ? kSlices : 1;
@@ -150,9 +150,9 @@ void symmetric_times3(int m, const double* a, const double* x, int ldx, double a
     bound[static_cast<std::size_t>(slices)] = m;
   }
   const auto stride = static_cast<std::size_t>(3) * static_cast<std::size_t>(m);
-  std::vector<double> buffer(static_cast<std::size_t>(slices) * stride, 0.0);
+  scratch.assign(static_cast<std::size_t>(slices) * stride, 0.0);  // keeps its capacity
   auto run = [&](int s) {
-    double* y = buffer.data() + static_cast<std::size_t>(s) * stride;
+    double* y = scratch.data() + static_cast<std::size_t>(s) * stride;
     const Columns c{{x, x + ldx, x + 2 * static_cast<std::ptrdiff_t>(ldx)}, {y, y + m, y + 2 * m}};
     kernel(m, a, c, bound[static_cast<std::size_t>(s)], bound[static_cast<std::size_t>(s) + 1]);
   };
@@ -162,7 +162,7 @@ void symmetric_times3(int m, const double* a, const double* x, int ldx, double a
     tbb::parallel_for(0, slices, run);
   for (std::size_t e = 0; e < stride; ++e) {
     double sum = 0;
-    for (int s = 0; s < slices; ++s) sum += buffer[static_cast<std::size_t>(s) * stride + e];
+    for (int s = 0; s < slices; ++s) sum += scratch[static_cast<std::size_t>(s) * stride + e];
     out[e] = accumulate ? out[e] + alpha * sum : alpha * sum;
   }
 }

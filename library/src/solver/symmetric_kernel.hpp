@@ -14,11 +14,15 @@
 // (to row i) and as A(j, i) (to row j).
 //
 // Deterministic: the columns are cut into a fixed number of slices of equal triangle area, each
-// accumulated in its own buffer and summed in slice order, so the result does not depend on the
-// number of threads.
+// accumulated in its own part of `scratch` and summed in slice order, so the result does not
+// depend on the number of threads. `scratch` is the caller's (a solve's workspace): resized on
+// first use, then reused, so the product does not allocate.
+#include <vector>
+
 namespace xpd::detail {
 
-void symmetric_times3(int m, const double* a, const double* x, int ldx, double alpha, double* out, bool accumulate);
+void symmetric_times3(int m, const double* a, const double* x, int ldx, double alpha, double* out, bool accumulate,
+                      std::vector<double>& scratch);
 
 /// Whether the AVX2 + FMA inner loop is used on this CPU (else plain C++).
 bool symmetric_times3_vector_available();

@@ -94,13 +94,10 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
     c = static_cast<char>(c | r);
     skin_face[sorted3(cur)] = r;
   }
-  // Each tet's column (−1: none with a skin triangle left), its faces' neighbours, and which skin
-  // face it touches.
+  // Each tet's column (−1: none with a skin triangle left) and which skin face it touches.
   std::vector<std::array<int, 3>> col(nt);
   std::vector<int> kind(nt, -1);     // 1 region column, 0 other skin column, −1 none
   std::vector<int> touches(nt, -1);  // 1 a region skin face, 0 another skin face, −1 none
-  std::vector<std::pair<std::array<int, 3>, int>> faces;
-  faces.reserve(4 * nt);
   for (std::size_t t = 0; t < nt; ++t) {
     std::array<int, 4> v{};
     for (int a = 0; a < 4; ++a)
@@ -115,19 +112,12 @@ std::vector<int> shell_nodes_below(const Shell& shell, const FaceCutter& cutter,
       int k = 0;
       for (int a = 0; a < 4; ++a)
         if (a != skip) face[static_cast<size_t>(k++)] = mesh.tets(static_cast<Eigen::Index>(t), a);
-      face = sorted3(face);
-      if (const auto it = skin_face.find(face); it != skin_face.end())
+      if (const auto it = skin_face.find(sorted3(face)); it != skin_face.end())
         touches[t] = std::max(touches[t], int{it->second});
-      faces.emplace_back(face, static_cast<int>(t));
     }
   }
-  std::sort(faces.begin(), faces.end());
-  std::vector<std::vector<int>> next(nt);  // tets sharing a face (a separated face has no three common nodes)
-  for (std::size_t i = 0; i + 1 < faces.size(); ++i)
-    if (faces[i].first == faces[i + 1].first) {
-      next[static_cast<std::size_t>(faces[i].second)].push_back(faces[i + 1].second);
-      next[static_cast<std::size_t>(faces[i + 1].second)].push_back(faces[i].second);
-    }
+  // Tets sharing a face (a separated face no longer has three common nodes).
+  const std::vector<std::vector<int>> next = tet_face_neighbours(mesh.tets);
   auto flood = [&](std::vector<char>& reached, std::vector<int> stack, auto allowed) {
     for (const int t : stack) reached[static_cast<std::size_t>(t)] = 1;
     while (!stack.empty()) {

@@ -20,6 +20,11 @@ using Edges = Eigen::Matrix<int, Eigen::Dynamic, 2, Eigen::RowMajor>;
 /// Cost: one sort of 4·#T face keys (parallel).
 Triangles boundary_faces(const Tets& tets);
 
+/// For each tet, the tets that share one of its faces (three nodes in common), ascending. Where a
+/// face is held by more than two tets (the fragments of a split element beside an uncut one) each
+/// is the others' neighbour. Cost: one sort of 4·#T face keys, as boundary_faces.
+std::vector<std::vector<int>> tet_face_neighbours(const Tets& tets);
+
 /// Sorted, unique node indices referenced by the triangles (#F × 3).
 std::vector<int> boundary_nodes(const Triangles& faces);
 

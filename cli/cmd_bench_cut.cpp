@@ -10,12 +10,14 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/mesh/box.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/pd_solver.hpp>
+#include <xpd/solver/schur.hpp>
 #include <xpd/solver/state.hpp>
 #include <xpd/solver/topology_update.hpp>
 #include <xpd/topology/cut_surface.hpp>
@@ -38,6 +40,7 @@ struct BenchCutOptions {
   double fill_ratio = 1.15;  // FillPolicy::nnz_ratio
   bool json = false;
   bool split = false;  // element splits (FaceCutter::split) instead of face cuts
+  bool schur = false;  // the collision region's Σ, Σ⁻¹ through the cut (SchurFactorization::modify)
 };
 
 double median(std::vector<double> v) {
@@ -80,6 +83,137 @@ BarStart bar_start(int n) {
   b.nnz_start = b.dyn.info().nnz_L;
   b.build_ms = b.dyn.info().analyze_ms + b.dyn.info().factorize_ms;
   return b;
+}
+
+// The plane cut of the face-cut benches: the node layer nearest the middle of x, its faces in rows
+// of cells along y, each row ordered along z (the blade advances along z, then to the next row).
+std::vector<TetPair> blade_faces(const TetMesh& box) {
+  const double h = box.nodes(1, 0) - box.nodes(0, 0);
+  const double x_cut = h * std::round(0.5 * box.nodes.col(0).maxCoeff() / h);
+  auto faces = faces_across_plane(box, Vec3::UnitX(), x_cut, Vec3::UnitZ());
+  auto row_key = [&](const TetPair& f) {
+    double yc = 0, zc = 0;
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        if (box.tets(f.first, a) == box.tets(f.second, b)) {
+          yc += box.nodes(box.tets(f.first, a), 1) / 3.0;
+          zc += box.nodes(box.tets(f.first, a), 2) / 3.0;
+        }
+    return std::make_pair(std::floor(yc / h), zc);
+  };
+  std::stable_sort(faces.begin(), faces.end(),
+                   [&](const TetPair& a, const TetPair& b) { return row_key(a) < row_key(b); });
+  return faces;
+}
+
+// The collision region of the Schur benchmarks (bench/bench_schur.cpp): the nodes of the tets
+// touching the top face's central patch that leaves 3 cells on each side (box:48: m = 3,783).
+std::vector<int> top_patch_region(const TetMesh& box, int n) {
+  std::vector<char> seed(static_cast<size_t>(box.nodes.rows()), 0), in(seed.size(), 0);
+  for (int j = 3; j < n - 3; ++j)
+    for (int i = 3; i < n - 3; ++i) seed[static_cast<size_t>(i + n * (j + n * (n - 1)))] = 1;
+  for (Eigen::Index t = 0; t < box.tets.rows(); ++t) {
+    bool touch = false;
+    for (int a = 0; a < 4; ++a) touch = touch || seed[static_cast<size_t>(box.tets(t, a))];
+    if (touch)
+      for (int a = 0; a < 4; ++a) in[static_cast<size_t>(box.tets(t, a))] = 1;
+  }
+  std::vector<int> region;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) region.push_back(static_cast<int>(i));
+  return region;
+}
+
+// The collision region's Schur pair through the face cut (SchurFactorization::modify): per cut
+// frame of k faces the low-rank updates of Σ⁻¹ and Σ with the sparse factor's update, against the
+// Schur setup of the same run (x2-last analyze + factorize, Σ, Σ⁻¹ by dpotri); at the end Σ⁻¹ and
+// Σ against a fresh setup of the cut matrix.
+void run_bench_cut_schur(const BenchCutOptions& o) {
+  Timer t;
+  const TetMesh box = make_box_from_spec(fmt::format("box:{}", o.box));
+  ModelDesc desc = bar_desc(box);
+  desc.factorize = false;
+  const std::vector<int> region = top_patch_region(box, o.box);
+  auto schur = std::make_unique<SchurFactorization>(build_model(desc).matrix(), region);
+  const SchurStats setup = schur->stats();
+  const std::vector<TetPair> faces = blade_faces(box);
+  FaceCutter cutter(box);
+  const std::vector<double> stiffness(static_cast<size_t>(box.tets.rows()), desc.mu.front());
+  size_t next = 0;
+  double updatable_ms = 0, assemble_ms = 0;
+  int frames = 0;
+  auto cut_frame = [&](int k) -> std::optional<SchurModifyResult> {
+    if (next + static_cast<size_t>(k) > faces.size()) return std::nullopt;
+    const CutEvent ev = cutter.cut(
+        std::vector<TetPair>(faces.begin() + static_cast<long>(next), faces.begin() + static_cast<long>(next + k)));
+    next += static_cast<size_t>(k);
+    const FactorModification mod = cut_modification(ev, cutter.mesh(), stiffness);
+    ModelDesc d = desc;
+    d.mesh = cutter.mesh();
+    Timer ta;
+    const Model m = build_model(d);  // read by modify() only for a rebuild
+    assemble_ms += ta.elapsed_ms();
+    const SchurModifyResult r = schur->modify(mod, m.matrix());
+    updatable_ms += r.updatable_ms;
+    ++frames;
+    return r;
+  };
+  // As in the factor bench: the first row of faces (no node split before it is complete) untimed;
+  // it also moves the solves to the updatable factor (updatable_ms).
+  (void)cut_frame(2 * (o.box - 1));
+  const std::vector<int> ks{1, 4, 8, 16, 32, 64};
+  Progress progress("cut frames", static_cast<int>(ks.size()) * o.repeats);
+  nlohmann::ordered_json cuts = nlohmann::ordered_json::array();
+  long rebuilds = 0;
+  for (int k : ks) {
+    std::vector<double> total, solve, factor, dense, rank;
+    for (int r = 0; r < o.repeats; ++r) {
+      const auto res = cut_frame(k);
+      if (!res) break;
+      rebuilds += res->rebuilt ? 1 : 0;
+      total.push_back(res->total_ms);
+      solve.push_back(res->solve_ms);
+      factor.push_back(res->factor_ms);
+      dense.push_back(res->dense_ms);
+      rank.push_back(res->rank);
+      progress.update(frames - 1, fmt::format("k = {}", k));
+    }
+    if (total.empty()) break;
+    cuts.push_back({{"k", k},
+                    {"update_ms", median(total)},
+                    {"update_ms_max", *std::max_element(total.begin(), total.end())},
+                    {"solve_ms", median(solve)},
+                    {"factor_ms", median(factor)},
+                    {"dense_ms", median(dense)},
+                    {"rank", median(rank)}});
+  }
+  progress.finish();
+  ModelDesc d_end = desc;
+  d_end.mesh = cutter.mesh();
+  const SchurFactorization fresh(build_model(d_end).matrix(), region);
+  const SchurStats& fs = fresh.stats();
+  auto rel = [](const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { return (a - b).norm() / b.norm(); };
+  nlohmann::ordered_json j;
+  j["mesh"] = fmt::format("box:{}", o.box);
+  j["mode"] = "schur";
+  j["nodes_start"] = box.nodes.rows();
+  j["nodes_end"] = cutter.mesh().nodes.rows();
+  j["m"] = setup.m;
+  j["setup_ms"] = setup.analyze_ms + setup.factor_ms + setup.schur_ms + setup.inverse_ms;
+  j["setup"] = {{"analyze_ms", setup.analyze_ms},
+                {"factor_ms", setup.factor_ms},
+                {"sigma_ms", setup.schur_ms},
+                {"inverse_ms", setup.inverse_ms}};
+  j["setup_end_ms"] = fs.analyze_ms + fs.factor_ms + fs.schur_ms + fs.inverse_ms;
+  j["updatable_ms"] = updatable_ms;
+  j["cuts"] = cuts;
+  j["frames"] = frames;
+  j["rebuilds"] = rebuilds;
+  j["assemble_ms_per_frame"] = frames > 0 ? assemble_ms / frames : 0.0;
+  j["inverse_rel_error_end"] = rel(schur->schur_inverse(), fresh.schur_inverse());
+  j["sigma_rel_error_end"] = rel(schur->schur_complement(), fresh.schur_complement());
+  j["total_ms"] = t.elapsed_ms();
+  print_result(j, o.json);
 }
 
 // Element splits (FaceCutter::split): a slanted blade through the middle of the bar, one cell wide
@@ -167,8 +301,13 @@ void run_bench_split(const BenchCutOptions& o) {
 }
 
 void run_bench_cut(const BenchCutOptions& o) {
+  if (o.split && o.schur) throw Error("bench cut: --split and --schur are separate benches; choose one");
   if (o.split) {
     run_bench_split(o);
+    return;
+  }
+  if (o.schur) {
+    run_bench_cut_schur(o);
     return;
   }
   Timer t;
@@ -178,23 +317,7 @@ void run_bench_cut(const BenchCutOptions& o) {
   const double refactor_ms = start.refactor_ms, nnz_start = start.nnz_start, build_ms = start.build_ms;
   DynamicLdlt& dyn = start.dyn;
 
-  // The cut: the node layer nearest the middle of x, advancing along y (rows of faces along z).
-  const double h = box.nodes(1, 0) - box.nodes(0, 0);
-  const double x_cut = h * std::round(0.5 * box.nodes.col(0).maxCoeff() / h);
-  // Faces in rows of cells (y), each row along z: the blade advances along z, then to the next row.
-  auto faces = faces_across_plane(box, Vec3::UnitX(), x_cut, Vec3::UnitZ());
-  auto row_key = [&](const TetPair& f) {
-    double yc = 0, zc = 0;
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b)
-        if (box.tets(f.first, a) == box.tets(f.second, b)) {
-          yc += box.nodes(box.tets(f.first, a), 1) / 3.0;
-          zc += box.nodes(box.tets(f.first, a), 2) / 3.0;
-        }
-    return std::make_pair(std::floor(yc / h), zc);
-  };
-  std::stable_sort(faces.begin(), faces.end(),
-                   [&](const TetPair& a, const TetPair& b) { return row_key(a) < row_key(b); });
+  const std::vector<TetPair> faces = blade_faces(box);
   FaceCutter cutter(box);
   const std::vector<double> stiffness(static_cast<size_t>(box.tets.rows()), desc.mu.front());
   size_t next = 0;
@@ -389,6 +512,12 @@ void add_bench_cut_command(CLI::App& bench) {
                 "Element splits instead of face cuts: a slanted blade one cell wide reaching d = 1, 2, 4, 8, 16, N-1 "
                 "cells down per event (--repeats events each); prints splits [{depth_cells, tets_split, update_ms}], "
                 "refactor_ms, residual_end");
+  cmd->add_flag("--schur", o->schur,
+                "The collision region's Schur pair through the face cut: region = the nodes under the top face's "
+                "central patch (box:48: m = 3,783); per cut frame SchurFactorization::modify (low-rank updates of "
+                "Sigma^-1 and Sigma, and the factor update) against the Schur setup (analyze, factorize, Sigma, "
+                "dpotri); prints setup_ms, cuts [{k, update_ms, solve_ms, factor_ms, dense_ms, rank}], "
+                "inverse_rel_error_end, sigma_rel_error_end");
   cmd->add_flag("--json", o->json,
                 "Print JSON: refactor_ms, cuts [{k, update_ms}], nnz_L_start, nnz_L_end, nnz_L_fresh, "
                 "iteration_ms_supernodal, iteration_ms_updatable, residual_end");

@@ -28,6 +28,7 @@ void dsymm_(const char* side, const char* uplo, const int* m, const int* n, cons
             const int* lda, const double* b, const int* ldb, const double* beta, double* c, const int* ldc);
 }
 
+#include "schur_update.hpp"
 #include "supernodal_solve.hpp"
 #include "symmetric_kernel.hpp"
 
@@ -127,6 +128,9 @@ struct SchurFactorization::Impl {
   cholmod_factor* L = nullptr;  // supernodal L of P K Pᵀ
   // Tree-parallel partial sweeps over the x1 supernodes (null: CHOLMOD's full solves).
   std::unique_ptr<detail::SupernodalSolveT<int>> tree;
+  // After the first modify(): the updatable factor of K (METIS order) that every solve uses; L, A,
+  // tree and l22 are then released.
+  std::unique_ptr<DynamicLdlt> dyn;
   SchurWorkspace own;  // workspace of the single-user overloads
 
   int n = 0, m = 0, n1 = 0;
@@ -399,6 +403,39 @@ struct SchurFactorization::Impl {
     to_region_order(h_work, sigma_inv);
   }
 
+  // The switch to the updatable factor (first modify()): Σ⁻¹ formed if it was not, the DynamicLdlt
+  // built from the stored lower triangle of K, the CHOLMOD factor and L22 released.
+  void make_updatable() {
+    if (dyn) return;
+    const auto t0 = Clock::now();
+    if (sigma_inv.rows() != m && m > 0) form_inverse();
+    const auto* p = static_cast<const int*>(A->p);
+    const Eigen::Map<const Eigen::SparseMatrix<double>> lower(n, n, p[n], p, static_cast<const int*>(A->i),
+                                                              static_cast<const double*>(A->x));
+    auto f = std::make_unique<DynamicLdlt>();
+    f->compute(Eigen::SparseMatrix<double>(lower));
+    dyn = std::move(f);
+    tree.reset();
+    cholmod_free_factor(&L, &c);
+    cholmod_free_sparse(&A, &c);
+    l22 = Eigen::MatrixXd();
+    perm.clear();
+    stats.updatable = true;
+    stats.partial_sweeps = false;
+    stats.partial_sweep_tasks = 0;
+    stats.nnz_L = dyn->info().nnz_L;
+    stats.updatable_ms = ms_since(t0);
+  }
+
+  // out (m × r) = a (m × r, region order) times the symmetric m × m `s` (Σ or Σ⁻¹, lower read).
+  void symmetric_product(const Eigen::MatrixXd& s, const Eigen::MatrixXd& a, Eigen::MatrixXd& out) const {
+    const int r = static_cast<int>(a.cols());
+    if (out.rows() != m || out.cols() != r) out.resize(m, r);
+    const double one = 1.0, zero = 0.0;
+    int mm = m;
+    if (m > 0 && r > 0) dsymm_("L", "L", &mm, &r, &one, s.data(), &mm, a.data(), &mm, &zero, out.data(), &mm);
+  }
+
   // cholmod_solve2 of `sys` on b (n × r, already in the order `sys` expects); result in X.
   const double* cholmod_solve_into(SchurWorkspace::Impl& w, int sys, const double* b, Eigen::Index r) const {
     cholmod_dense bv = dense_view(b, n, r);
@@ -411,6 +448,12 @@ struct SchurFactorization::Impl {
   // H u2 = g with H = L22 L22ᵀ = Σ (no proxies).
   void solve_sigma(SchurWorkspace::Impl& w, const Eigen::Ref<const Eigen::MatrixXd>& g, Eigen::MatrixXd& out) const {
     PhaseTimer pt;
+    if (dyn) {  // no L22 kept: u2 = Σ⁻¹ g
+      w.sol_u = g;
+      symmetric_product(sigma_inv, w.sol_u, out);
+      pt.lap(w.last_timings.solve);
+      return;
+    }
     Eigen::MatrixXd& sol_u = w.sol_u;
     rows_to_factor(g, sol_u);
     const int r = static_cast<int>(sol_u.cols());
@@ -628,6 +671,8 @@ SchurFactorization& SchurFactorization::operator=(SchurFactorization&&) noexcept
 
 void SchurFactorization::refactorize(const Eigen::SparseMatrix<double>& K) {
   Impl& d = *impl_;
+  if (d.dyn)
+    throw SolverError("Schur refactorize: the factorization follows changes of K (modify()); construct a new one");
   Eigen::SparseMatrix<double> lower = K.triangularView<Eigen::Lower>();
   lower.makeCompressed();
   const auto* p = static_cast<const int*>(d.A->p);
@@ -638,6 +683,95 @@ void SchurFactorization::refactorize(const Eigen::SparseMatrix<double>& K) {
   if (!same) throw SolverError("Schur refactorize: the sparsity pattern of K differs from the analyzed one");
   std::memcpy(d.A->x, lower.valuePtr(), sizeof(double) * static_cast<size_t>(lower.nonZeros()));
   d.numeric_factor();
+}
+
+int SchurFactorization::max_update_rank() const { return std::max(32, impl_->m / 8); }
+
+SchurModifyResult SchurFactorization::modify(const FactorModification& mod, const Eigen::SparseMatrix<double>& K_new) {
+  const auto t_all = Clock::now();
+  SchurModifyResult res;
+  {
+    const Impl& d = *impl_;
+    const long n_new = static_cast<long>(d.n) + mod.new_dofs;
+    if (K_new.rows() != n_new || K_new.cols() != n_new)
+      throw SolverError("Schur modify: K_new is " + std::to_string(K_new.rows()) + " × " +
+                        std::to_string(K_new.cols()) +
+                        ", expected the order n + new unknowns = " + std::to_string(n_new));
+  }
+  const int max_rank = max_update_rank();
+  const detail::LowRankChange ch = detail::low_rank_change(mod, impl_->n, 2 * max_rank);
+  const int r = ch.too_large ? static_cast<int>(ch.rows.size()) : static_cast<int>(ch.lambda.size());
+  res.rank = r;
+  // The factorization built anew from K_new (same region, same options), the counters carried on.
+  auto rebuild = [&](const char* why) {
+    SchurStats before = impl_->stats;
+    SchurFactorization fresh(K_new, impl_->region, impl_->options);
+    fresh.impl_->stats.modifications = before.modifications;
+    fresh.impl_->stats.rebuilds = before.rebuilds + 1;
+    *this = std::move(fresh);
+    res.rebuilt = true;
+    res.reason = why;
+    res.total_ms = ms_since(t_all);
+    return res;
+  };
+  if (ch.too_large || r > max_rank) return rebuild("rank");
+
+  Impl& d = *impl_;
+  if (!d.dyn) {
+    d.make_updatable();
+    res.updatable_ms = d.stats.updatable_ms;
+  }
+  // Y = (K ⊕ δI)⁻¹ U with the factor before the change: rows of old unknowns by r solves, rows of
+  // new unknowns U/δ. C = Λ⁻¹ + Uᵀ Y (r × r), Z = Y[x2] (m × r).
+  auto t0 = Clock::now();
+  const int p = static_cast<int>(ch.rows.size());
+  Eigen::MatrixXd y = Eigen::MatrixXd::Zero(d.n, r);
+  for (int a = 0; a < p; ++a)
+    if (ch.rows[static_cast<size_t>(a)] < d.n) y.row(ch.rows[static_cast<size_t>(a)]) = ch.v.row(a);
+  if (r > 0) d.dyn->solve_in_place(y);
+  Eigen::MatrixXd cap = Eigen::MatrixXd::Zero(r, r);
+  cap.diagonal() = ch.lambda.cwiseInverse();
+  for (int a = 0; a < p; ++a) {
+    const int row = ch.rows[static_cast<size_t>(a)];
+    if (row < d.n)
+      cap.noalias() += ch.v.row(a).transpose() * y.row(row);
+    else
+      cap.noalias() += ch.v.row(a).transpose() * ch.v.row(a) / ch.delta[static_cast<size_t>(row - d.n)];
+  }
+  cap = 0.5 * (cap + cap.transpose()).eval();
+  Eigen::MatrixXd z(d.m, r);
+  for (int i = 0; i < d.m; ++i) z.row(i) = y.row(d.region[static_cast<size_t>(i)]);
+  res.solve_ms = ms_since(t0);
+
+  // The sparse factor (throws on malformed input: nothing has changed yet).
+  t0 = Clock::now();
+  const bool ok = d.dyn->modify(mod);
+  res.factor_ms = ms_since(t0);
+  if (!ok) return rebuild("definiteness");
+
+  // Σ⁻¹ −= Z C⁻¹ Zᵀ and Σ += W̃ (C − ZᵀW̃)⁻¹ W̃ᵀ, W̃ = Σ Z; both prepared before either is touched.
+  t0 = Clock::now();
+  Eigen::MatrixXd wt;
+  d.symmetric_product(d.sigma, z, wt);
+  Eigen::MatrixXd e = cap;
+  e.noalias() -= z.transpose() * wt;
+  e = 0.5 * (e + e.transpose()).eval();
+  detail::SignedSquare inv_part, sigma_part;
+  if (!detail::signed_square(z, cap, inv_part) || !detail::signed_square(wt, e, sigma_part))
+    return rebuild("capacitance");
+  detail::add_signed_square(d.sigma_inv, inv_part, -1.0);
+  detail::add_signed_square(d.sigma, sigma_part, 1.0);
+  res.dense_ms = ms_since(t0);
+
+  // New unknowns join x1.
+  d.n += mod.new_dofs;
+  d.n1 += mod.new_dofs;
+  d.region_of.resize(static_cast<size_t>(d.n), -1);
+  d.stats.n = d.n;
+  d.stats.nnz_L = d.dyn->info().nnz_L;
+  ++d.stats.modifications;
+  res.total_ms = ms_since(t_all);
+  return res;
 }
 
 int SchurFactorization::n() const { return impl_->n; }
@@ -683,6 +817,11 @@ Eigen::MatrixXd SchurFactorization::solve(SchurWorkspace& ws, const Eigen::Ref<c
   if (f.rows() != d.n)
     throw SolverError("Schur solve: right-hand side has " + std::to_string(f.rows()) +
                       " rows, expected n = " + std::to_string(d.n));
+  if (d.dyn) {
+    Eigen::MatrixXd x = f;
+    d.dyn->solve_in_place(x);
+    return x;
+  }
   const Eigen::MatrixXd b = f;  // contiguous, leading dimension n
   const double* x = d.cholmod_solve_into(*ws.impl_, CHOLMOD_A, b.data(), b.cols());
   return Eigen::Map<const Eigen::MatrixXd>(x, d.n, b.cols());
@@ -700,6 +839,16 @@ void SchurFactorization::forward(SchurWorkspace& ws, const Eigen::Ref<const Eige
     throw SolverError("Schur forward: right-hand side has " + std::to_string(f.rows()) +
                       " rows, expected n = " + std::to_string(d.n));
   const Eigen::Index r = f.cols();
+  if (d.dyn) {
+    // y1 = u⁰ = K⁻¹ f, g2 = Σ u⁰₂ (= f2 − K21 K11⁻¹ f1, since u⁰₂ = Σ⁻¹ g2).
+    y1 = f;
+    if (r > 0) d.dyn->solve_in_place(y1);
+    Eigen::MatrixXd& u02 = w.fwd_g2f;
+    if (u02.rows() != d.m || u02.cols() != r) u02.resize(d.m, r);
+    for (int i = 0; i < d.m; ++i) u02.row(i) = y1.row(d.region[static_cast<size_t>(i)]);
+    d.symmetric_product(d.sigma, u02, g2);
+    return;
+  }
   // b = P f, y = L⁻¹ b (full supernodal forward solve).
   Eigen::MatrixXd& b = w.fwd_b;
   if (b.rows() != d.n || b.cols() != r) b.resize(d.n, r);
@@ -740,6 +889,26 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
                                   const Eigen::Ref<const Eigen::MatrixXd>& u2, Eigen::MatrixXd& u) const {
   const Impl& d = *impl_;
   SchurWorkspace::Impl& w = *ws.impl_;
+  if (d.dyn) {
+    // u = u⁰ + K⁻¹ [0; Σ (u2 − u⁰₂)], the region rows set to u2 exactly.
+    if (y1.rows() != d.n || u2.rows() != d.m || y1.cols() != u2.cols())
+      throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
+                        ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n = " +
+                        std::to_string(d.n) + " and m = " + std::to_string(d.m) + " rows with equal columns");
+    const Eigen::Index r = y1.cols();
+    Eigen::MatrixXd& delta = w.bwd_t;
+    if (delta.rows() != d.m || delta.cols() != r) delta.resize(d.m, r);
+    for (int i = 0; i < d.m; ++i) delta.row(i) = u2.row(i) - y1.row(d.region[static_cast<size_t>(i)]);
+    Eigen::MatrixXd& t = w.fwd_g2f;
+    d.symmetric_product(d.sigma, delta, t);
+    Eigen::MatrixXd& z = w.bwd_z;
+    z.setZero(d.n, r);
+    for (int i = 0; i < d.m; ++i) z.row(d.region[static_cast<size_t>(i)]) = t.row(i);
+    if (r > 0 && d.m > 0) d.dyn->solve_in_place(z);
+    u = y1 + z;
+    for (int i = 0; i < d.m; ++i) u.row(d.region[static_cast<size_t>(i)]) = u2.row(i);
+    return;
+  }
   if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
     throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
                       ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +

@@ -22,6 +22,21 @@
 // Collisions: k penalty proxies c_j/2 ‖W_j x2 − t_j‖² add C22 = Wᵀ C W (W: k × m, 4 barycentric
 // weights per row; C = diag(c)) to Σ, H = Σ + C22, solved per inner iteration either by dense
 // Cholesky refactorization of H or by Woodbury with a precomputed dense Σ⁻¹.
+//
+// Changes of K (topology events of surgery: cuts, excisions, sutures, hooks; Li et al. 2021) are
+// followed by modify() without a new factorization or a new Σ⁻¹: K_new = (K ⊕ 0) + ΔK with ΔK of
+// low rank r, written ΔK = U Λ Uᵀ on the few unknowns R it touches (new unknowns enter K ⊕ δI, δ
+// their diagonal in K_new, so that ΔK vanishes on their diagonal). Σ⁻¹ is the region block of K⁻¹,
+// so Sherman–Morrison–Woodbury on K gives, with Y = (K ⊕ δI)⁻¹ U (r solves with the factor before
+// the change), C = Λ⁻¹ + Uᵀ Y and Z = Y[x2] (m × r):
+//
+//     Σ_new⁻¹ = Σ⁻¹ − Z C⁻¹ Zᵀ,      Σ_new = Σ + W̃ (C − Zᵀ W̃)⁻¹ W̃ᵀ   with W̃ = Σ Z
+//
+// (the second is SMW applied back to the first), O(m² r) for both instead of the O(m³) of dpotri.
+// This needs no "x2 last" order of the sparse factor: the first modify() moves the solves to a
+// DynamicLdlt of K (METIS order) that follows the same change, and the substitutions become full
+// solves: forward u⁰ = K⁻¹ f, g2 = Σ u⁰₂ (since u⁰₂ = Σ⁻¹ g2); backward u = u⁰ + K⁻¹ [0; Σ (u2 − u⁰₂)]
+// (the x2 part of that solve is u2 − u⁰₂, its x1 part −K11⁻¹ K12 (u2 − u⁰₂)).
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
 #include <array>
@@ -29,6 +44,7 @@
 #include <memory>
 #include <vector>
 #include <xpd/gpu/factor_view.hpp>
+#include <xpd/solver/dynamic_ldlt.hpp>
 
 namespace xpd {
 
@@ -100,6 +116,25 @@ struct SchurStats {
   std::size_t dense_bytes = 0;     ///< bytes held by the dense m × m matrices
   bool partial_sweeps = false;     ///< the partial substitutions run over the x1 supernodes only
   long partial_sweep_tasks = 0;    ///< independent subtrees they run concurrently (0: serial loops)
+  bool updatable = false;          ///< the solves run on a DynamicLdlt (after the first modify())
+  double updatable_ms = 0;         ///< building that DynamicLdlt (METIS + numeric factorization)
+  long modifications = 0;          ///< modify() calls followed by low-rank updates since construction
+  long rebuilds = 0;               ///< modify() calls that rebuilt the factorization from K_new instead
+};
+
+/// What one SchurFactorization::modify() did (timings in milliseconds).
+struct SchurModifyResult {
+  int rank = 0;          ///< r, the numerical rank of ΔK (eigenvalues above 1e-13 × the largest)
+  bool rebuilt = false;  ///< the factorization was built anew from K_new (`reason` says why)
+  /// "": updated; "rank": r above max_update_rank() (the dense updates would cost about what
+  /// dpotri does); "definiteness": the sparse factor's update lost definiteness (rolled back);
+  /// "capacitance": C or C − ZᵀW̃ singular to working precision.
+  const char* reason = "";
+  double updatable_ms = 0;  ///< this call built the DynamicLdlt (first modify() after a construction)
+  double solve_ms = 0;      ///< Y = K⁻¹ U with the factor before the change
+  double factor_ms = 0;     ///< DynamicLdlt::modify
+  double dense_ms = 0;      ///< the updates of Σ⁻¹ and Σ
+  double total_ms = 0;      ///< the whole call (a rebuild included)
 };
 
 /// Wall time (ms) of the phases of the last solve_collision_system() call (Wang et al. 2021, Figure 4 rows).
@@ -161,8 +196,27 @@ class SchurFactorization {
   SchurFactorization& operator=(const SchurFactorization&) = delete;
 
   /// Numeric refactorization for new values of K with the SAME sparsity pattern (the symbolic
-  /// analysis and ordering are kept); recomputes Σ, L22 and Σ⁻¹. A different pattern throws.
+  /// analysis and ordering are kept); recomputes Σ, L22 and Σ⁻¹. A different pattern throws, and
+  /// so does a factorization that modify() has made updatable (construct a new one instead).
   void refactorize(const Eigen::SparseMatrix<double>& K);
+
+  /// Follows K_new = (K ⊕ 0) + ΔK, the change `mod` describes in DynamicLdlt's terms (columns
+  /// added and removed, an entrywise change, new unknowns appended with ids n() …), with low-rank
+  /// updates of Σ⁻¹ and Σ and a DynamicLdlt::modify of the sparse factor (header comment). New
+  /// unknowns join x1 (the region and its order are unchanged; a change that must grow the region
+  /// needs a new factorization). `K_new` (order n() + mod.new_dofs) is read only when the update is
+  /// not taken: then the factorization is rebuilt from it (x2 last, dpotri), as the constructor
+  /// would, and the result says why. The first call builds the DynamicLdlt of the current K (a
+  /// METIS analysis and a numeric factorization, once). Afterwards schur_factor() and
+  /// supernodal_factor() are empty, the partial sweeps are full solves, y1 of forward() has n rows,
+  /// and the solves of one factorization are no longer concurrent (DynamicLdlt's workspace).
+  /// Throws SolverError, the factorization unchanged, for a malformed modification or a K_new of
+  /// the wrong order; a rebuild may throw like the constructor (K_new not positive definite).
+  SchurModifyResult modify(const FactorModification& mod, const Eigen::SparseMatrix<double>& K_new);
+  /// Largest rank of ΔK that modify() takes as a low-rank update: max(32, m / 8); a change on more
+  /// than twice as many unknowns is not decomposed. The updates cost r sparse solves and ≈ 4 m² r
+  /// flops (Σ Z, two dsyrk); a rebuild a sparse factorization, m³/3 (Σ) and 2 m³/3 (dpotri).
+  int max_update_rank() const;
 
   int n() const;
   int m() const;
@@ -171,7 +225,8 @@ class SchurFactorization {
   /// Region-local index of a global node, −1 if the node is in x1.
   int region_index(int node) const;
   /// The fill-reducing permutation: permutation()[p] = global node at factor position p; the last m
-  /// entries are the region nodes, region node i at position n1 + factor_position(i).
+  /// entries are the region nodes, region node i at position n1 + factor_position(i). Empty once
+  /// modify() has made the factorization updatable.
   const std::vector<int>& permutation() const;
   /// Position of region node i inside the trailing m × m block of the factor (0 ≤ · < m).
   int factor_position(int region_index) const;
@@ -196,7 +251,8 @@ class SchurFactorization {
 
   /// Partial forward substitution (Wang et al. 2021, eq. 16, Algorithm 1 step 3).
   /// f: n × r in node order. Outputs
-  ///   y1 = L11⁻¹ f1                       (n1 × r, factor order: opaque, pass to backward()),
+  ///   y1 = L11⁻¹ f1                       (n1 × r, factor order: opaque, pass to backward();
+  ///                                        after modify(): u⁰ = K⁻¹ f, n × r),
   ///   g2 = f2 − L21 y1 = f2 − K21 K11⁻¹ f1 (m × r, region-local order).
   /// g2 is the right-hand side of the reduced system Σ u2 = g2.
   /// Computed as: y = L⁻¹ P f (one full CHOLMOD forward solve, CHOLMOD_L), y1 = y[0:n1] and

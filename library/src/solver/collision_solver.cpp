@@ -417,8 +417,37 @@ struct CollisionState::Impl {
   }
 };
 
+std::vector<int> collision_region_nodes(const Tets& tets, const ProxySet& proxies, const std::vector<int>& region,
+                                        const std::vector<int>& region_tets) {
+  const auto num_tets = static_cast<int>(tets.rows());
+  std::vector<int> nodes;
+  auto take = [&](int t) {
+    for (int a = 0; a < 4; ++a) nodes.push_back(tets(t, a));
+  };
+  for (const int p : region) {
+    if (p < 0 || p >= proxies.size())
+      throw SolverError(fmt::format("collision: region proxy {} out of range [0, {})", p, proxies.size()));
+    const int t = proxies.tet[static_cast<size_t>(p)];
+    if (t < 0 || t >= num_tets)
+      throw SolverError(fmt::format("collision: proxy {} is bound to tet {}, outside the mesh", p, t));
+    take(t);
+  }
+  for (const int t : region_tets) {
+    if (t < 0 || t >= num_tets)
+      throw SolverError(fmt::format("collision: region tet {} out of range [0, {})", t, num_tets));
+    take(t);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
 CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region,
                                CollisionOptions options)
+    : CollisionModel(model, proxies, std::move(region), std::move(options), std::nullopt) {}
+
+CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region,
+                               CollisionOptions options, std::optional<SchurFactorization> schur)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   Timer setup;
@@ -442,28 +471,12 @@ CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std:
   if (proxies.weights.rows() != proxies.size()) throw SolverError("collision: proxy weights and tets differ in count");
   std::sort(region.begin(), region.end());
   region.erase(std::unique(region.begin(), region.end()), region.end());
+  d.nodes2 = collision_region_nodes(tets, proxies, region, options.region_tets);
   d.region_mask.assign(static_cast<size_t>(proxies.size()), 0);
-  d.local_of.assign(static_cast<size_t>(n), -1);
-  for (const int p : region) {
-    if (p < 0 || p >= proxies.size())
-      throw SolverError(fmt::format("collision: region proxy {} out of range [0, {})", p, proxies.size()));
-    const int t = proxies.tet[static_cast<size_t>(p)];
-    if (t < 0 || t >= model.num_tets())
-      throw SolverError(fmt::format("collision: proxy {} is bound to tet {}, outside the mesh", p, t));
-    d.region_mask[static_cast<size_t>(p)] = 1;
-    for (int a = 0; a < 4; ++a) d.local_of[static_cast<size_t>(tets(t, a))] = 0;  // mark
-  }
-  for (const int t : options.region_tets) {
-    if (t < 0 || t >= model.num_tets())
-      throw SolverError(fmt::format("collision: region tet {} out of range [0, {})", t, model.num_tets()));
-    for (int a = 0; a < 4; ++a) d.local_of[static_cast<size_t>(tets(t, a))] = 0;
-  }
+  for (const int p : region) d.region_mask[static_cast<size_t>(p)] = 1;
   d.region = std::move(region);
-  for (int i = 0; i < n; ++i)
-    if (d.local_of[static_cast<size_t>(i)] >= 0) {
-      d.local_of[static_cast<size_t>(i)] = static_cast<int>(d.nodes2.size());
-      d.nodes2.push_back(i);
-    }
+  d.local_of.assign(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < d.nodes2.size(); ++i) d.local_of[static_cast<size_t>(d.nodes2[i])] = static_cast<int>(i);
   const int m = d.m();
   // E_β: elements of every tet term whose four nodes lie in x2; and A22^(β) = Σ_β w Gᵀ G.
   std::vector<Eigen::Triplet<double>> trip;
@@ -494,7 +507,18 @@ CollisionModel::CollisionModel(const Model& model, const ProxySet& proxies, std:
   d.a22_beta.setFromTriplets(trip.begin(), trip.end());
   switch (options.method) {
     case CollisionMethod::Schur:
-      if (m > 0) {
+      if (schur) {
+        // A factorization carried through a change of the model (SchurFactorization::modify): it must
+        // be the one the constructor would build, up to round-off.
+        if (schur->n() != n || schur->region_nodes() != d.nodes2)
+          throw SolverError(fmt::format(
+              "collision: the Schur factorization given has n = {} and {} region nodes; the model has n = {} and "
+              "the region {} nodes{}",
+              schur->n(), schur->m(), n, m, schur->m() == m ? " (different ones)" : ""));
+        if (options.schur_solve != SchurSolveMethod::DenseRefactor && schur->schur_inverse().rows() != m)
+          throw SolverError("collision: the Schur factorization given has no Σ⁻¹ (precompute_inverse)");
+        d.schur.emplace(std::move(*schur));
+      } else if (m > 0) {
         SchurOptions so = options.schur;
         if (options.schur_solve != SchurSolveMethod::DenseRefactor) so.precompute_inverse = true;
         d.schur.emplace(model.matrix(), d.nodes2, so);
@@ -523,6 +547,11 @@ const CollisionOptions& CollisionModel::options() const { return impl_->opt; }
 const std::vector<int>& CollisionModel::region_nodes() const { return impl_->nodes2; }
 int CollisionModel::num_beta_elements() const { return impl_->num_beta; }
 const SchurFactorization* CollisionModel::schur() const { return impl_->schur ? &*impl_->schur : nullptr; }
+std::optional<SchurFactorization> CollisionModel::release_schur() {
+  std::optional<SchurFactorization> out = std::move(impl_->schur);
+  impl_->schur.reset();
+  return out;
+}
 double CollisionModel::setup_ms() const { return impl_->setup_ms; }
 const std::vector<CollisionBetaElements>& CollisionModel::beta_elements() const { return impl_->beta; }
 const Eigen::SparseMatrix<double>& CollisionModel::beta_matrix() const { return impl_->a22_beta; }
@@ -610,7 +639,13 @@ class CollisionStep final : public GlobalStep {
     const bool plain = cm_.m() == 0 || (d_.spring_proxy.empty() && cm_.opt.plain_path_without_contacts &&
                                         cm_.opt.method != CollisionMethod::ProjectiveSkinning);
     if (plain) {
-      solve_global(model, s);
+      if (model.has_factor()) {
+        solve_global(model, s);
+      } else {  // a model assembled without its factor (a surgery session's): the Schur factorization's solve
+        if (!cm_.schur)
+          throw SolverError("collision step: the model has no factor and the region no Schur factorization");
+        s.rhs = cm_.schur->solve(d_.ws, s.force);
+      }
       pt.lap(st.timings_ms.solve);
       s.step = s.rhs;
       s.x += s.step;
@@ -665,7 +700,12 @@ class CollisionStep final : public GlobalStep {
 
   // The constant PD matrix of the model (the contact springs change per iteration and are not part
   // of it): adjoint solves of a contact-free state.
-  void solve_with_matrix(Eigen::MatrixXd& b) const override { cm_.model->factor().solve_in_place(b); }
+  void solve_with_matrix(Eigen::MatrixXd& b) const override {
+    if (cm_.model->has_factor() || !cm_.schur)
+      cm_.model->factor().solve_in_place(b);
+    else
+      b = cm_.schur->solve(d_.ws, b);
+  }
 
  private:
   const CollisionModel::Impl& cm_;

@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <xpd/collision/detector.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/core/timer.hpp>
 #include <xpd/solver/pd_solver.hpp>
@@ -25,10 +27,74 @@ struct SurgerySession::Impl {
   State state;
   SurgeryStats stats;
   int next_suture = 0;
+  // Collision handling (enable_collision): the detector, model and state of the current model.
+  std::optional<SurgeryCollision> collision;
+  std::unique_ptr<CollisionDetector> detector;
+  std::unique_ptr<CollisionModel> cmodel;
+  std::unique_ptr<CollisionState> cstate;
+  CollisionFrameStats last_cstats;
 
   Impl(ModelDesc d, SurgeryOptions o) : options(std::move(o)), desc(std::move(d)), cutter(desc.mesh) {}
 
   bool progressive() const { return options.factor_update == FactorUpdate::Progressive; }
+
+  // Element splits and excisions renumber or add tets, which the proxies (bound to tet ids) do not
+  // follow yet.
+  void refuse_with_collision() const {
+    if (collision)
+      throw SolverError(
+          "SurgerySession: element splits and excisions are not supported with collisions on (the collision "
+          "proxies are bound to tet ids, which they renumber); face cuts, sutures, hooks and releases are");
+  }
+
+  // The collision detector, model and state for model `m` (its Schur factorization given, or built).
+  struct CollisionParts {
+    std::unique_ptr<CollisionDetector> detector;
+    std::unique_ptr<CollisionModel> model;
+    std::unique_ptr<CollisionState> state;
+  };
+  static CollisionParts make_collision(const SurgeryCollision& c, const TetMesh& mesh, const Model& m,
+                                       std::optional<SchurFactorization> schur) {
+    CollisionParts p;
+    CollisionDetectorOptions dopt;
+    dopt.margin = c.margin;
+    p.detector = std::make_unique<CollisionDetector>(mesh, c.proxies, c.region, c.obstacles, nullptr, dopt);
+    p.model = std::make_unique<CollisionModel>(m, c.proxies, c.region, c.options, std::move(schur));
+    p.state = std::make_unique<CollisionState>(*p.model, *p.detector);
+    return p;
+  }
+
+  // The collision parts after an event whose new model is `m` and whose change of K is `change`
+  // (the model not yet committed): the Schur factorization carried by modify() when the region's
+  // nodes are unchanged (progressive mode), else built anew. On an exception the current parts
+  // are as they were.
+  CollisionParts follow_collision(const Model& m, const FactorModification& change) {
+    Timer t;
+    const SurgeryCollision& c = *collision;
+    std::optional<SchurFactorization> schur;
+    const bool same_region =
+        progressive() &&
+        collision_region_nodes(m.tets(), c.proxies, c.region, c.options.region_tets) == cmodel->region_nodes() &&
+        cmodel->schur() != nullptr;
+    bool rebuilt = !same_region;
+    if (same_region) {
+      schur = cmodel->release_schur();
+      try {
+        rebuilt = schur->modify(change, m.matrix()).rebuilt;
+      } catch (...) {  // the factorization is unchanged: give it back to a model of the current matrix
+        CollisionParts back = make_collision(c, desc.mesh, *model, std::move(schur));
+        detector = std::move(back.detector);
+        cmodel = std::move(back.model);
+        cstate = std::move(back.state);
+        throw;
+      }
+    }
+    CollisionParts p = make_collision(c, cutter.mesh(), m, std::move(schur));
+    stats.schur_updates += rebuilt ? 0 : 1;
+    stats.schur_rebuilds += rebuilt ? 1 : 0;
+    stats.schur_update_ms = t.elapsed_ms();
+    return p;
+  }
 
   // `d` holds each tet's material (base μ, ρ, strain-limit stiffness); a fragment of a split
   // element (FaceCutter::split) weighs its volume fraction of them.
@@ -241,6 +307,9 @@ struct SurgerySession::Impl {
     }
     s.inputs.attachment_targets = targets ? *targets : state.inputs.attachment_targets;
     s.inputs.gravity = state.inputs.gravity;
+    // The collision region's Schur factorization first: it is left as it was on an exception.
+    CollisionParts parts;
+    if (collision) parts = follow_collision(*m, *change);
     Timer t;
     bool fallback = false;
     if (progressive() && !factor.modify(*change)) {
@@ -250,8 +319,17 @@ struct SurgerySession::Impl {
     stats.factor_fallback += fallback ? 1 : 0;
     stats.factor_update_ms =
         progressive() ? t.elapsed_ms() : m->factor().info().analyze_ms + m->factor().info().factorize_ms;
+    if (collision) {  // the state before the model it borrows
+      cstate.reset();
+      cmodel.reset();
+    }
     model = std::move(m);
     state = std::move(s);
+    if (collision) {
+      detector = std::move(parts.detector);
+      cmodel = std::move(parts.model);
+      cstate = std::move(parts.state);
+    }
     ++stats.topology_events;
     stats.factor_update_ms_total += stats.factor_update_ms;
     stats.nnz_L = progressive() ? factor.info().nnz_L : 0.0;
@@ -318,6 +396,7 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
 
 CutEvent SurgerySession::split(const CutSurface& surface) {
   Impl& m = *impl_;
+  m.refuse_with_collision();
   FaceCutter before = m.cutter;
   CutEvent ev = m.cutter.split(surface);  // MeshError: mesh unchanged
   if (ev.tets_split > 0) m.follow_cut(ev, std::move(before));
@@ -326,6 +405,7 @@ CutEvent SurgerySession::split(const CutSurface& surface) {
 
 ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent* split_event) {
   Impl& m = *impl_;
+  m.refuse_with_collision();
   FaceCutter before = m.cutter;
   const CutEvent cut = m.cutter.split(surface);  // MeshError: mesh unchanged
   const std::vector<int> inside = m.cutter.tets_inside(surface);
@@ -384,6 +464,7 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
 
 ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
   Impl& m = *impl_;
+  m.refuse_with_collision();
   if (tets.empty()) return {};
   FaceCutter before = m.cutter;
   ExcisionEvent ev = m.cutter.excise(tets);  // MeshError: mesh unchanged
@@ -522,8 +603,28 @@ int SurgerySession::attachment_origin(int key) const {
   return impl_->origin[static_cast<size_t>(key)];
 }
 
-FrameStats SurgerySession::step() {
+void SurgerySession::enable_collision(SurgeryCollision collision) {
   Impl& m = *impl_;
+  if (collision.options.method != CollisionMethod::Schur)
+    throw SolverError("SurgerySession: collisions through topology events need the schur collision method");
+  if (m.cutter.has_split_elements())
+    throw SolverError("SurgerySession: collisions are not supported after element splits (proxies do not follow them)");
+  Impl::CollisionParts p = Impl::make_collision(collision, m.cutter.mesh(), *m.model, std::nullopt);
+  m.collision = std::move(collision);
+  m.detector = std::move(p.detector);
+  m.cmodel = std::move(p.model);
+  m.cstate = std::move(p.state);
+}
+
+const CollisionModel* SurgerySession::collision_model() const { return impl_->cmodel.get(); }
+const CollisionFrameStats& SurgerySession::last_collision_stats() const { return impl_->last_cstats; }
+
+FrameStats SurgerySession::step(double frame) {
+  Impl& m = *impl_;
+  if (m.collision) {
+    m.last_cstats = collision_step(*m.cmodel, *m.cstate, m.state, m.options.solver, frame);
+    return m.last_cstats.pd;
+  }
   if (!m.progressive()) return xpd::step(*m.model, m.state, m.options.solver);
   PdStep pd(*m.model, m.factor);
   return run_frame(*m.model, m.state, pd, m.options.solver);

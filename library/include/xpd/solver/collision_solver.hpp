@@ -45,6 +45,7 @@
 // state). collision_step() runs one frame through the frame loop (solver/frame_loop.hpp) with the
 // collision global step as its strategy. CollisionSolver bundles one model and one state.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <xpd/collision/contact.hpp>
@@ -135,6 +136,12 @@ struct CollisionFrameStats {
 
 class CollisionState;
 
+/// The collision-prone nodes x2 of a CollisionModel: the nodes of the region proxies' tets and of
+/// `region_tets`, sorted and unique (region-local order). Throws SolverError for a proxy or tet index
+/// out of range.
+std::vector<int> collision_region_nodes(const Tets& tets, const ProxySet& proxies, const std::vector<int>& region,
+                                        const std::vector<int>& region_tets);
+
 /// The E_β elements of one tet term: the element-order indices whose four nodes all lie in x2.
 struct CollisionBetaElements {
   const TetTerm* term = nullptr;
@@ -154,6 +161,15 @@ class CollisionModel {
   /// and (schur) when the region's dense matrices exceed
   /// options.schur.dense_memory_budget_bytes.
   CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region, CollisionOptions options);
+  /// The same with the Schur factorization supplied instead of built (schur method; std::nullopt
+  /// builds it): one that SchurFactorization::modify() carried through a topology event of the
+  /// model, taken from the previous CollisionModel by release_schur(). It must factor
+  /// model.matrix() with collision_region_nodes() as its region (SolverError otherwise: a cut that
+  /// duplicated region nodes changes the region and needs a new factorization), and hold Σ⁻¹
+  /// unless options.schur_solve is DenseRefactor. A model built without its factor
+  /// (ModelDesc::factorize = false) then takes its plain steps with the Schur factorization's solve.
+  CollisionModel(const Model& model, const ProxySet& proxies, std::vector<int> region, CollisionOptions options,
+                 std::optional<SchurFactorization> schur);
   ~CollisionModel();
   CollisionModel(CollisionModel&&) noexcept;
   CollisionModel& operator=(CollisionModel&&) noexcept;
@@ -169,6 +185,9 @@ class CollisionModel {
   int num_beta_elements() const;
   /// The Schur factorization (schur method with a non-empty region), else nullptr.
   const SchurFactorization* schur() const;
+  /// Moves the Schur factorization out (for the next topology event); schur() is null afterwards
+  /// and the model must not step again.
+  std::optional<SchurFactorization> release_schur();
   /// Setup time: factorizations of the method [ms].
   double setup_ms() const;
   /// E_β per tet term (terms without β elements omitted).

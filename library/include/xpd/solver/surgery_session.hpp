@@ -30,6 +30,8 @@
 // the factor only. Making the terms follow the event incrementally is the next step.
 #include <memory>
 #include <vector>
+#include <xpd/collision/obstacles.hpp>
+#include <xpd/solver/collision_solver.hpp>
 #include <xpd/solver/dynamic_ldlt.hpp>
 #include <xpd/solver/model.hpp>
 #include <xpd/solver/solver_options.hpp>
@@ -50,14 +52,34 @@ struct SurgeryOptions {
   FillPolicy fill;       ///< check_fill() (progressive mode)
 };
 
+/// Collision handling through topology events (enable_collision): the localized collisions of
+/// Wang et al. 2021 (solver/collision_solver.hpp, Schur method) against kinematic obstacles. At
+/// each event the region's Schur factorization follows the change by SchurFactorization::modify
+/// (low-rank updates of Σ⁻¹ and Σ, progressive mode) instead of a new factorization, unless the
+/// event changes the region's nodes (a cut that duplicates a node of a region proxy's tet: the
+/// copies would belong to x2) or the session refactors (refactor mode, the oracle): then the
+/// factorization is built anew. Face cuts keep tet ids, so the proxies stay bound; element splits
+/// and excisions renumber tets and are refused while collisions are on (SolverError, state
+/// unchanged), as is self-collision (its rest-pose level set does not follow cuts).
+struct SurgeryCollision {
+  ProxySet proxies;         ///< points bound to tets of the session's mesh
+  std::vector<int> region;  ///< the collision region's proxies (indices into proxies)
+  std::vector<Obstacle> obstacles;
+  double margin = 0;         ///< obstacle contact margin (CollisionDetectorOptions::margin)
+  CollisionOptions options;  ///< stiffness, inner iterations, ...; method must be Schur
+};
+
 /// Figures of a session (the `stats.json` topology fields of the surgery issue).
 struct SurgeryStats {
   long topology_events = 0;     ///< cuts that separated a face, excisions; sutures, hooks, attachments added or removed
   double factor_update_ms = 0;  ///< the last event's factor update (or refactorization)
   double factor_update_ms_total = 0;
-  long factor_fallback = 0;  ///< progressive updates that lost definiteness and were refactored
-  long fill_refactors = 0;   ///< refactorizations by check_fill()
-  double nnz_L = 0;          ///< entries of the current factor (progressive mode; 0 in refactor mode)
+  long factor_fallback = 0;    ///< progressive updates that lost definiteness and were refactored
+  long fill_refactors = 0;     ///< refactorizations by check_fill()
+  double nnz_L = 0;            ///< entries of the current factor (progressive mode; 0 in refactor mode)
+  long schur_updates = 0;      ///< events whose collision region's Σ, Σ⁻¹ followed by low-rank updates
+  long schur_rebuilds = 0;     ///< events after which the region's Schur factorization was built anew
+  double schur_update_ms = 0;  ///< the last event's Schur update (or rebuild)
 };
 
 class CutSurface;
@@ -158,8 +180,20 @@ class SurgerySession {
   /// never issued.
   int attachment_origin(int key) const;
 
-  /// Solves the frame (quasistatic equilibrium from the current positions) with the current factor.
-  FrameStats step();
+  /// Solves the frame (quasistatic equilibrium from the current positions) with the current factor;
+  /// with collisions on, collision_step() with obstacles at `frame` (its figures:
+  /// last_collision_stats()).
+  FrameStats step(double frame = 0.0);
+
+  /// Turns collision handling on (SurgeryCollision): builds the detector and the collision model
+  /// with its Schur factorization of the current matrix. Throws SolverError / Error for bad input
+  /// (proxy indices, a non-Schur method, a stiffness ≤ 0, an invalid obstacle, a mesh with element
+  /// splits) — the session unchanged.
+  void enable_collision(SurgeryCollision collision);
+  /// The current collision model (null while collisions are off).
+  const CollisionModel* collision_model() const;
+  /// Figures of the last step() with collisions on.
+  const CollisionFrameStats& last_collision_stats() const;
 
   /// The fill policy (progressive mode, between interactions): DynamicLdlt::refill of the current
   /// matrix. In refactor mode nothing to do (returns a result with refactored = false).

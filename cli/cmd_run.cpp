@@ -102,7 +102,11 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
   fmt::print("Device (solver.device): {}\n", sim.compute_device());
   if (const SceneCollision* c = sim.collision()) {
     fmt::print("{:<58} {:>12}\n", "Nodes in collision-prone region",
-               c->solver ? c->solver->region_nodes().size() : c->ipc->region_nodes().size());
+               c->solver ? c->solver->region_nodes().size()
+               : c->ipc  ? c->ipc->region_nodes().size()
+               : sim.surgery() && sim.surgery()->collision_model()
+                   ? sim.surgery()->collision_model()->region_nodes().size()
+                   : std::size_t{0});
     if (c->ipc)
       fmt::print("{:<58} {:>12}\n", "IPC contact surface (triangles, dhat)",
                  fmt::format("{}, {:.3g}", c->ipc_triangles.rows(), c->ipc->options().dhat));

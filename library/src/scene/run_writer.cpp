@@ -96,8 +96,12 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
     // Per node: the active proxies hanging on it (largest barycentric weight) at the end of the frame,
     // 1 / their deepest penetration; 0 elsewhere and in frames without collision handling.
     io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.rows()), 0.0)};
-    if (const SceneCollision* c = sim.collision(); c && c->solver && sim.collision_stats()) {
-      for (const ProxyContact& k : c->solver->contacts()) {
+    const SceneCollision* c = sim.collision();
+    const std::vector<ProxyContact>* contacts = nullptr;
+    if (c && sim.collision_stats())
+      contacts = c->solver ? &c->solver->contacts() : sim.surgery() ? &sim.surgery()->contacts() : nullptr;
+    if (contacts) {
+      for (const ProxyContact& k : *contacts) {
         Eigen::Index a = 0;
         c->proxies.weights.row(k.proxy).maxCoeff(&a);
         double& v = f.values[static_cast<std::size_t>(tets(c->proxies.tet[static_cast<std::size_t>(k.proxy)], a))];
@@ -292,6 +296,8 @@ void RunWriter::finish(const RunSummary& summary) {
                                                         {"factor_fallback", st.factor_fallback},
                                                         {"fill_refactors", st.fill_refactors},
                                                         {"nnz_L", st.nnz_L},
+                                                        {"schur_updates", st.schur_updates},
+                                                        {"schur_rebuilds", st.schur_rebuilds},
                                                         {"nodes", sim_->mesh().nodes.rows()},
                                                         {"tets", sim_->mesh().tets.rows()}});
   }

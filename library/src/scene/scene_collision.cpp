@@ -181,7 +181,7 @@ SurfaceMesh obstacle_surface(const Scene& scene, const ObstacleSpec& spec, doubl
   return surface;
 }
 
-std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
+std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model* model,
                                                      const std::optional<SurfaceMesh>& surface,
                                                      const std::optional<PointEmbedding>& embedding, double max_mu) {
   if (!scene.collision) return nullptr;
@@ -216,12 +216,24 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
     throw SceneError(
         scene.file, "/collision/region",
         fmt::format("the collision region '{}' holds no proxy ({} proxies in all)", cs.region, sc->proxies.size()));
+  if (!model) {  // a surgery scene
+    const auto refuse = [&](const char* key, const std::string& what) {
+      throw SceneError(scene.file, std::string("/collision/") + key,
+                       "a surgery scene's collisions " + what +
+                           " (the collision region's Schur factorization follows the topology events)");
+    };
+    if (cs.ipc) refuse("method", "use the penalty method \"schur\", not \"ipc\"");
+    if (cs.method != CollisionMethod::Schur) refuse("method", "use the method \"schur\"");
+    if (cs.self_collision)
+      refuse("self_collision", "are with obstacles only (the rest-pose level set does not follow cuts)");
+  }
   if (cs.ipc) {
-    make_ipc(scene, mesh, model, surface, *sc);
+    make_ipc(scene, mesh, *model, surface, *sc);
     return sc;
   }
   // Detection.
   sc->obstacles = make_obstacles(cs);
+  sc->margin = cs.margin;
   std::shared_ptr<const SdfGrid> rest_sdf;
   CollisionDetectorOptions dop;
   dop.margin = cs.margin;
@@ -274,7 +286,6 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
           break;
         }
   }
-  sc->detector = std::make_unique<CollisionDetector>(mesh, sc->proxies, sc->region, sc->obstacles, rest_sdf, dop);
   // Solver.
   CollisionOptions co;
   sc->stiffness = cs.stiffness > 0 ? cs.stiffness : 100.0 * max_mu * sc->mean_edge_length;
@@ -286,8 +297,11 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   co.two_sided_self_contact = cs.two_sided_self_contact;
   co.hold_self_contact_pairing = cs.hold_self_contact_pairing;
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
+  sc->options = co;
+  if (!model) return sc;
+  sc->detector = std::make_unique<CollisionDetector>(mesh, sc->proxies, sc->region, sc->obstacles, rest_sdf, dop);
   try {
-    sc->solver = std::make_unique<CollisionSolver>(model, sc->proxies, sc->region, *sc->detector, co);
+    sc->solver = std::make_unique<CollisionSolver>(*model, sc->proxies, sc->region, *sc->detector, co);
   } catch (const SolverError& e) {
     // The solver names its own option; a scene sets it as collision.memory_budget_mb.
     const std::string what = e.what();

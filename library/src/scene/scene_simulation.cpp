@@ -27,6 +27,10 @@
 namespace xpd {
 namespace {
 
+// What a surgery scene with collisions allows.
+constexpr const char* kCollisionTopology =
+    "collisions allow face cuts, undermining, hooks, sutures and releases (element splits and excisions renumber "
+    "the tets the collision proxies are bound to)";
 // Why a split cut or excision needs an embedded surface (after "needs " / "has ").
 constexpr const char* kSplitNeedsSurface =
     "an embedded surface (mesh.embedded_surface, or a lattice's): the split fragments overlap at rest, so the tet "
@@ -159,7 +163,7 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
   if (scene_.collision) {
     double max_mu = 0;
     for (const Material& m : scene_.materials) max_mu = std::max(max_mu, m.mu);
-    collision_ = make_scene_collision(scene_, mesh_, *model_, surface_, embedding_, max_mu);
+    collision_ = make_scene_collision(scene_, mesh_, model_.get(), surface_, embedding_, max_mu);
   }
   if (scene_.two_way) {
     // Contact surface: the mesh boundary and the obstacles' triangles; soft length constraints and
@@ -395,7 +399,20 @@ FrameStats SceneSimulation::advance(int frame) {
   if (surgery_) {
     apply_surgery_events(frame);
     set_frame_inputs(frame);
-    const FrameStats st = surgery_->step();
+    if (collision_ && !surgery_->collision_model() && frame >= scene_.collision->start_frame) {
+      SurgeryCollision c{collision_->proxies, collision_->region, collision_->obstacles, collision_->margin,
+                         collision_->options};
+      try {
+        surgery_->enable_collision(std::move(c));
+      } catch (const SolverError& e) {  // e.g. the region's dense matrices over the memory budget
+        throw SolverError(fmt::format("{}: /collision: {}", scene_.file, e.what()));
+      }
+    }
+    const FrameStats st = surgery_->step(frame);
+    if (surgery_->collision_model())
+      collision_stats_ = surgery_->last_collision_stats();
+    else
+      collision_stats_.reset();
     frames_done_ = frame;
     return st;
   }
@@ -490,6 +507,8 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         event.first_frame, event.last_frame, frames_done_));
   if (event.split && scene_.mesh.embedded_surface.empty())
     throw SceneError(scene_.file, "/surgery", std::string("a \"mode\": \"split\" event needs ") + kSplitNeedsSurface);
+  if (scene_.collision && (event.split || event.tool == SurgeryEvent::Tool::Excise))
+    throw SceneError(scene_.file, "/surgery", kCollisionTopology);
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
   hook_keys_.emplace_back();
@@ -523,7 +542,10 @@ void SceneSimulation::check_surgery_scene() const {
   const auto refuse = [&](const std::string& what) {
     throw SceneError(scene_.file, "/surgery", "a surgery scene " + what);
   };
-  if (scene_.collision) refuse("has no collision handling (the contact region does not follow cuts yet)");
+  if (scene_.collision)
+    for (const SurgeryEvent& e : scene_.surgery->events)
+      if (e.split || e.tool == SurgeryEvent::Tool::Excise)
+        refuse(std::string("with collisions: ") + kCollisionTopology);
   if (scene_.two_way) refuse("has no two_way projection");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
   if (scene_.mesh.embedded_surface.empty())
@@ -548,18 +570,6 @@ Vec3 shared_face_centroid(const TetMesh& mesh, const TetPair& f) {
     for (int b = 0; b < 4; ++b)
       if (mesh.tets(f.first, a) == mesh.tets(f.second, b)) c += mesh.nodes.row(mesh.tets(f.first, a)).transpose() / 3.0;
   return c;
-}
-
-// The material point at rest position p: the tet of `mesh` containing it and its weights.
-std::optional<BaryPoint> locate_rest_point(const TetMesh& mesh, const Vec3& p) {
-  const TetLocation l = TetLocator(mesh.nodes, mesh.tets).find_tet(p);
-  if (!l.found()) return std::nullopt;
-  BaryPoint b;
-  for (int a = 0; a < 4; ++a) {
-    b.nodes[static_cast<std::size_t>(a)] = mesh.tets(l.tet, a);
-    b.weights[static_cast<std::size_t>(a)] = l.weights[a];
-  }
-  return b;
 }
 
 // The part of a blade's path between the arc lengths s0 < s1 (clamped to the path): the points

@@ -64,13 +64,57 @@ struct SurgerySession::Impl {
     return p;
   }
 
+  // Node proxies (weight 1 on one node of their tet, as proxies_from_nodes makes) through a cut:
+  // a proxy stays on its tet, so it follows the side its tet is on, and the other side of the split
+  // node would be left without one. Each new node whose twin (or the new node itself) carries a
+  // node proxy while the other does not gets one, bound to the lowest tet that holds it, in the
+  // region when the proxy it copies is. Barycentric proxies ride on their tet (face cuts keep tet
+  // ids) and need nothing. Returns the collision with the added proxies (`c` when none).
+  static SurgeryCollision with_copied_proxies(const SurgeryCollision& c, const TetMesh& mesh,
+                                              const std::vector<int>& copy_of) {
+    if (copy_of.empty()) return c;
+    const auto n = static_cast<size_t>(mesh.nodes.rows());
+    std::vector<int> proxy_of(n, -1);  // node → a node proxy on it
+    for (int p = 0; p < c.proxies.size(); ++p)
+      for (int a = 0; a < 4; ++a)
+        if (c.proxies.weights(p, a) == 1.0)
+          proxy_of[static_cast<size_t>(mesh.tets(c.proxies.tet[static_cast<size_t>(p)], a))] = p;
+    std::vector<char> in_region(static_cast<size_t>(c.proxies.size()), 0);
+    for (const int p : c.region) in_region[static_cast<size_t>(p)] = 1;
+    std::vector<std::pair<int, int>> add;  // (node, proxy it copies)
+    const size_t n0 = n - copy_of.size();
+    for (size_t k = 0; k < copy_of.size(); ++k) {
+      const int copy = static_cast<int>(n0 + k), twin = copy_of[k];
+      const int pc = proxy_of[static_cast<size_t>(copy)], pt = proxy_of[static_cast<size_t>(twin)];
+      if (pc < 0 && pt >= 0) add.emplace_back(copy, pt);
+      if (pt < 0 && pc >= 0) add.emplace_back(twin, pc);
+    }
+    if (add.empty()) return c;
+    std::vector<int> lowest_tet(n, -1);
+    for (Eigen::Index t = mesh.tets.rows() - 1; t >= 0; --t)
+      for (int a = 0; a < 4; ++a) lowest_tet[static_cast<size_t>(mesh.tets(t, a))] = static_cast<int>(t);
+    SurgeryCollision out = c;
+    const auto p0 = static_cast<Eigen::Index>(c.proxies.size());
+    out.proxies.weights.conservativeResize(p0 + static_cast<Eigen::Index>(add.size()), 4);
+    out.proxies.rest.conservativeResize(p0 + static_cast<Eigen::Index>(add.size()), 3);
+    for (size_t k = 0; k < add.size(); ++k) {
+      const auto [node, from] = add[k];
+      const int t = lowest_tet[static_cast<size_t>(node)];
+      const auto row = p0 + static_cast<Eigen::Index>(k);
+      out.proxies.tet.push_back(t);
+      for (int a = 0; a < 4; ++a) out.proxies.weights(row, a) = mesh.tets(t, a) == node ? 1.0 : 0.0;
+      out.proxies.rest.row(row) = mesh.nodes.row(node);
+      if (in_region[static_cast<size_t>(from)]) out.region.push_back(static_cast<int>(row));
+    }
+    return out;
+  }
+
   // The collision parts after an event whose new model is `m` and whose change of K is `change`
   // (the model not yet committed): the Schur factorization carried by modify() when the region's
   // nodes are unchanged (progressive mode), else built anew. On an exception the current parts
   // are as they were.
-  CollisionParts follow_collision(const Model& m, const FactorModification& change) {
+  CollisionParts follow_collision(const Model& m, const FactorModification& change, const SurgeryCollision& c) {
     Timer t;
-    const SurgeryCollision& c = *collision;
     std::optional<SchurFactorization> schur;
     const bool same_region =
         progressive() &&
@@ -82,7 +126,7 @@ struct SurgerySession::Impl {
       try {
         rebuilt = schur->modify(change, m.matrix()).rebuilt;
       } catch (...) {  // the factorization is unchanged: give it back to a model of the current matrix
-        CollisionParts back = make_collision(c, desc.mesh, *model, std::move(schur));
+        CollisionParts back = make_collision(*collision, desc.mesh, *model, std::move(schur));
         detector = std::move(back.detector);
         cmodel = std::move(back.model);
         cstate = std::move(back.state);
@@ -309,7 +353,11 @@ struct SurgerySession::Impl {
     s.inputs.gravity = state.inputs.gravity;
     // The collision region's Schur factorization first: it is left as it was on an exception.
     CollisionParts parts;
-    if (collision) parts = follow_collision(*m, *change);
+    std::optional<SurgeryCollision> next_collision;
+    if (collision) {
+      next_collision = with_copied_proxies(*collision, cutter.mesh(), copy_of);
+      parts = follow_collision(*m, *change, *next_collision);
+    }
     Timer t;
     bool fallback = false;
     if (progressive() && !factor.modify(*change)) {
@@ -326,6 +374,7 @@ struct SurgerySession::Impl {
     model = std::move(m);
     state = std::move(s);
     if (collision) {
+      collision = std::move(next_collision);
       detector = std::move(parts.detector);
       cmodel = std::move(parts.model);
       cstate = std::move(parts.state);
@@ -618,6 +667,10 @@ void SurgerySession::enable_collision(SurgeryCollision collision) {
 
 const CollisionModel* SurgerySession::collision_model() const { return impl_->cmodel.get(); }
 const CollisionFrameStats& SurgerySession::last_collision_stats() const { return impl_->last_cstats; }
+const std::vector<ProxyContact>& SurgerySession::contacts() const {
+  static const std::vector<ProxyContact> none;
+  return impl_->cstate ? impl_->cstate->contacts() : none;
+}
 
 FrameStats SurgerySession::step(double frame) {
   Impl& m = *impl_;

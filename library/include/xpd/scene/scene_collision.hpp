@@ -34,6 +34,8 @@ struct SceneCollision {
   std::vector<Obstacle> obstacles;
   double stiffness = 0;                         ///< penalty stiffness used [N/m]
   double mean_edge_length = 0;                  ///< of the simulation mesh at rest
+  double margin = 0;                            ///< obstacle contact margin
+  CollisionOptions options;                     ///< the penalty solver's options (stiffness included)
   std::unique_ptr<CollisionDetector> detector;  ///< penalty methods (null with "ipc")
   std::unique_ptr<CollisionSolver> solver;      ///< penalty methods (null with "ipc")
   /// "method": "ipc": the contact surface (the region's triangles, their vertices as proxies), the
@@ -45,12 +47,15 @@ struct SceneCollision {
 };
 
 /// Builds proxies, region, obstacles, the detector and the solver for `model` (built from `mesh`).
+/// A null `model` (a surgery scene, whose SurgerySession runs the collision model through its
+/// events): proxies, region, obstacles and options only, and SceneError for what a surgery scene
+/// cannot combine with collisions (self_collision, "ipc", a method other than "schur").
 /// `surface` / `embedding`: the scene's embedded surface and its embedding (for
 /// "proxies": "embedded_surface"). `max_mu`: the largest shear modulus of the scene's materials
 /// (default stiffness = 100 · max_mu · mean edge length). Throws SceneError naming /collision/...
 /// for an empty region and SolverError when the region exceeds the memory budget. With "method":
 /// "ipc", builds the IPC contact surface and model instead of the detector and penalty solver.
-std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model& model,
+std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const TetMesh& mesh, const Model* model,
                                                      const std::optional<SurfaceMesh>& surface,
                                                      const std::optional<PointEmbedding>& embedding, double max_mu);
 

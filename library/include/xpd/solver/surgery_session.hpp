@@ -194,6 +194,8 @@ class SurgerySession {
   const CollisionModel* collision_model() const;
   /// Figures of the last step() with collisions on.
   const CollisionFrameStats& last_collision_stats() const;
+  /// The contacts at the end of the last step() (empty while collisions are off).
+  const std::vector<ProxyContact>& contacts() const;
 
   /// The fill policy (progressive mode, between interactions): DynamicLdlt::refill of the current
   /// matrix. In refactor mode nothing to do (returns a result with refactored = false).

@@ -160,7 +160,8 @@ class DynamicLdlt {
   /// the elimination tree concurrently; the result is bit-identical on any number of threads. The
   /// panels are read-only copies of L: after a modify() the first 7 solves run on the columns and
   /// the 8th rebuilds the panels (a rebuild cost what 6–14 panel solves save over column solves on
-  /// the box:32/48 cuts of xpd bench cut), so results
+  /// the box:32/48 cuts of xpd bench cut), or the first solve of ≥ 12 right-hand sides does (the
+  /// r-column solves of SchurFactorization::modify: 15–36% faster for r = 24–99 on box:48), so results
   /// depend only on the sequence of calls. Not concurrent with itself (workspace).
   void solve_in_place(Eigen::Ref<Eigen::MatrixXd> B) const;
 

@@ -420,9 +420,16 @@ TEST(SurgeryScene, ShippedBarCutTableSceneRestsTheHalvesOnTheTableWithTheRegionF
   Scene refactor = scene;
   refactor.surgery->factor_update = FactorUpdate::Refactor;
   SceneSimulation sim(scene), ref(refactor);
+  // The progressive run through the run writer: its "active" / "contact_depth" fields read the
+  // session's proxies, which the cut grows.
+  const fs::path out = fs::temp_directory_path() / "xpd_test_bar_cut_table";
+  fs::remove_all(out);
+  RunWriter writer(sim, out.string(), sim.num_frames());
   double worst = 0;
   for (int f = 1; f <= sim.num_frames(); ++f) {
-    ASSERT_TRUE(sim.advance(f).converged) << "frame " << f;
+    const FrameStats fs_sim = sim.advance(f);
+    ASSERT_TRUE(fs_sim.converged) << "frame " << f;
+    writer.write_frame(f, fs_sim);
     ASSERT_TRUE(ref.advance(f).converged) << "frame " << f;
     worst = std::max(worst, (sim.positions() - ref.positions()).rowwise().norm().maxCoeff());
   }
@@ -444,6 +451,13 @@ TEST(SurgeryScene, ShippedBarCutTableSceneRestsTheHalvesOnTheTableWithTheRegionF
   EXPECT_GE(st.schur_updates, 15);
   EXPECT_GE(st.schur_rebuilds, 1);
   EXPECT_EQ(ref.surgery()->stats().schur_updates, 0);
+  writer.finish({});
+  const json stats = test::read_json_file(out / "stats.json");
+  EXPECT_EQ(stats.at("surgery").at("schur_updates"), st.schur_updates);
+  EXPECT_EQ(stats.at("surgery").at("schur_rebuilds"), st.schur_rebuilds);
+  // The cut through the underside gave the split nodes' other sides proxies of their own.
+  EXPECT_GT(sim.surgery()->collision_model()->proxies().size(), sim.collision()->proxies.size());
+  fs::remove_all(out);
   // Solved to 1e-8, the runs differ by round-off (the Schur factorization's solves against
   // CHOLMOD's, amplified where frames stop): 5.9e-6 m at the contact frames, a third of 1% of the
   // penetration the contacts hold.
@@ -454,9 +468,16 @@ TEST(SurgeryScene, ShippedBarCutTableSceneRestsTheHalvesOnTheTableWithTheRegionF
 // (or the event added): element splits and excisions, which renumber the tets the proxies are
 // bound to; self-collision, whose rest-pose level set does not follow cuts; the IPC and baseline
 // methods. A plane cut with obstacles runs.
-TEST(SurgeryScene, CollisionsAreRefusedWithSplitsExcisionsSelfCollisionAndOtherMethods) {
+// What a surgery scene cannot combine with collisions is refused by name when the scene is loaded
+// (or the event added): an excision with "mode": "split" (a split and an excision in one event);
+// self-collision, whose rest-pose level set does not follow cuts; the IPC and baseline methods; a
+// start_frame other than 1. Plane cuts and excisions of tets with obstacles run.
+TEST(SurgeryScene, CollisionsAreRefusedWithSplitExcisionsSelfCollisionAndOtherMethods) {
   json j = bar_scene();
-  j["surgery"] = {{"events", json::array({middle_cut()})}};
+  j["surgery"] = {
+      {"events",
+       json::array({middle_cut(),
+                    {{"tool", "excise"}, {"frame", 6}, {"box", {{"min", {0.85, 0, 0}}, {"max", {0.95, 0.4, 0.1}}}}}})}};
   j["selections"]["bottom"] = {{"type", "half_space"}, {"normal", {0, 0, -1}}, {"offset", -0.05}};
   j["collision"] = {{"region", "bottom"},
                     {"obstacles", json::array({{{"type", "plane"}, {"point", {0, 0, -0.3}}, {"normal", {0, 0, 1}}}})}};
@@ -469,15 +490,9 @@ TEST(SurgeryScene, CollisionsAreRefusedWithSplitsExcisionsSelfCollisionAndOtherM
     return "";
   };
   EXPECT_EQ(message(j), "");
-  json split = j;
-  split["surgery"]["events"][0] = {{"tool", "cut"},
-                                   {"frames", {2, 5}},
-                                   {"mode", "split"},
-                                   {"path", {{0.65, -0.1, 0.5}, {0.65, 0.5, 0.5}}},
-                                   {"sweep", {0, 0, -0.3}}};
-  json excise = j;
-  excise["surgery"]["events"].push_back(
-      {{"tool", "excise"}, {"frame", 6}, {"box", {{"min", {0.5, 0, 0}}, {"max", {0.7, 0.4, 0.4}}}}});
+  json split_excise = j;
+  split_excise["surgery"]["events"][1] = {
+      {"tool", "excise"}, {"frame", 6}, {"mode", "split"}, {"sphere", {{"center", {0.9, 0.2, 0.2}}, {"radius", 0.1}}}};
   json self = j;
   self["collision"]["self_collision"] = true;
   json ipc = j;
@@ -486,19 +501,22 @@ TEST(SurgeryScene, CollisionsAreRefusedWithSplitsExcisionsSelfCollisionAndOtherM
       json::array({{{"type", "box"}, {"center", {0.6, 0.2, -0.5}}, {"half_extents", {1, 1, 0.2}}}});
   json pcg = j;
   pcg["collision"]["method"] = "pcg";
-  EXPECT_NE(message(excise).find("excisions renumber"), std::string::npos) << message(excise);
+  json late = j;
+  late["collision"]["start_frame"] = 3;
+  EXPECT_NE(message(split_excise).find("\"mode\": \"split\""), std::string::npos) << message(split_excise);
   EXPECT_NE(message(self).find("/collision/self_collision"), std::string::npos) << message(self);
   EXPECT_NE(message(ipc).find("/collision/method"), std::string::npos) << message(ipc);
   EXPECT_NE(message(pcg).find("/collision/method"), std::string::npos) << message(pcg);
-  // (without an embedded surface a split is refused for that first; the collision refusal comes
-  // before it)
-  EXPECT_NE(message(split).find("excisions renumber"), std::string::npos) << message(split);
-  // The same refusal for an event added between frames (the live viewer's path).
+  EXPECT_NE(message(late).find("/collision/start_frame"), std::string::npos) << message(late);
+  // The cut and the excision run with the contact on; the same refusal for an event added
+  // between frames (the live viewer's path).
   SceneSimulation sim = make_sim(j);
-  ASSERT_TRUE(sim.advance(1).converged);
+  for (int f = 1; f <= 8; ++f) ASSERT_TRUE(sim.advance(f).converged) << "frame " << f;
+  EXPECT_EQ(sim.surgery()->stats().topology_events, 5);
   SurgeryEvent e;
   e.tool = SurgeryEvent::Tool::Excise;
-  e.first_frame = e.last_frame = 3;
+  e.split = true;
+  e.first_frame = e.last_frame = 9;
   EXPECT_THROW(sim.add_surgery_event(e), SceneError);
 }
 

@@ -96,15 +96,25 @@ void add_field(const SceneSimulation& sim, const std::string& name, std::vector<
     // Per node: the active proxies hanging on it (largest barycentric weight) at the end of the frame,
     // 1 / their deepest penetration; 0 elsewhere and in frames without collision handling.
     io::VtuField f{name, 1, std::vector<double>(static_cast<std::size_t>(sim.mesh().nodes.rows()), 0.0)};
+    // The contacts and the proxies they index: the scene's solver's, or a surgery session's (its
+    // proxies follow the events: a cut adds proxies for the copies of split nodes).
     const SceneCollision* c = sim.collision();
     const std::vector<ProxyContact>* contacts = nullptr;
-    if (c && sim.collision_stats())
-      contacts = c->solver ? &c->solver->contacts() : sim.surgery() ? &sim.surgery()->contacts() : nullptr;
+    const ProxySet* proxies = nullptr;
+    if (c && sim.collision_stats()) {
+      if (c->solver) {
+        contacts = &c->solver->contacts();
+        proxies = &c->proxies;
+      } else if (sim.surgery() && sim.surgery()->collision_model()) {
+        contacts = &sim.surgery()->contacts();
+        proxies = &sim.surgery()->collision_model()->proxies();
+      }
+    }
     if (contacts) {
       for (const ProxyContact& k : *contacts) {
         Eigen::Index a = 0;
-        c->proxies.weights.row(k.proxy).maxCoeff(&a);
-        double& v = f.values[static_cast<std::size_t>(tets(c->proxies.tet[static_cast<std::size_t>(k.proxy)], a))];
+        proxies->weights.row(k.proxy).maxCoeff(&a);
+        double& v = f.values[static_cast<std::size_t>(tets(proxies->tet[static_cast<std::size_t>(k.proxy)], a))];
         v = name == "active" ? 1.0 : std::max(v, k.depth);
       }
     }

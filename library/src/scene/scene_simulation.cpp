@@ -29,8 +29,9 @@ namespace {
 
 // What a surgery scene with collisions allows.
 constexpr const char* kCollisionTopology =
-    "collisions allow face cuts, undermining, hooks, sutures and releases (element splits and excisions renumber "
-    "the tets the collision proxies are bound to)";
+    "collisions allow cuts (face and split), excisions of tets, undermining, hooks, sutures and releases, but not "
+    "an excision with \"mode\": \"split\" (its split and renumbering in one event are not followed by the "
+    "collision proxies)";
 // Why a split cut or excision needs an embedded surface (after "needs " / "has ").
 constexpr const char* kSplitNeedsSurface =
     "an embedded surface (mesh.embedded_surface, or a lattice's): the split fragments overlap at rest, so the tet "
@@ -164,6 +165,17 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
     double max_mu = 0;
     for (const Material& m : scene_.materials) max_mu = std::max(max_mu, m.mu);
     collision_ = make_scene_collision(scene_, mesh_, model_.get(), surface_, embedding_, max_mu);
+    if (surgery_) {
+      // A surgery scene's collisions run from the first frame on (check_surgery_scene), in its
+      // session: the proxies are bound to the mesh as built and follow every event from there.
+      SurgeryCollision c{collision_->proxies, collision_->region, collision_->obstacles, collision_->margin,
+                         collision_->options};
+      try {
+        surgery_->enable_collision(std::move(c));
+      } catch (const SolverError& e) {  // e.g. the region's dense matrices over the memory budget
+        throw SolverError(fmt::format("{}: /collision: {}", scene_.file, e.what()));
+      }
+    }
   }
   if (scene_.two_way) {
     // Contact surface: the mesh boundary and the obstacles' triangles; soft length constraints and
@@ -399,15 +411,6 @@ FrameStats SceneSimulation::advance(int frame) {
   if (surgery_) {
     apply_surgery_events(frame);
     set_frame_inputs(frame);
-    if (collision_ && !surgery_->collision_model() && frame >= scene_.collision->start_frame) {
-      SurgeryCollision c{collision_->proxies, collision_->region, collision_->obstacles, collision_->margin,
-                         collision_->options};
-      try {
-        surgery_->enable_collision(std::move(c));
-      } catch (const SolverError& e) {  // e.g. the region's dense matrices over the memory budget
-        throw SolverError(fmt::format("{}: /collision: {}", scene_.file, e.what()));
-      }
-    }
     const FrameStats st = surgery_->step(frame);
     if (surgery_->collision_model())
       collision_stats_ = surgery_->last_collision_stats();
@@ -507,7 +510,7 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         event.first_frame, event.last_frame, frames_done_));
   if (event.split && scene_.mesh.embedded_surface.empty())
     throw SceneError(scene_.file, "/surgery", std::string("a \"mode\": \"split\" event needs ") + kSplitNeedsSurface);
-  if (scene_.collision && (event.split || event.tool == SurgeryEvent::Tool::Excise))
+  if (scene_.collision && event.split && event.tool == SurgeryEvent::Tool::Excise)
     throw SceneError(scene_.file, "/surgery", kCollisionTopology);
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
@@ -544,8 +547,11 @@ void SceneSimulation::check_surgery_scene() const {
   };
   if (scene_.collision)
     for (const SurgeryEvent& e : scene_.surgery->events)
-      if (e.split || e.tool == SurgeryEvent::Tool::Excise)
+      if (e.split && e.tool == SurgeryEvent::Tool::Excise)
         refuse(std::string("with collisions: ") + kCollisionTopology);
+  if (scene_.collision && scene_.collision->start_frame != 1)
+    throw SceneError(scene_.file, "/collision/start_frame",
+                     "a surgery scene's collisions start at frame 1 (the proxies follow every event from the start)");
   if (scene_.two_way) refuse("has no two_way projection");
   if (!scene_.actuation.empty()) refuse("has no actuation (shape targets)");
   if (scene_.mesh.embedded_surface.empty())

@@ -889,12 +889,14 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
                                   const Eigen::Ref<const Eigen::MatrixXd>& u2, Eigen::MatrixXd& u) const {
   const Impl& d = *impl_;
   SchurWorkspace::Impl& w = *ws.impl_;
+  // y1 holds L11⁻¹ f1 (n1 rows), or u⁰ = K⁻¹ f (n rows) once the factorization is updatable.
+  const int y1_rows = d.dyn ? d.n : d.n1;
+  if (y1.rows() != y1_rows || u2.rows() != d.m || y1.cols() != u2.cols())
+    throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
+                      ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected " +
+                      std::to_string(y1_rows) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   if (d.dyn) {
     // u = u⁰ + K⁻¹ [0; Σ (u2 − u⁰₂)], the region rows set to u2 exactly.
-    if (y1.rows() != d.n || u2.rows() != d.m || y1.cols() != u2.cols())
-      throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
-                        ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n = " +
-                        std::to_string(d.n) + " and m = " + std::to_string(d.m) + " rows with equal columns");
     const Eigen::Index r = y1.cols();
     Eigen::MatrixXd& delta = w.bwd_t;
     if (delta.rows() != d.m || delta.cols() != r) delta.resize(d.m, r);
@@ -909,10 +911,6 @@ void SchurFactorization::backward(SchurWorkspace& ws, const Eigen::MatrixXd& y1,
     for (int i = 0; i < d.m; ++i) u.row(d.region[static_cast<size_t>(i)]) = u2.row(i);
     return;
   }
-  if (y1.rows() != d.n1 || u2.rows() != d.m || y1.cols() != u2.cols())
-    throw SolverError("Schur backward: y1 is " + std::to_string(y1.rows()) + " × " + std::to_string(y1.cols()) +
-                      ", u2 is " + std::to_string(u2.rows()) + " × " + std::to_string(u2.cols()) + "; expected n1 = " +
-                      std::to_string(d.n1) + " and m = " + std::to_string(d.m) + " rows with equal columns");
   const Eigen::Index r = y1.cols();
   // z = [y1; L22ᵀ u2], v = L⁻ᵀ z (full supernodal backward solve), u = Pᵀ v; or, over the x1
   // supernodes only, z = [y1; u2] and v1 = L11⁻ᵀ (y1 − L21ᵀ u2).

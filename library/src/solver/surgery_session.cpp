@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <xpd/collision/detector.hpp>
@@ -38,13 +39,14 @@ struct SurgerySession::Impl {
 
   bool progressive() const { return options.factor_update == FactorUpdate::Progressive; }
 
-  // Element splits and excisions renumber or add tets, which the proxies (bound to tet ids) do not
-  // follow yet.
+  // An excision inside a closed surface (a split and an excision in one event) renumbers the tets
+  // twice, which the proxies do not follow yet.
   void refuse_with_collision() const {
     if (collision)
       throw SolverError(
-          "SurgerySession: element splits and excisions are not supported with collisions on (the collision "
-          "proxies are bound to tet ids, which they renumber); face cuts, sutures, hooks and releases are");
+          "SurgerySession: an excision inside a surface (excise_inside) is not supported with collisions on (the "
+          "collision proxies do not follow its split and renumbering in one event); face cuts, element splits, "
+          "excisions of tets, sutures, hooks and releases are");
   }
 
   // The collision detector, model and state for model `m` (its Schur factorization given, or built).
@@ -62,6 +64,48 @@ struct SurgerySession::Impl {
     p.model = std::make_unique<CollisionModel>(m, c.proxies, c.region, c.options, std::move(schur));
     p.state = std::make_unique<CollisionState>(*p.model, *p.detector);
     return p;
+  }
+
+  using ProxyRemap = std::function<SurgeryCollision(const SurgeryCollision&)>;
+
+  // Proxies through an element split: a proxy in a tet the split cut goes to the fragment whose
+  // material holds it (its weights are the same in every fragment, which share the rest shape).
+  static SurgeryCollision rebind_split(const SurgeryCollision& c, const FaceCutter& cutter, const CutEvent& ev) {
+    std::vector<char> was_split(static_cast<size_t>(ev.tets_before), 0);
+    for (const int t : ev.tet_copy_of) was_split[static_cast<size_t>(t)] = 1;
+    const auto by_source = cutter.fragments_by_source();
+    SurgeryCollision out = c;
+    for (int p = 0; p < c.proxies.size(); ++p) {
+      const int t = c.proxies.tet[static_cast<size_t>(p)];
+      if (t < ev.tets_before && was_split[static_cast<size_t>(t)])
+        out.proxies.tet[static_cast<size_t>(p)] =
+            cutter.fragment_holding(t, c.proxies.weights.row(p).transpose(), by_source);
+    }
+    return out;
+  }
+
+  // Proxies through an excision: those in removed tets go with them, the others follow the tets'
+  // new ids; the region's proxy indices follow.
+  static SurgeryCollision remap_excision(const SurgeryCollision& c, const ExcisionEvent& ev) {
+    SurgeryCollision out = c;
+    std::vector<int> index(static_cast<size_t>(c.proxies.size()), -1);
+    out.proxies.tet.clear();
+    int kept = 0;
+    for (int p = 0; p < c.proxies.size(); ++p) {
+      const int t = ev.tet_map[static_cast<size_t>(c.proxies.tet[static_cast<size_t>(p)])];
+      if (t < 0) continue;
+      index[static_cast<size_t>(p)] = kept;
+      out.proxies.tet.push_back(t);
+      out.proxies.weights.row(kept) = c.proxies.weights.row(p);
+      out.proxies.rest.row(kept) = c.proxies.rest.row(p);
+      ++kept;
+    }
+    out.proxies.weights.conservativeResize(kept, 4);
+    out.proxies.rest.conservativeResize(kept, 3);
+    out.region.clear();
+    for (const int p : c.region)
+      if (index[static_cast<size_t>(p)] >= 0) out.region.push_back(index[static_cast<size_t>(p)]);
+    return out;
   }
 
   // Node proxies (weight 1 on one node of their tet, as proxies_from_nodes makes) through a cut:
@@ -307,7 +351,9 @@ struct SurgerySession::Impl {
       FactorModification mod =
           progressive() ? cut_modification(ev, cutter.mesh(), stiffness, cutter.fractions()) : FactorModification{};
       const int inherited = inherit_attachments(ev, d, keys, origins, targets, mod);
-      follow(build(d), mod, ev.copy_of, &targets);
+      ProxyRemap remap;
+      if (ev.tets_split > 0) remap = [&](const SurgeryCollision& c) { return rebind_split(c, cutter, ev); };
+      follow(build(d), mod, ev.copy_of, &targets, remap);
       desc = std::move(d);
       tet_stiffness = std::move(stiffness);
       attachment = std::move(keys);
@@ -323,7 +369,7 @@ struct SurgerySession::Impl {
   // factor is unchanged (modify rolls back, compute throws before touching it).
   // `targets`: the new model's attachment targets; null carries the current ones over.
   void follow(std::unique_ptr<Model> m, const FactorModification& mod, const std::vector<int>& copy_of,
-              const Points* targets = nullptr) {
+              const Points* targets = nullptr, const ProxyRemap& remap = {}) {
     // The new state first (it allocates), then the factor, then only moves: an exception before
     // the factor's change leaves everything as it was.
     State s = make_state(*m);
@@ -355,7 +401,9 @@ struct SurgerySession::Impl {
     CollisionParts parts;
     std::optional<SurgeryCollision> next_collision;
     if (collision) {
-      next_collision = with_copied_proxies(*collision, cutter.mesh(), copy_of);
+      next_collision = with_copied_proxies(remap ? remap(*collision) : *collision, cutter.mesh(), copy_of);
+      if (next_collision->region.empty())
+        throw SolverError("SurgerySession: the event leaves the collision region without a proxy (all excised)");
       parts = follow_collision(*m, *change, *next_collision);
     }
     Timer t;
@@ -445,7 +493,6 @@ CutEvent SurgerySession::cut(const std::vector<TetPair>& faces) {
 
 CutEvent SurgerySession::split(const CutSurface& surface) {
   Impl& m = *impl_;
-  m.refuse_with_collision();
   FaceCutter before = m.cutter;
   CutEvent ev = m.cutter.split(surface);  // MeshError: mesh unchanged
   if (ev.tets_split > 0) m.follow_cut(ev, std::move(before));
@@ -513,7 +560,6 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
 
 ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
   Impl& m = *impl_;
-  m.refuse_with_collision();
   if (tets.empty()) return {};
   FaceCutter before = m.cutter;
   ExcisionEvent ev = m.cutter.excise(tets);  // MeshError: mesh unchanged
@@ -538,7 +584,7 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
     std::vector<int> keys = m.attachment, spring_ids = m.spring;
     Points targets = m.state.inputs.attachment_targets;
     Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
-    m.follow(m.build(d), mod, {}, &targets);
+    m.follow(m.build(d), mod, {}, &targets, [&](const SurgeryCollision& c) { return Impl::remap_excision(c, ev); });
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
     m.attachment = std::move(keys);
@@ -656,8 +702,6 @@ void SurgerySession::enable_collision(SurgeryCollision collision) {
   Impl& m = *impl_;
   if (collision.options.method != CollisionMethod::Schur)
     throw SolverError("SurgerySession: collisions through topology events need the schur collision method");
-  if (m.cutter.has_split_elements())
-    throw SolverError("SurgerySession: collisions are not supported after element splits (proxies do not follow them)");
   Impl::CollisionParts p = Impl::make_collision(collision, m.cutter.mesh(), *m.model, std::nullopt);
   m.collision = std::move(collision);
   m.detector = std::move(p.detector);

@@ -58,11 +58,15 @@ struct SurgeryOptions {
 /// (low-rank updates of Σ⁻¹ and Σ, progressive mode) instead of a new factorization, unless the
 /// event changes the region's nodes (a cut that duplicates a node of a region proxy's tet: the
 /// copies would belong to x2) or the session refactors (refactor mode, the oracle): then the
-/// factorization is built anew. Face cuts keep tet ids, so the proxies stay bound; element splits
-/// and excisions renumber tets and are refused while collisions are on (SolverError, state
-/// unchanged), as is self-collision (its rest-pose level set does not follow cuts).
+/// factorization is built anew. The proxies follow the events: face cuts keep tet ids; an element
+/// split moves a proxy of a cut tet to the fragment holding it; an excision drops the proxies in
+/// the removed tets and renumbers the others; a node proxy of a split node gives the other side a
+/// proxy of its own. An excision inside a surface (excise_inside: a split and an excision in one
+/// event) is refused while collisions are on (SolverError, state unchanged), as is an event that
+/// excises every region proxy; there is no self-collision (its rest-pose level set does not follow
+/// cuts).
 struct SurgeryCollision {
-  ProxySet proxies;         ///< points bound to tets of the session's mesh
+  ProxySet proxies;         ///< points bound to tets of the session's current mesh
   std::vector<int> region;  ///< the collision region's proxies (indices into proxies)
   std::vector<Obstacle> obstacles;
   double margin = 0;         ///< obstacle contact margin (CollisionDetectorOptions::margin)
@@ -187,8 +191,8 @@ class SurgerySession {
 
   /// Turns collision handling on (SurgeryCollision): builds the detector and the collision model
   /// with its Schur factorization of the current matrix. Throws SolverError / Error for bad input
-  /// (proxy indices, a non-Schur method, a stiffness ≤ 0, an invalid obstacle, a mesh with element
-  /// splits) — the session unchanged.
+  /// (proxy indices, a non-Schur method, a stiffness ≤ 0, an invalid obstacle) — the session
+  /// unchanged.
   void enable_collision(SurgeryCollision collision);
   /// The current collision model (null while collisions are off).
   const CollisionModel* collision_model() const;

@@ -171,8 +171,9 @@ struct SurgerySession::Impl {
         rebuilt = schur->modify(change, m.matrix()).rebuilt;
       } catch (...) {  // the factorization is unchanged: give it back to a model of the current matrix
         CollisionParts back = make_collision(*collision, desc.mesh, *model, std::move(schur));
-        detector = std::move(back.detector);
+        cstate.reset();  // the state before the model and detector it borrows
         cmodel = std::move(back.model);
+        detector = std::move(back.detector);
         cstate = std::move(back.state);
         throw;
       }
@@ -703,6 +704,7 @@ void SurgerySession::enable_collision(SurgeryCollision collision) {
   if (collision.options.method != CollisionMethod::Schur)
     throw SolverError("SurgerySession: collisions through topology events need the schur collision method");
   Impl::CollisionParts p = Impl::make_collision(collision, m.cutter.mesh(), *m.model, std::nullopt);
+  m.cstate.reset();  // (a second call: the old state before the model and detector it borrows)
   m.collision = std::move(collision);
   m.detector = std::move(p.detector);
   m.cmodel = std::move(p.model);

@@ -101,19 +101,21 @@ void print_timing_table(const SceneSimulation& sim, const PhaseTimings& total, i
   fmt::print("{:<58} {:>12}\n", "Total simulation nodes", sim.mesh().nodes.rows());
   fmt::print("Device (solver.device): {}\n", sim.compute_device());
   if (const SceneCollision* c = sim.collision()) {
+    // A surgery scene's collision model is its session's, whose proxies and region follow the events.
+    const CollisionModel* session = sim.surgery() ? sim.surgery()->collision_model() : nullptr;
     fmt::print("{:<58} {:>12}\n", "Nodes in collision-prone region",
                c->solver ? c->solver->region_nodes().size()
                : c->ipc  ? c->ipc->region_nodes().size()
-               : sim.surgery() && sim.surgery()->collision_model()
-                   ? sim.surgery()->collision_model()->region_nodes().size()
-                   : std::size_t{0});
+               : session ? session->region_nodes().size()
+                         : std::size_t{0});
     if (c->ipc)
       fmt::print("{:<58} {:>12}\n", "IPC contact surface (triangles, dhat)",
                  fmt::format("{}, {:.3g}", c->ipc_triangles.rows(), c->ipc->options().dhat));
     fmt::print("{:<58} {:>12}\n", "Collision proxies (region / all)",
-               fmt::format("{} / {}", c->region.size(), c->proxies.size()));
+               session ? fmt::format("{} / {}", session->region().size(), session->proxies().size())
+                       : fmt::format("{} / {}", c->region.size(), c->proxies.size()));
     fmt::print("{:<58} {:>12.3e}\n", "Mean rest edge length", c->mean_edge_length);
-    if (c->solver) fmt::print("{:<58} {:>12.3e}\n", "Penalty stiffness per proxy [N/m]", c->stiffness);
+    if (c->solver || session) fmt::print("{:<58} {:>12.3e}\n", "Penalty stiffness per proxy [N/m]", c->stiffness);
     if (c->ipc && ipc.min_distance >= 0)
       fmt::print("{:<58} {:>12.3e}\n", "Closest pair after a frame (all frames)", ipc.min_distance);
   }

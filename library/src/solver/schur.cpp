@@ -45,13 +45,6 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // rate of dpotrf; weight them in the cost model of choose_method(). Calibrated on box:48 (m≈3900).
 constexpr double kMemoryWeight = 8.0;
 
-// Copies the strict lower triangle of a column-major square matrix into its strict upper triangle.
-void symmetrize_from_lower(Eigen::MatrixXd& a) {
-  const Eigen::Index n = a.rows();
-  for (Eigen::Index j = 0; j < n; ++j)
-    for (Eigen::Index i = j + 1; i < n; ++i) a(j, i) = a(i, j);
-}
-
 // out = alpha · A · x (+ out when accumulate) for a symmetric m × m A of which the lower triangle
 // is read, and x, out m × 3 (x with leading dimension ldx ≥ m, out contiguous). The Woodbury
 // application and its refinement residual are such products with Σ⁻¹ and Σ (m = 2,134 on the face
@@ -387,7 +380,7 @@ struct SchurFactorization::Impl {
     h_work.resize(m, m);
     const double one = 1.0, zero = 0.0;
     dsyrk_("L", "N", &m, &m, &one, l22.data(), &m, &zero, h_work.data(), &m);
-    symmetrize_from_lower(h_work);
+    detail::mirror_lower(h_work);
     to_region_order(h_work, sigma);
   }
 
@@ -399,7 +392,7 @@ struct SchurFactorization::Impl {
     if (info != 0)
       throw SolverError("Schur factorization: inverting the Schur complement failed (dpotri info " +
                         std::to_string(info) + ")");
-    symmetrize_from_lower(h_work);
+    detail::mirror_lower(h_work);
     to_region_order(h_work, sigma_inv);
   }
 
@@ -1106,7 +1099,7 @@ void SchurFactorization::solve_low_rank_system(SchurWorkspace& ws, const SchurLo
     if (info == 0 && q > 0) dpotri_("L", &q, binv.data(), &q, &info);
     if (info != 0)
       throw SolverError("Schur low-rank system: Σ⁻¹[N, N] is not positive definite (q = " + std::to_string(q) + ")");
-    symmetrize_from_lower(binv);
+    detail::mirror_lower(binv);
     s = term.block;
     for (int bb = 0; bb < q; ++bb)
       for (int a = 0; a < q; ++a) {

@@ -17,8 +17,10 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw SolverError("Schur modify: " + what); }
 
-// Copies the strict lower triangle into the strict upper one in 64 × 64 tiles: a column-major
-// mirror row by row touches one cache line per entry written (m = 3,783: 7 M lines per matrix).
+}  // namespace
+
+// In 64 × 64 tiles: a column-major mirror row by row touches one cache line per entry written
+// (m = 3,783: 7 M lines per matrix).
 void mirror_lower(Eigen::MatrixXd& a) {
   const Eigen::Index m = a.rows();
   constexpr Eigen::Index kTile = 64;
@@ -29,8 +31,6 @@ void mirror_lower(Eigen::MatrixXd& a) {
         for (Eigen::Index j = jb; j < std::min(je, i); ++j) a(j, i) = a(i, j);
     }
 }
-
-}  // namespace
 
 LowRankChange low_rank_change(const FactorModification& mod, int n_old, int max_rows, double drop_tolerance) {
   if (mod.new_dofs < 0) bad("negative number of new unknowns");

@@ -1,7 +1,8 @@
 #pragma once
 // Low-rank maintenance of the dense Schur pair (Σ, Σ⁻¹) of SchurFactorization::modify(): the
 // change of K in factored form, and the Sherman–Morrison–Woodbury updates of the two dense
-// matrices. Internal to the library (solver/schur.cpp is the only user).
+// matrices, and the mirror of a lower triangle that every dense symmetric block of schur.cpp uses.
+// Internal to the library (solver/schur.cpp is the only user).
 #include <Eigen/Core>
 #include <vector>
 #include <xpd/solver/dynamic_ldlt.hpp>
@@ -34,6 +35,10 @@ struct SignedSquare {
 /// Returns false when F is singular to working precision (an eigenvalue of magnitude ≤ 1e-14 · the
 /// largest) or not finite.
 bool signed_square(const Eigen::MatrixXd& z, const Eigen::MatrixXd& f, SignedSquare& out);
+
+/// Copies the strict lower triangle of a square column-major matrix into its strict upper one
+/// (Σ, Σ⁻¹ and the other symmetric blocks of schur.cpp, formed or updated on the lower triangle).
+void mirror_lower(Eigen::MatrixXd& a);
 
 /// a += sign · (P₊P₊ᵀ − P₋P₋ᵀ) for a symmetric m × m `a` (both triangles stored): two dsyrk on the
 /// lower triangle (m² r flops), then mirrored.

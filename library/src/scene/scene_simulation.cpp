@@ -27,11 +27,6 @@
 namespace xpd {
 namespace {
 
-// What a surgery scene with collisions allows.
-constexpr const char* kCollisionTopology =
-    "collisions allow cuts (face and split), excisions of tets, undermining, hooks, sutures and releases, but not "
-    "an excision with \"mode\": \"split\" (its split and renumbering in one event are not followed by the "
-    "collision proxies)";
 // Why a split cut or excision needs an embedded surface (after "needs " / "has ").
 constexpr const char* kSplitNeedsSurface =
     "an embedded surface (mesh.embedded_surface, or a lattice's): the split fragments overlap at rest, so the tet "
@@ -510,8 +505,6 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         event.first_frame, event.last_frame, frames_done_));
   if (event.split && scene_.mesh.embedded_surface.empty())
     throw SceneError(scene_.file, "/surgery", std::string("a \"mode\": \"split\" event needs ") + kSplitNeedsSurface);
-  if (scene_.collision && event.split && event.tool == SurgeryEvent::Tool::Excise)
-    throw SceneError(scene_.file, "/surgery", kCollisionTopology);
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
   hook_keys_.emplace_back();
@@ -545,10 +538,6 @@ void SceneSimulation::check_surgery_scene() const {
   const auto refuse = [&](const std::string& what) {
     throw SceneError(scene_.file, "/surgery", "a surgery scene " + what);
   };
-  if (scene_.collision)
-    for (const SurgeryEvent& e : scene_.surgery->events)
-      if (e.split && e.tool == SurgeryEvent::Tool::Excise)
-        refuse(std::string("with collisions: ") + kCollisionTopology);
   if (scene_.collision && scene_.collision->start_frame != 1)
     throw SceneError(scene_.file, "/collision/start_frame",
                      "a surgery scene's collisions start at frame 1 (the proxies follow every event from the start)");

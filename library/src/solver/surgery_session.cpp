@@ -39,16 +39,6 @@ struct SurgerySession::Impl {
 
   bool progressive() const { return options.factor_update == FactorUpdate::Progressive; }
 
-  // An excision inside a closed surface (a split and an excision in one event) renumbers the tets
-  // twice, which the proxies do not follow yet.
-  void refuse_with_collision() const {
-    if (collision)
-      throw SolverError(
-          "SurgerySession: an excision inside a surface (excise_inside) is not supported with collisions on (the "
-          "collision proxies do not follow its split and renumbering in one event); face cuts, element splits, "
-          "excisions of tets, sutures, hooks and releases are");
-  }
-
   // The collision detector, model and state for model `m` (its Schur factorization given, or built).
   struct CollisionParts {
     std::unique_ptr<CollisionDetector> detector;
@@ -111,12 +101,16 @@ struct SurgerySession::Impl {
   // Node proxies (weight 1 on one node of their tet, as proxies_from_nodes makes) through a cut:
   // a proxy stays on its tet, so it follows the side its tet is on, and the other side of the split
   // node would be left without one. Each new node whose twin (or the new node itself) carries a
-  // node proxy while the other does not gets one, bound to the lowest tet that holds it, in the
-  // region when the proxy it copies is. Barycentric proxies ride on their tet (face cuts keep tet
-  // ids) and need nothing. Returns the collision with the added proxies (`c` when none).
-  static SurgeryCollision with_copied_proxies(const SurgeryCollision& c, const TetMesh& mesh,
+  // node proxy while the other does not gets one, bound to the lowest tet whose material holds the
+  // node, in the region when the proxy it copies is. A copy made by an element split that lies
+  // outside every fragment it belongs to (a virtual node: the material at its rest point is on the
+  // other side of the blade, or was excised in the same event) gets none. Barycentric proxies ride
+  // on their tet (face cuts keep tet ids; rebind_split moves them) and need nothing. Returns the
+  // collision with the added proxies (`c` when none).
+  static SurgeryCollision with_copied_proxies(const SurgeryCollision& c, const FaceCutter& cutter,
                                               const std::vector<int>& copy_of) {
     if (copy_of.empty()) return c;
+    const TetMesh& mesh = cutter.mesh();
     const auto n = static_cast<size_t>(mesh.nodes.rows());
     std::vector<int> proxy_of(n, -1);  // node → a node proxy on it
     for (int p = 0; p < c.proxies.size(); ++p)
@@ -125,18 +119,23 @@ struct SurgerySession::Impl {
           proxy_of[static_cast<size_t>(mesh.tets(c.proxies.tet[static_cast<size_t>(p)], a))] = p;
     std::vector<char> in_region(static_cast<size_t>(c.proxies.size()), 0);
     for (const int p : c.region) in_region[static_cast<size_t>(p)] = 1;
+    // The lowest tet whose material holds each node (−1: none, e.g. a node an excision in the same
+    // event left without a tet, or a split's virtual copy).
+    const double tolerance = 1e-12 * (mesh.nodes.colwise().maxCoeff() - mesh.nodes.colwise().minCoeff()).norm();
+    std::vector<int> lowest_tet(n, -1);
+    for (Eigen::Index t = mesh.tets.rows() - 1; t >= 0; --t)
+      for (int a = 0; a < 4; ++a)
+        if (!cutter.has_split_elements() || cutter.material_margin(static_cast<int>(t), Vec4::Unit(a)) >= -tolerance)
+          lowest_tet[static_cast<size_t>(mesh.tets(t, a))] = static_cast<int>(t);
     std::vector<std::pair<int, int>> add;  // (node, proxy it copies)
     const size_t n0 = n - copy_of.size();
     for (size_t k = 0; k < copy_of.size(); ++k) {
       const int copy = static_cast<int>(n0 + k), twin = copy_of[k];
       const int pc = proxy_of[static_cast<size_t>(copy)], pt = proxy_of[static_cast<size_t>(twin)];
-      if (pc < 0 && pt >= 0) add.emplace_back(copy, pt);
-      if (pt < 0 && pc >= 0) add.emplace_back(twin, pc);
+      if (pc < 0 && pt >= 0 && lowest_tet[static_cast<size_t>(copy)] >= 0) add.emplace_back(copy, pt);
+      if (pt < 0 && pc >= 0 && lowest_tet[static_cast<size_t>(twin)] >= 0) add.emplace_back(twin, pc);
     }
     if (add.empty()) return c;
-    std::vector<int> lowest_tet(n, -1);
-    for (Eigen::Index t = mesh.tets.rows() - 1; t >= 0; --t)
-      for (int a = 0; a < 4; ++a) lowest_tet[static_cast<size_t>(mesh.tets(t, a))] = static_cast<int>(t);
     SurgeryCollision out = c;
     const auto p0 = static_cast<Eigen::Index>(c.proxies.size());
     out.proxies.weights.conservativeResize(p0 + static_cast<Eigen::Index>(add.size()), 4);
@@ -402,7 +401,7 @@ struct SurgerySession::Impl {
     CollisionParts parts;
     std::optional<SurgeryCollision> next_collision;
     if (collision) {
-      next_collision = with_copied_proxies(remap ? remap(*collision) : *collision, cutter.mesh(), copy_of);
+      next_collision = with_copied_proxies(remap ? remap(*collision) : *collision, cutter, copy_of);
       if (next_collision->region.empty())
         throw SolverError("SurgerySession: the event leaves the collision region without a proxy (all excised)");
       parts = follow_collision(*m, *change, *next_collision);
@@ -502,7 +501,6 @@ CutEvent SurgerySession::split(const CutSurface& surface) {
 
 ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent* split_event) {
   Impl& m = *impl_;
-  m.refuse_with_collision();
   FaceCutter before = m.cutter;
   const CutEvent cut = m.cutter.split(surface);  // MeshError: mesh unchanged
   const std::vector<int> inside = m.cutter.tets_inside(surface);
@@ -513,6 +511,10 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
   try {
     const TetMesh split_mesh = m.cutter.mesh();
     const std::vector<double> split_fractions = m.cutter.fractions();
+    // The collision proxies through the split while the cutter still holds the split mesh's
+    // fragments; the excision then drops those inside and renumbers the rest (follow()).
+    std::optional<SurgeryCollision> split_proxies;
+    if (m.collision) split_proxies = Impl::rebind_split(*m.collision, m.cutter, cut);
     ExcisionEvent ev = m.cutter.excise(inside);  // MeshError: every tet
     const int nv = static_cast<int>(split_mesh.nodes.rows());
     ModelDesc d = m.desc;
@@ -544,7 +546,9 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
     d.inactive_nodes.insert(d.inactive_nodes.end(), placeholders.begin(), placeholders.end());
     std::vector<int> spring_ids = m.spring;
     Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
-    m.follow(m.build(d), mod, cut.copy_of, &targets);
+    Impl::ProxyRemap remap;
+    if (split_proxies) remap = [&](const SurgeryCollision&) { return Impl::remap_excision(*split_proxies, ev); };
+    m.follow(m.build(d), mod, cut.copy_of, &targets, remap);
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
     m.attachment = std::move(keys);

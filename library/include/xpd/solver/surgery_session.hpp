@@ -61,10 +61,10 @@ struct SurgeryOptions {
 /// factorization is built anew. The proxies follow the events: face cuts keep tet ids; an element
 /// split moves a proxy of a cut tet to the fragment holding it; an excision drops the proxies in
 /// the removed tets and renumbers the others; a node proxy of a split node gives the other side a
-/// proxy of its own. An excision inside a surface (excise_inside: a split and an excision in one
-/// event) is refused while collisions are on (SolverError, state unchanged), as is an event that
-/// excises every region proxy; there is no self-collision (its rest-pose level set does not follow
-/// cuts).
+/// proxy of its own; an excision inside a surface (excise_inside: a split and an excision in one
+/// event) does both, the split's rebinding first. An event that excises every region proxy is
+/// refused (SolverError, state unchanged); there is no self-collision (its rest-pose level set does
+/// not follow cuts).
 struct SurgeryCollision {
   ProxySet proxies;         ///< points bound to tets of the session's current mesh
   std::vector<int> region;  ///< the collision region's proxies (indices into proxies)

@@ -356,6 +356,31 @@ void run_bench_cut(const BenchCutOptions& o) {
     if (ms.empty()) break;
     cuts.push_back({{"k", k}, {"update_ms", median(ms)}, {"update_ms_max", *std::max_element(ms.begin(), ms.end())}});
   }
+  // The model through one more cut frame of 16 faces, built both ways (SurgerySession's two
+  // modes): assembled from the terms, and the previous model's K changed by the frame's
+  // modification (build_model's second form); their difference checks the second.
+  double model_assemble_ms = 0, model_update_ms = 0, model_update_error = 0;
+  if (next + 16 <= faces.size()) {
+    ModelDesc dk = desc;
+    dk.mesh = cutter.mesh();
+    dk.factorize = false;
+    const Model before = build_model(dk);
+    const CutEvent ev = cutter.cut(
+        std::vector<TetPair>(faces.begin() + static_cast<long>(next), faces.begin() + static_cast<long>(next + 16)));
+    next += 16;
+    ++frames;
+    const FactorModification mod = cut_modification(ev, cutter.mesh(), stiffness);
+    if (!dyn.modify(mod))
+      throw Error(fmt::format("bench cut: the factor update failed at cut frame {} (rolled back)", frames));
+    dk.mesh = cutter.mesh();
+    Timer ta;
+    const Model assembled = build_model(dk);
+    model_assemble_ms = ta.elapsed_ms();
+    Timer tu;
+    const Model changed = build_model(dk, before, mod);
+    model_update_ms = tu.elapsed_ms();
+    model_update_error = (changed.matrix() - assembled.matrix()).norm() / assembled.matrix().norm();
+  }
   // The fill phase, with the fill policy checked every refill_every cut frames (between
   // interactions): the cut model is assembled (no factorization) and DynamicLdlt::refill analyzes
   // it, refactoring when nnz(L) has passed fill_ratio × the fresh ordering's.
@@ -445,6 +470,9 @@ void run_bench_cut(const BenchCutOptions& o) {
   j["refactor_end_ms"] = refactor_end_ms;
   j["dynamic_build_ms"] = build_ms;
   j["cuts"] = cuts;
+  j["model_assemble_ms"] = model_assemble_ms;
+  j["model_update_ms"] = model_update_ms;
+  j["model_update_error"] = model_update_error;
   j["fill_k"] = o.fill_k;
   j["fill_update_ms"] = median(fill_ms);
   j["cut_frames"] = frames;

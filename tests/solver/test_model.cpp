@@ -3,6 +3,8 @@
 
 #include <xpd/core/error.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/topology_update.hpp>
+#include <xpd/topology/face_cut.hpp>
 
 #include "solver/pd_fixtures.hpp"
 
@@ -101,4 +103,50 @@ TEST(SolverModel, MatrixIsTheSumOfTermMatricesAndFactorIsShared) {
   // Translation is in the null space of the elastic part: K·1 = attachment stiffness only.
   const Eigen::VectorXd ones = Eigen::VectorXd::Ones(K.rows());
   EXPECT_NEAR((K * ones).sum(), 1e6 * static_cast<double>(d.attachments.size()), 1e-6 * K.norm());
+}
+
+// build_model's second form: the previous model's K changed by a topology event's modification
+// (a cut half way through, a suture across it, an attachment released; implicit Euler, so the
+// lumped masses' change enters too) equals the assembly of the new description; a node count that
+// does not match, or a regularized model, is refused.
+TEST(SolverModel, AModelChangedByAnEventEqualsItsAssembly) {
+  const TetMesh box = test::jittered_box(5);
+  ModelDesc d = test::loaded_desc(box);
+  d.integrator = Integrator::ImplicitEuler;
+  d.time_step = 0.01;
+  d.mu.assign(static_cast<size_t>(box.tets.rows()), 0.0);
+  for (size_t t = 0; t < d.mu.size(); ++t) d.mu[t] = 1e4 * (1.0 + 0.5 * static_cast<double>(t % 3));
+  d.factorize = false;
+  const Model before = build_model(d);
+  FaceCutter cutter(box);
+  auto faces = faces_across_plane(box, Vec3::UnitX(), 0.5, Vec3(0.0, 1.0, 0.01));
+  faces.resize(faces.size() / 2);
+  const CutEvent ev = cutter.cut(faces);
+  ASSERT_FALSE(ev.copy_of.empty());
+  ModelDesc after = d;
+  after.mesh = cutter.mesh();
+  FactorModification mod = cut_modification(ev, cutter.mesh(), d.mu);
+  const PointSpring suture{BaryPoint::node(ev.nodes_before), BaryPoint::node(ev.copy_of.front()), 1e3, 0.0};
+  after.springs.push_back(suture);
+  mod.added.push_back(spring_column(suture, static_cast<int>(after.mesh.nodes.rows())));
+  mod.removed.push_back(attachment_column(d.attachments.back().point, d.attachments.back().stiffness,
+                                          static_cast<int>(after.mesh.nodes.rows())));
+  after.attachments.pop_back();
+  const Model changed = build_model(after, before, mod), assembled = build_model(after);
+  const double err = (changed.matrix() - assembled.matrix()).norm() / assembled.matrix().norm();
+  test::report("K changed by a cut, a suture and a release vs assembled", err, 1e-14);
+  EXPECT_LT(err, 1e-14);
+  EXPECT_EQ(changed.masses(), assembled.masses());
+  // Without the lumped masses' share the matrices would differ: the cut moved no mass, but the
+  // copies' masses are their tets' shares, taken from their twins.
+  EXPECT_GT((before.masses().head(ev.nodes_before) - assembled.masses().head(ev.nodes_before)).norm(), 0.0);
+  FactorModification short_of_nodes = mod;
+  short_of_nodes.new_dofs -= 1;
+  EXPECT_TRUE(contains(error_of([&] { (void)build_model(after, before, short_of_nodes); }), "new ones"));
+  ModelDesc free = d;
+  free.attachments.clear();
+  free.integrator = Integrator::Quasistatic;
+  free.allow_unattached = true;
+  const Model regularized = build_model(free);
+  EXPECT_TRUE(contains(error_of([&] { (void)build_model(free, regularized, FactorModification{}); }), "regularized"));
 }

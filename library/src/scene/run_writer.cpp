@@ -303,6 +303,7 @@ void RunWriter::finish(const RunSummary& summary) {
     const SurgeryStats& st = s->stats();
     out_.set_metadata("surgery", nlohmann::ordered_json{{"topology_events", st.topology_events},
                                                         {"factor_update_ms_total", st.factor_update_ms_total},
+                                                        {"model_ms_total", st.model_ms_total},
                                                         {"factor_fallback", st.factor_fallback},
                                                         {"fill_refactors", st.fill_refactors},
                                                         {"nnz_L", st.nnz_L},

@@ -10,6 +10,7 @@
 #include <xpd/energy/strain_limit.hpp>
 #include <xpd/energy/volume.hpp>
 #include <xpd/solver/model.hpp>
+#include <xpd/solver/topology_update.hpp>
 
 namespace xpd {
 
@@ -51,7 +52,8 @@ void validate_desc(const ModelDesc& d) {
 
 }  // namespace
 
-Model build_model(const ModelDesc& d) {
+// K assembled from the terms, or (previous and change given) updated from previous's by the change.
+Model detail::build_model(const ModelDesc& d, const Model* previous, const FactorModification* change) {
   validate_desc(d);
   Model m;
   const int nv = static_cast<int>(d.mesh.nodes.rows());
@@ -213,15 +215,42 @@ Model build_model(const ModelDesc& d) {
     ++comp;
   }
 
-  // Assemble K (n × n, one block for x, y, z).
-  std::vector<Triplet> trip;
-  for (const auto& term : m.terms_) term->add_matrix(trip);
-  if (d.integrator == Integrator::ImplicitEuler)
-    for (int i = 0; i < nv; ++i) trip.emplace_back(i, i, m.masses_(i) / (m.h_ * m.h_));
-  for (const auto& [i, delta] : d.inactive_nodes) trip.emplace_back(i, i, delta);
-  m.K_.resize(nv, nv);
-  m.K_.setFromTriplets(trip.begin(), trip.end());
+  for (const auto& term : m.terms_) m.coupled_ = m.coupled_ || term->couples_coordinates();
   m.reg_ = Eigen::VectorXd::Zero(nv);
+  if (previous) {
+    // K from the previous model's by the caller's change: the terms' blocks, attachments, springs
+    // and placeholders are in `change`; the lumped masses' share is the one part computed here.
+    if (m.coupled_ || previous->coupled() || m.num_free_components_ > 0 ||
+        previous->regularization().cwiseAbs().maxCoeff() > 0.0)
+      throw SolverError(
+          "build_model: a model updated from a previous one's matrix must be neither coupled (lambda with the "
+          "coupled volume matrix) nor regularized (allow_unattached)");
+    if (previous->num_nodes() + change->new_dofs != nv)
+      throw SolverError(fmt::format("build_model: the previous model's {} nodes + {} new ones are not the {} of desc",
+                                    previous->num_nodes(), change->new_dofs, nv));
+    FactorModification with_mass;
+    const FactorModification* c = change;
+    if (d.integrator == Integrator::ImplicitEuler) {
+      if (previous->integrator() != Integrator::ImplicitEuler || previous->time_step() != m.h_)
+        throw SolverError("build_model: the previous model has another integrator or time step");
+      with_mass = *change;
+      for (int i = 0; i < nv; ++i) {
+        const double before = i < previous->num_nodes() ? previous->masses()(i) : 0.0;
+        if (m.masses_(i) != before) with_mass.change.emplace_back(i, i, (m.masses_(i) - before) / (m.h_ * m.h_));
+      }
+      c = &with_mass;
+    }
+    m.K_ = apply_modification(previous->matrix(), *c);
+  } else {
+    // Assemble K (n × n, one block for x, y, z).
+    std::vector<Triplet> trip;
+    for (const auto& term : m.terms_) term->add_matrix(trip);
+    if (d.integrator == Integrator::ImplicitEuler)
+      for (int i = 0; i < nv; ++i) trip.emplace_back(i, i, m.masses_(i) / (m.h_ * m.h_));
+    for (const auto& [i, delta] : d.inactive_nodes) trip.emplace_back(i, i, delta);
+    m.K_.resize(nv, nv);
+    m.K_.setFromTriplets(trip.begin(), trip.end());
+  }
   if (m.num_free_components_ > 0) {
     for (int i = 0; i < nv; ++i)
       if (free_root[static_cast<size_t>(uf.find(i))]) m.reg_(i) = d.free_body_regularization * m.K_.coeff(i, i);
@@ -229,7 +258,6 @@ Model build_model(const ModelDesc& d) {
       if (m.reg_(i) != 0.0) m.K_.coeffRef(i, i) += m.reg_(i);
   }
   m.K_.makeCompressed();
-  for (const auto& term : m.terms_) m.coupled_ = m.coupled_ || term->couples_coordinates();
   if (d.factorize) m.factor_ = std::make_unique<SparseCholesky>(d.backend);
   if (!m.coupled_) {
     if (m.factor_) m.factor_->compute(m.K_);
@@ -248,6 +276,12 @@ Model build_model(const ModelDesc& d) {
   m.K3_.makeCompressed();
   if (m.factor_) m.factor_->compute(m.K3_);
   return m;
+}
+
+Model build_model(const ModelDesc& desc) { return detail::build_model(desc, nullptr, nullptr); }
+
+Model build_model(const ModelDesc& desc, const Model& previous, const FactorModification& change) {
+  return detail::build_model(desc, &previous, &change);
 }
 
 const SparseCholesky& Model::factor() const {

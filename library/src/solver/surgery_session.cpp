@@ -185,8 +185,10 @@ struct SurgerySession::Impl {
   }
 
   // `d` holds each tet's material (base μ, ρ, strain-limit stiffness); a fragment of a split
-  // element (FaceCutter::split) weighs its volume fraction of them.
-  std::unique_ptr<Model> build(const ModelDesc& d) const {
+  // element (FaceCutter::split) weighs its volume fraction of them. `change` (progressive mode,
+  // an event's): the new model's K is the current one's changed by it (build_model's second form:
+  // no assembly), as the factor is; refactor mode (the oracle) assembles afresh.
+  std::unique_ptr<Model> build(const ModelDesc& d, const FactorModification* change = nullptr) {
     ModelDesc b = d;
     b.factorize = !progressive();
     if (cutter.has_split_elements()) {
@@ -200,7 +202,11 @@ struct SurgerySession::Impl {
       b.density = scaled(d.density);
       for (StrainLimitDesc& sl : b.strain_limits) sl.stiffness *= f[static_cast<size_t>(sl.tet)];
     }
-    return std::make_unique<Model>(build_model(b));
+    Timer t;
+    auto m =
+        std::make_unique<Model>(progressive() && change && model ? build_model(b, *model, *change) : build_model(b));
+    stats.model_ms = t.elapsed_ms();
+    return m;
   }
 
   // A cut's copies of attached nodes inherit their attachments (same stiffness, same current
@@ -353,7 +359,7 @@ struct SurgerySession::Impl {
       const int inherited = inherit_attachments(ev, d, keys, origins, targets, mod);
       ProxyRemap remap;
       if (ev.tets_split > 0) remap = [&](const SurgeryCollision& c) { return rebind_split(c, cutter, ev); };
-      follow(build(d), mod, ev.copy_of, &targets, remap);
+      follow(build(d, &mod), mod, ev.copy_of, &targets, remap);
       desc = std::move(d);
       tet_stiffness = std::move(stiffness);
       attachment = std::move(keys);
@@ -429,6 +435,7 @@ struct SurgerySession::Impl {
     }
     ++stats.topology_events;
     stats.factor_update_ms_total += stats.factor_update_ms;
+    stats.model_ms_total += stats.model_ms;
     stats.nnz_L = progressive() ? factor.info().nnz_L : 0.0;
   }
 };
@@ -548,7 +555,7 @@ ExcisionEvent SurgerySession::excise_inside(const CutSurface& surface, CutEvent*
     Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
     Impl::ProxyRemap remap;
     if (split_proxies) remap = [&](const SurgeryCollision&) { return Impl::remap_excision(*split_proxies, ev); };
-    m.follow(m.build(d), mod, cut.copy_of, &targets, remap);
+    m.follow(m.build(d, &mod), mod, cut.copy_of, &targets, remap);
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
     m.attachment = std::move(keys);
@@ -589,7 +596,8 @@ ExcisionEvent SurgerySession::excise(const std::vector<int>& tets) {
     std::vector<int> keys = m.attachment, spring_ids = m.spring;
     Points targets = m.state.inputs.attachment_targets;
     Impl::drop_on_orphans(orphan, d, keys, targets, spring_ids, mod, nv);
-    m.follow(m.build(d), mod, {}, &targets, [&](const SurgeryCollision& c) { return Impl::remap_excision(c, ev); });
+    m.follow(m.build(d, &mod), mod, {}, &targets,
+             [&](const SurgeryCollision& c) { return Impl::remap_excision(c, ev); });
     m.desc = std::move(d);
     m.tet_stiffness = std::move(stiffness);
     m.attachment = std::move(keys);
@@ -608,7 +616,7 @@ int SurgerySession::add_suture(const BaryPoint& a, const BaryPoint& b, double st
   mod.added.push_back(spring_column(s, m.model->num_nodes()));  // validates; nothing changed yet
   ModelDesc d = m.desc;
   d.springs.push_back(s);
-  m.follow(m.build(d), mod, {});
+  m.follow(m.build(d, &mod), mod, {});
   m.desc.springs = std::move(d.springs);
   m.spring.push_back(m.next_suture);
   return m.next_suture++;
@@ -623,7 +631,7 @@ void SurgerySession::remove_suture(int id) {
   mod.removed.push_back(spring_column(m.desc.springs[k], m.model->num_nodes()));
   ModelDesc d = m.desc;
   d.springs.erase(d.springs.begin() + static_cast<long>(k));
-  m.follow(m.build(d), mod, {});
+  m.follow(m.build(d, &mod), mod, {});
   m.desc.springs = std::move(d.springs);
   m.spring.erase(it);
 }
@@ -653,7 +661,7 @@ std::vector<int> SurgerySession::add_hooks(const std::vector<BaryPoint>& points,
     d.attachments.push_back({points[i], stiffness, targets[i]});
     all_targets.row(old_rows + static_cast<Eigen::Index>(i)) = targets[i].transpose();
   }
-  m.follow(m.build(d), mod, {}, &all_targets);
+  m.follow(m.build(d, &mod), mod, {}, &all_targets);
   m.desc.attachments = std::move(d.attachments);
   std::vector<int> keys;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -680,7 +688,7 @@ void SurgerySession::remove_attachments(const std::vector<int>& keys) {
   std::vector<int> kept_keys = m.attachment;
   Points targets = m.state.inputs.attachment_targets;
   Impl::drop_attachments(drop, d.attachments, kept_keys, targets, mod, m.model->num_nodes());
-  m.follow(m.build(d), mod, {}, &targets);
+  m.follow(m.build(d, &mod), mod, {}, &targets);
   m.desc.attachments = std::move(d.attachments);
   m.attachment = std::move(kept_keys);
 }

@@ -147,4 +147,39 @@ SparseColumn attachment_column(const BaryPoint& point, double stiffness, int num
   return scaled_column("attachment_column", pts, signs, 1, stiffness, num_nodes);
 }
 
+Eigen::SparseMatrix<double> apply_modification(const Eigen::SparseMatrix<double>& K, const FactorModification& mod) {
+  if (K.rows() != K.cols())
+    throw SolverError(fmt::format("apply_modification: K is {} x {}, not square", K.rows(), K.cols()));
+  if (mod.new_dofs < 0) throw SolverError("apply_modification: negative number of new unknowns");
+  const auto n = static_cast<int>(K.rows()) + mod.new_dofs;
+  auto check = [&](int row, double value) {
+    if (row < 0 || row >= n) throw SolverError(fmt::format("apply_modification: unknown {} outside [0, {})", row, n));
+    if (!std::isfinite(value)) throw SolverError("apply_modification: a non-finite value");
+  };
+  std::vector<Eigen::Triplet<double>> delta;
+  auto add_column = [&](const SparseColumn& c, double sign) {
+    if (c.rows.size() != c.values.size())
+      throw SolverError("apply_modification: a column's rows and values differ in length");
+    for (size_t a = 0; a < c.rows.size(); ++a) check(c.rows[a], c.values[a]);
+    for (size_t a = 0; a < c.rows.size(); ++a)
+      for (size_t b = 0; b < c.rows.size(); ++b)
+        delta.emplace_back(c.rows[a], c.rows[b], sign * c.values[a] * c.values[b]);
+  };
+  for (const SparseColumn& c : mod.added) add_column(c, 1.0);
+  for (const SparseColumn& c : mod.removed) add_column(c, -1.0);
+  for (const Eigen::Triplet<double>& t : mod.change) {
+    check(t.row(), t.value());
+    check(t.col(), t.value());
+    delta.push_back(t);
+    if (t.row() != t.col()) delta.emplace_back(t.col(), t.row(), t.value());
+  }
+  Eigen::SparseMatrix<double> dK(n, n);
+  dK.setFromTriplets(delta.begin(), delta.end());
+  Eigen::SparseMatrix<double> grown = K;
+  grown.conservativeResize(n, n);
+  Eigen::SparseMatrix<double> out = grown + dK;
+  out.makeCompressed();
+  return out;
+}
+
 }  // namespace xpd

@@ -46,6 +46,14 @@ FactorModification excision_modification(const ExcisionEvent& event, const TetMe
 /// [0, num_nodes), or two ends that are the same point (the column would be zero).
 SparseColumn spring_column(const PointSpring& spring, int num_nodes);
 
+/// The matrix a modification describes: K_new = K ⊕ 0 (new_dofs zero rows and columns appended) +
+/// Σ_added w wᵀ − Σ_removed w wᵀ + the entrywise change (each off-diagonal entry mirrored), as
+/// DynamicLdlt::modify applies it to its factor. Both triangles are stored, as build_model's K.
+/// Entries the change cancels keep their round-off residue (no pruning). Costs O(nnz(K) + |ΔK|),
+/// against the O(#T) terms and a 16·#T-triplet sort of an assembly. Throws SolverError for a
+/// non-square K, negative new_dofs, an index out of [0, n_new) or a non-finite value.
+Eigen::SparseMatrix<double> apply_modification(const Eigen::SparseMatrix<double>& K, const FactorModification& mod);
+
 /// The column √c·b of an attachment (a zero-rest-length spring to a target, AttachmentTerm's
 /// c·b bᵀ): a skin hook when added, an attachment released by undermining when removed. Throws
 /// SolverError like spring_column.

@@ -539,6 +539,50 @@ TEST(SurgeryScene, AHookPullsLikeAKeyframedAttachmentOfItsPoint) {
   EXPECT_LT((a.positions() - free.positions()).cwiseAbs().maxCoeff(), 1e-6 * sag);
 }
 
+// A "release" event naming a hook's event index lets go of the hook like its release_frame (the
+// same frames, bit for bit: how the live viewer's Release button works); a release naming anything
+// but an earlier, unreleased hook is refused by name when the scene is loaded.
+TEST(SurgeryScene, AReleaseEventLetsGoOfAHookLikeItsReleaseFrame) {
+  const json hook = json::parse(R"({ "tool": "hook", "frames": [1, 4], "point": [0.6, 0.2, 0.2],
+      "target": [0.6, 0.2, 0.3], "stiffness": 1e8 })");
+  json by_frame = bar_scene(false, 0.6), by_event = bar_scene(false, 0.6);
+  json timed = hook;
+  timed["release_frame"] = 7;
+  by_frame["surgery"] = {{"events", {timed}}};
+  by_event["surgery"] = {{"events", {hook, {{"tool", "release"}, {"frame", 7}, {"hook", 0}}}}};
+  SceneSimulation a = make_sim(by_frame), b = make_sim(by_event);
+  for (int f = 1; f <= 8; ++f) {
+    ASSERT_TRUE(a.advance(f).converged) << "frame " << f;
+    ASSERT_TRUE(b.advance(f).converged) << "frame " << f;
+    EXPECT_TRUE(a.positions() == b.positions()) << "frame " << f;
+    EXPECT_EQ(a.surgery_frame().attachments_released, b.surgery_frame().attachments_released) << "frame " << f;
+  }
+  EXPECT_EQ(b.surgery()->num_attachments(), a.surgery()->num_attachments());
+  const auto message = [&](const json& events) -> std::string {
+    json j = bar_scene(false, 0.6);
+    j["surgery"] = {{"events", events}};
+    try {
+      (void)make_sim(j);
+    } catch (const SceneError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const json release = {{"tool", "release"}, {"frame", 7}, {"hook", 0}};
+  json late = release;
+  late["frame"] = 1;
+  EXPECT_NE(message({hook, late}).find("not before the release's frame"), std::string::npos);
+  EXPECT_NE(message({timed, release}).find("release_frame"), std::string::npos);
+  EXPECT_NE(message({hook, release, release}).find("already"), std::string::npos);
+  json not_a_hook = release;
+  not_a_hook["hook"] = 1;
+  EXPECT_NE(message({hook, not_a_hook}).find("is not a hook"), std::string::npos);
+  json both = release;
+  both["selection"] = "all";
+  EXPECT_NE(message({hook, both}).find("exactly one of"), std::string::npos);
+  EXPECT_EQ(message({hook, release}), "");
+}
+
 // Sutures across the middle cut of the clamped bar (ends 0.01 on either side of the cut face, in
 // the tets next to it): once the halves hang apart, each stitch holds its two points together
 // (zero rest length: the distance drops from the open wound's to about force / stiffness);

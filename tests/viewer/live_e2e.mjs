@@ -2,8 +2,9 @@
 // playwright-core: a person's incision, made with real mouse clicks on the slab of
 // tests/viewer/live_slab.json (under lateral tension), goes through the page's picking, the POST to
 // /api/event and the session; the page then follows the new frame, whose topology changed (more
-// nodes, more boundary faces) and whose wound opened (every split node pair apart). A hook follows;
-// the session's events.json replayed by `xpd run --events` gives the same last frame.
+// nodes, more boundary faces) and whose wound opened (every split node pair apart). A hook follows,
+// then its Release button lets go of it; the session's events.json replayed by `xpd run --events`
+// gives the same last frame.
 // usage: node live_e2e.mjs XPD WORKDIR CHROMIUM SCENE
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -177,6 +178,14 @@ async function session(live) {
     check(cut.tool === 'cut' && cut.frame === 5 && dev < 0.02 && cut.sweep.every((s) => Math.abs(s[1] + 0.25) < 1e-3 && Math.abs(s[0]) < 1e-3),
       `events.json records the incision in rest space (path ${JSON.stringify(cut.path)}, ${dev.toExponential(1)} from the intended points)`);
 
+    // The highest point of the frame shown (the top face is y = 0.4 at rest; the hook pulls up).
+    const topOf = () => page.evaluate(() => {
+      const p = window.__xpdLive.currentFrame().vtu.points;
+      let top = -Infinity;
+      for (let i = 1; i < p.length; i += 3) top = Math.max(top, p[i]);
+      return top;
+    });
+    const unhooked = await topOf();
     // A hook on the flap's side, pulled up over 2 frames.
     await page.click('input[name="live-tool"][value="hook"]');
     await page.fill('#live-pull', '0.1');
@@ -186,6 +195,19 @@ async function session(live) {
     await page.waitForFunction(() => /^hook (applied|refused)/.test(document.getElementById('live-reply').textContent), null, { timeout: 60000 });
     check(/^hook applied at frame 6/.test(await page.textContent('#live-reply')), `the hook: "${await page.textContent('#live-reply')}"`);
     await page.waitForFunction(() => /^frame 7 \//.test(document.getElementById('frame-label').textContent), null, { timeout: 30000 });
+    // The hook's Release button: the flap lets go at frame 8 and returns to the quasistatic
+    // equilibrium it had before the hook (frame 5's, up to the solver's tolerance).
+    const held = await topOf();
+    const buttons = await page.$$eval('#live-hooks button', (bs) => bs.map((b) => b.textContent));
+    check(buttons.length === 1 && /^Release hook #\d+$/.test(buttons[0]), `one Release button for the hook (${JSON.stringify(buttons)})`);
+    await page.click('#live-hooks button');
+    await page.waitForFunction(() => /^release (applied|refused)/.test(document.getElementById('live-reply').textContent), null, { timeout: 60000 });
+    check(/^release applied at frame 8/.test(await page.textContent('#live-reply')), `the release: "${await page.textContent('#live-reply')}"`);
+    await page.waitForFunction(() => /^frame 8 \//.test(document.getElementById('frame-label').textContent), null, { timeout: 30000 });
+    const released = await topOf();
+    check(held > unhooked + 0.02 && Math.abs(released - unhooked) < 0.01 * (held - unhooked),
+      `the released flap is back where it was before the hook: highest point ${unhooked.toFixed(5)} (frame 5) -> ${held.toFixed(5)} (hooked) -> ${released.toFixed(5)} (released)`);
+    check((await page.$$('#live-hooks button')).length === 0, 'the released hook has no button any more');
     await page.screenshot({ path: join(work, 'live_after.png') });  // for a person looking into a failure
     check(errors.length === 0, `no page errors (${errors.join('; ')})`);
   } finally {
@@ -200,10 +222,10 @@ async function session(live) {
   const replay = spawnSync(xpd, ['run', scene, '--events', join(out, 'events.json'), '-o', join(work, 'replay'), '-q'], { encoding: 'utf8' });
   check(replay.status === 0, `xpd run --events replays the session (${replay.stderr.trim().split('\n').pop() || 'ok'})`);
   const load = (f) => { const buf = readFileSync(f); return parseVtu(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength)); };
-  const a = load(join(out, 'frames', '0007.vtu')), b = load(join(work, 'replay', 'frames', '0007.vtu'));
+  const a = load(join(out, 'frames', '0008.vtu')), b = load(join(work, 'replay', 'frames', '0008.vtu'));
   let diff = a.points.length === b.points.length ? 0 : Infinity;
   for (let i = 0; i < a.points.length && diff < Infinity; i++) diff = Math.max(diff, Math.abs(a.points[i] - b.points[i]));
-  check(diff === 0, `the replay's frame 7 equals the session's (max |dx| ${diff})`);
+  check(diff === 0, `the replay's frame 8 (after the release) equals the session's (max |dx| ${diff})`);
 }
 
 main().then(() => {

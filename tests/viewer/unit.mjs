@@ -192,7 +192,7 @@ check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) ===
 
 // --- live mode (live.js): a click on a deformed boundary triangle mapped back to rest space
 {
-  const { restPick, insetPoint, incisionEvent, hookEvent, sutureEvent } = await import('../../viewer/src/live.js');
+  const { restPick, insetPoint, incisionEvent, hookEvent, sutureEvent, releaseEvent } = await import('../../viewer/src/live.js');
   // Rest triangle in z = 1 (outward normal +z), deformed by a stretch of 2 in x, a shear and a shift.
   const rest = [[0, 0, 1], [1, 0, 1], [0, 1, 1]];
   const F = (p) => [2 * p[0] + 0.5 * p[1] + 0.1, p[1] - 0.2, p[2] + 0.3];
@@ -225,6 +225,11 @@ check(fmtNum(1e-6) === '1e-6' && fmtNum(12.3456) === '12.346' && fmtNum(2e6) ===
   check(hk.tool === 'hook' && Math.abs(hk.target[2] - (hit[2] + 0.5 * pick.normal[2])) < 1e-12 && !('duration' in hk), 'live: a hook pulls along the deformed normal');
   const su = sutureEvent(pick, pick);
   check(su.tool === 'suture' && su.a.length === 3 && su.b.length === 3, 'live: suture event');
+  const rl = releaseEvent(3);
+  check(rl.tool === 'release' && rl.hook === 3 && Object.keys(rl).length === 2, `live: hook release event ${JSON.stringify(rl)}`);
+  threw = '';
+  try { releaseEvent(-1); } catch (e) { threw = e.message; }
+  check(/index/.test(threw), `live: a release needs a hook index (${threw})`);
 }
 
 // xpd render --view: the camera direction "x,y,z".

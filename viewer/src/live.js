@@ -3,7 +3,7 @@
 //   Incision: click points along the skin, then "Cut": a cut along the clicked polyline swept
 //             `depth` into the tissue (against the surface normal at each point, in rest space);
 //   Hook:     click a point: a skin hook that pulls it `pull` out along the surface normal over
-//             `frames` frames (and holds it);
+//             `frames` frames (and holds it); each hook placed gets a "Release hook #k" button;
 //   Suture:   click a point on each lip of a wound: a stitch between them.
 // Events are posted to api/event in the scene format of docs/scene-format.md §9b, in rest
 // coordinates (a clicked point is mapped back to rest space through its triangle: same barycentric
@@ -71,6 +71,12 @@ export function incisionEvent(picks, depth, frames = 1, split = false) {
   return ev;
 }
 
+/** The release of the hook placed by surgery event `index` (its springs removed at the next frame). */
+export function releaseEvent(index) {
+  if (!Number.isInteger(index) || index < 0) throw new Error('a hook release needs the hook event\'s index');
+  return { tool: 'release', hook: index };
+}
+
 /** The hook event at a pick, pulled `pull` out along the deformed normal over `frames` frames. */
 export function hookEvent(pick, pull, frames = 1) {
   const ev = { tool: 'hook', point: insetPoint(pick), target: pick.point.map((x, k) => x + pull * pick.normal[k]) };
@@ -94,6 +100,7 @@ export class LiveMode {
     this.known = this.meta.frames.length;
     this.tool = 'view';
     this.picks = [];
+    this.hooks = [];  // hooks placed in this page and not released: the event index the server gave each
     this.busy = false;
     this.lastReply = null;
     this.raycaster = new THREE.Raycaster();
@@ -120,6 +127,7 @@ export class LiveMode {
       <label title="cut through the tets (element splitting) instead of along their faces: scenes with an embedded surface"><input id="live-split" type="checkbox"> through tets</label>
       <div class="live-buttons"><button id="live-cut" type="button" disabled>Cut</button> <button id="live-clear" type="button">Clear</button></div>
       <div id="live-picks">no points</div>
+      <div id="live-hooks"></div>
       <div id="live-status"></div>
       <div id="live-reply"></div>`;
     this.el = (id) => p.querySelector(`#${id}`);
@@ -248,6 +256,9 @@ export class LiveMode {
       const body = await r.json().catch(() => ({}));
       this.lastReply = { status: r.status, body, event: ev };
       if (r.status === 200) {
+        if (ev.tool === 'hook') this.hooks.push(body.event);
+        if (ev.tool === 'release') this.hooks = this.hooks.filter((k) => k !== ev.hook);
+        this.drawHooks();
         this.setReply(`${ev.tool} applied at frame ${body.frame}` + (body.faces_cut ? `: ${body.faces_cut} faces cut` : '') +
           (body.tets_split ? `: ${body.tets_split} tets split` : '') + ` (${body.nodes} nodes, ${body.tets} tets)`, false);
       } else if (r.status === 202) {
@@ -263,6 +274,15 @@ export class LiveMode {
       this.drawPicks();
       this.poll();
     }
+  }
+
+  /** One Release button per hook placed in the page: it posts a release of that hook's event. */
+  drawHooks() {
+    const el = this.el('live-hooks');
+    el.innerHTML = this.hooks.map((k) => `<button type="button" class="live-release" data-hook="${k}">Release hook #${k}</button>`).join(' ');
+    el.querySelectorAll('button').forEach((b) => b.addEventListener('click', () => {
+      if (!this.busy) this.send(releaseEvent(parseInt(b.dataset.hook, 10)));
+    }));
   }
 
   setReply(text, isError) {

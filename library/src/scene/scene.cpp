@@ -1004,8 +1004,12 @@ SurgeryEvent parse_surgery_event(const JsonReader& r, const Context& ctx) {
     if (e.sphere.has_value() == e.box.has_value()) r.fail("an excision needs exactly one of 'sphere' and 'box'");
   } else if (tool == "release") {
     e.tool = SurgeryEvent::Tool::Release;
-    r.allow_keys({"tool", "frame", "selection"});
-    e.selection = ctx.selection_ref(r.child("selection"));
+    r.allow_keys({"tool", "frame", "selection", "hook"});
+    if (r.has("selection") == r.has("hook")) r.fail("a release needs exactly one of 'selection' and 'hook'");
+    if (r.has("hook"))
+      e.hook = int_at_least(r.child("hook"), 0);
+    else
+      e.selection = ctx.selection_ref(r.child("selection"));
   } else if (tool == "hook") {
     e.tool = SurgeryEvent::Tool::Hook;
     r.allow_keys({"tool", "frame", "frames", "point", "target", "stiffness", "release_frame", "grip_radius"});

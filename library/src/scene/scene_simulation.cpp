@@ -27,6 +27,25 @@
 namespace xpd {
 namespace {
 
+// Why release event `i` of `events` cannot let go of the hook it names ("" when it can): the hook
+// must be a hook event placed at an earlier frame, without a release_frame, released by no other.
+std::string hook_release_problem(const std::vector<SurgeryEvent>& events, std::size_t i) {
+  const SurgeryEvent& e = events[i];
+  const auto k = static_cast<std::size_t>(e.hook);
+  if (e.hook < 0 || k >= events.size() || events[k].tool != SurgeryEvent::Tool::Hook)
+    return fmt::format("event {} is not a hook (surgery.events has {} events)", e.hook, events.size());
+  const SurgeryEvent& h = events[k];
+  if (h.first_frame >= e.first_frame)
+    return fmt::format("hook event {} is placed at frame {}, not before the release's frame {}", e.hook, h.first_frame,
+                       e.first_frame);
+  if (h.release_frame != 0)
+    return fmt::format("hook event {} is released at its release_frame {} already", e.hook, h.release_frame);
+  for (std::size_t j = 0; j < events.size(); ++j)
+    if (j != i && events[j].tool == SurgeryEvent::Tool::Release && events[j].hook == e.hook)
+      return fmt::format("hook event {} is released by event {} already", e.hook, j);
+  return "";
+}
+
 // Why a split cut or excision needs an embedded surface (after "needs " / "has ").
 constexpr const char* kSplitNeedsSurface =
     "an embedded surface (mesh.embedded_surface, or a lattice's): the split fragments overlap at rest, so the tet "
@@ -505,6 +524,12 @@ int SceneSimulation::add_surgery_event(const SurgeryEvent& event) {
         event.first_frame, event.last_frame, frames_done_));
   if (event.split && scene_.mesh.embedded_surface.empty())
     throw SceneError(scene_.file, "/surgery", std::string("a \"mode\": \"split\" event needs ") + kSplitNeedsSurface);
+  if (event.tool == SurgeryEvent::Tool::Release && event.hook >= 0) {
+    std::vector<SurgeryEvent> with = scene_.surgery->events;
+    with.push_back(event);
+    if (const std::string why = hook_release_problem(with, with.size() - 1); !why.empty())
+      throw SceneError(scene_.file, "/event/hook", why);
+  }
   scene_.surgery->events.push_back(event);
   cut_faces_.emplace_back();
   hook_keys_.emplace_back();
@@ -538,6 +563,10 @@ void SceneSimulation::check_surgery_scene() const {
   const auto refuse = [&](const std::string& what) {
     throw SceneError(scene_.file, "/surgery", "a surgery scene " + what);
   };
+  for (std::size_t i = 0; i < scene_.surgery->events.size(); ++i)
+    if (scene_.surgery->events[i].tool == SurgeryEvent::Tool::Release && scene_.surgery->events[i].hook >= 0)
+      if (const std::string why = hook_release_problem(scene_.surgery->events, i); !why.empty())
+        throw SceneError(scene_.file, "/surgery/events/" + std::to_string(i) + "/hook", why);
   if (scene_.collision && scene_.collision->start_frame != 1)
     throw SceneError(scene_.file, "/collision/start_frame",
                      "a surgery scene's collisions start at frame 1 (the proxies follow every event from the start)");
@@ -639,6 +668,20 @@ bool in_box(const std::optional<std::pair<Vec3, Vec3>>& box, const Vec3& p) {
 }
 
 }  // namespace
+
+bool SceneSimulation::release_hook_springs(std::size_t event) {
+  // An excision may have taken the hook with its tissue already.
+  std::vector<int> live;
+  for (const int key : hook_keys_[event])
+    if (surgery_->attachment_row(key) >= 0) live.push_back(key);
+  if (!live.empty()) {
+    surgery_->remove_attachments(live);
+    surgery_frame_.attachments_released += static_cast<int>(live.size());
+  }
+  hook_keys_[event].clear();
+  grip_start_[event].clear();
+  return !live.empty();
+}
 
 void SceneSimulation::apply_surgery_events(int frame) {
   surgery_frame_ = {};
@@ -793,6 +836,12 @@ void SceneSimulation::apply_surgery_events(int frame) {
           break;
         }
         case SurgeryEvent::Tool::Release: {
+          if (e.hook >= 0) {  // a hook placed by an earlier event (hook_release_problem checked it)
+            release_hook_springs(static_cast<std::size_t>(e.hook));
+            ++surgery_frame_.events;
+            ended = true;
+            break;
+          }
           const std::vector<int> nodes = select_nodes(e.selection, scene_.selections, mesh_);
           std::vector<char> in(static_cast<std::size_t>(mesh_.nodes.rows()), 0);
           for (int v : nodes) in[static_cast<std::size_t>(v)] = 1;
@@ -809,17 +858,7 @@ void SceneSimulation::apply_surgery_events(int frame) {
         }
         case SurgeryEvent::Tool::Hook: {
           if (release_hook) {
-            // An excision may have taken the hook with its tissue already.
-            std::vector<int> live;
-            for (const int key : hook_keys_[i])
-              if (surgery_->attachment_row(key) >= 0) live.push_back(key);
-            if (!live.empty()) {
-              surgery_->remove_attachments(live);
-              surgery_frame_.attachments_released += static_cast<int>(live.size());
-              ++surgery_frame_.events;
-            }
-            hook_keys_[i].clear();
-            grip_start_[i].clear();
+            if (release_hook_springs(i)) ++surgery_frame_.events;
             break;
           }
           if (frame != e.first_frame) break;  // placed once; set_frame_inputs moves its target

@@ -255,6 +255,11 @@ struct SurgeryEvent {
   /// Release: the attachments on this selection's nodes are removed (the tissue let go, e.g. the
   /// tissue under an undermined flap).
   std::string selection;
+  /// Release (instead of `selection`): the hook placed by surgery event #hook (0-based index into
+  /// surgery.events, a hook placed at an earlier frame, without a release_frame, released by no
+  /// other event) lets go: its springs are removed, as at a release_frame (how a hook placed in
+  /// the live viewer is released). −1: none.
+  int hook = -1;
   /// Hook: a zero-rest-length spring of `stiffness` from the material point at rest position
   /// `point` (in the tet containing it at first_frame) to a target that moves linearly from where
   /// that point is at first_frame to `target`, reached at last_frame and held; removed before

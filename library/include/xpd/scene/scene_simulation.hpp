@@ -177,6 +177,9 @@ class SceneSimulation {
   void select_device();
   void check_surgery_scene() const;
   void apply_surgery_events(int frame);
+  // Removes the springs hook event `event` placed that are still there (an excision may have taken
+  // some); true when it removed any.
+  bool release_hook_springs(std::size_t event);
   // The embedded surface's binding (and the per-tet materials) after an element split by `blade`
   // and/or an excision (in that order, as excise_inside makes them), for surgical event `event`.
   void follow_topology(const CutEvent* split, const ExcisionEvent* excision, const CutSurface* blade, int event);

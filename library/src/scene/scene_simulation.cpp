@@ -837,9 +837,10 @@ void SceneSimulation::apply_surgery_events(int frame) {
         }
         case SurgeryEvent::Tool::Release: {
           if (e.hook >= 0) {  // a hook placed by an earlier event (hook_release_problem checked it)
+            // As at the hook's release_frame: no fill check follows (the release only removes
+            // rank-1 columns), so both ways give the same frames.
             release_hook_springs(static_cast<std::size_t>(e.hook));
             ++surgery_frame_.events;
-            ended = true;
             break;
           }
           const std::vector<int> nodes = select_nodes(e.selection, scene_.selections, mesh_);

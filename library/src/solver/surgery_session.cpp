@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -744,7 +745,16 @@ FrameStats SurgerySession::step(double frame) {
 RefillResult SurgerySession::check_fill() {
   Impl& m = *impl_;
   if (!m.progressive()) return {};
-  const RefillResult r = m.factor.refill(m.model->matrix(), m.options.fill);
+  // The model's K is the previous one changed by each event (build_model's second form): where an
+  // event cancelled an entry (a face a cut separated) a round-off residue stays, which the fresh
+  // ordering would read as a coupling the cut removed. Off-diagonal entries below 1e-13 √(K_ii K_jj)
+  // go from the matrix the factor is analyzed (and, when the policy says so, refactored) from.
+  Eigen::SparseMatrix<double> A = m.model->matrix();
+  const Eigen::VectorXd d = A.diagonal();
+  A.prune([&](Eigen::Index i, Eigen::Index j, double v) {
+    return i == j || std::abs(v) > 1e-13 * std::sqrt(std::abs(d(i) * d(j)));
+  });
+  const RefillResult r = m.factor.refill(A, m.options.fill);
   if (r.refactored) ++m.stats.fill_refactors;
   m.stats.nnz_L = m.factor.info().nnz_L;
   return r;

@@ -207,7 +207,9 @@ class SurgerySession {
   const std::vector<ProxyContact>& contacts() const;
 
   /// The fill policy (progressive mode, between interactions): DynamicLdlt::refill of the current
-  /// matrix. In refactor mode nothing to do (returns a result with refactored = false).
+  /// matrix without the round-off residues of entries that events cancelled (off-diagonal entries
+  /// below 1e-13 √(K_ii K_jj)), so that the fresh ordering is the cut mesh's. In refactor mode
+  /// nothing to do (returns a result with refactored = false).
   RefillResult check_fill();
 
  private:

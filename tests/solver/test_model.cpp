@@ -150,3 +150,26 @@ TEST(SolverModel, AModelChangedByAnEventEqualsItsAssembly) {
   const Model regularized = build_model(free);
   EXPECT_TRUE(contains(error_of([&] { (void)build_model(free, regularized, FactorModification{}); }), "regularized"));
 }
+
+// Implicit Euler's share of a mass change, (after_i − before_i)/h² on the diagonal: appended to the
+// event's own entries, only for nodes whose mass changed, a new node counted from zero.
+TEST(SolverModel, TheMassChangeEntersTheDiagonalOverTheTimeStepSquared) {
+  FactorModification mod;
+  mod.new_dofs = 1;
+  mod.change.emplace_back(0, 1, 5.0);
+  const Eigen::VectorXd before = Eigen::Vector3d(1.0, 2.0, 3.0);
+  Eigen::VectorXd after(4);
+  after << 1.0, 2.5, 2.0, 0.75;
+  const FactorModification m = with_mass_change(mod, before, after, 0.5);
+  ASSERT_EQ(m.change.size(), 4u);
+  EXPECT_EQ(m.new_dofs, 1);
+  EXPECT_EQ(m.change[0].value(), 5.0);
+  const std::vector<std::pair<int, double>> expected = {{1, 2.0}, {2, -4.0}, {3, 3.0}};
+  for (size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_EQ(m.change[k + 1].row(), expected[k].first);
+    EXPECT_EQ(m.change[k + 1].col(), expected[k].first);
+    EXPECT_EQ(m.change[k + 1].value(), expected[k].second);
+  }
+  EXPECT_TRUE(contains(error_of([&] { (void)with_mass_change(mod, after, before, 0.5); }), "masses after"));
+  EXPECT_TRUE(contains(error_of([&] { (void)with_mass_change(mod, before, after, 0.0); }), "time step"));
+}

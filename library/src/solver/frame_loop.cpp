@@ -169,13 +169,13 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
   // the stagnation test stopped them unconverged (scenes/face_flap.json: about a thousand
   // iterations in each of three idle frames).
   if (s.converged_scale > scale && residual <= opt.rel_tolerance * s.converged_scale) scale = s.converged_scale;
-  // The strategy's round-off floor (0: none), taken at the start of the frame. A frame whose scale
-  // is itself round-off (no loads, and it starts at equilibrium: an idle frame between events) cannot
-  // meet a test relative to that scale; it converges within the stagnation band of its round-off
-  // estimate instead.
-  const double floor =
-      std::max(step.residual_floor(s),
-               scale <= kStagnationBand * st.roundoff_residual ? kStagnationBand * st.roundoff_residual : 0.0);
+  // The round-off floor, taken at the start of the frame: for a strategy that converges at round-off,
+  // and for a frame whose scale is itself round-off (no loads, and it starts at equilibrium: an idle
+  // frame between events), which cannot meet a test relative to that scale; both converge within
+  // the stagnation band of the round-off estimate instead.
+  const double floor = step.converges_at_roundoff() || scale <= kStagnationBand * st.roundoff_residual
+                           ? kStagnationBand * st.roundoff_residual
+                           : 0.0;
   auto converged = [&](double r) {
     return (r <= opt.rel_tolerance * scale || r <= opt.abs_tolerance || r <= floor) && step.at_target();
   };

@@ -233,11 +233,7 @@ Model detail::build_model(const ModelDesc& d, const Model* previous, const Facto
     if (d.integrator == Integrator::ImplicitEuler) {
       if (previous->integrator() != Integrator::ImplicitEuler || previous->time_step() != m.h_)
         throw SolverError("build_model: the previous model has another integrator or time step");
-      with_mass = *change;
-      for (int i = 0; i < nv; ++i) {
-        const double before = i < previous->num_nodes() ? previous->masses()(i) : 0.0;
-        if (m.masses_(i) != before) with_mass.change.emplace_back(i, i, (m.masses_(i) - before) / (m.h_ * m.h_));
-      }
+      with_mass = with_mass_change(*change, previous->masses(), m.masses_, m.h_);
       c = &with_mass;
     }
     m.K_ = apply_modification(previous->matrix(), *c);

@@ -393,12 +393,7 @@ struct SurgerySession::Impl {
       for (size_t k = 0; k < copy_of.size(); ++k)
         s.velocity.row(n0 + static_cast<Eigen::Index>(k)) = state.velocity.row(copy_of[k]);
       if (progressive()) {
-        with_mass = mod;
-        const double inv_h2 = 1.0 / (m->time_step() * m->time_step());
-        for (Eigen::Index i = 0; i < m->num_nodes(); ++i) {
-          const double before = i < n0 ? model->masses()[i] : 0.0, delta = m->masses()[i] - before;
-          if (delta != 0.0) with_mass.change.emplace_back(static_cast<int>(i), static_cast<int>(i), delta * inv_h2);
-        }
+        with_mass = with_mass_change(mod, model->masses(), m->masses(), m->time_step());
         change = &with_mass;
       }
     }

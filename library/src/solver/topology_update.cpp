@@ -182,4 +182,19 @@ Eigen::SparseMatrix<double> apply_modification(const Eigen::SparseMatrix<double>
   return out;
 }
 
+FactorModification with_mass_change(const FactorModification& mod, const Eigen::VectorXd& before,
+                                    const Eigen::VectorXd& after, double h) {
+  if (after.size() < before.size())
+    throw SolverError(
+        fmt::format("with_mass_change: {} masses after the change, {} before", after.size(), before.size()));
+  if (!(h > 0.0) || !std::isfinite(h)) throw SolverError(fmt::format("with_mass_change: time step {} is not > 0", h));
+  FactorModification out = mod;
+  const double h2 = h * h;
+  for (Eigen::Index i = 0; i < after.size(); ++i) {
+    const double delta = after(i) - (i < before.size() ? before(i) : 0.0);
+    if (delta != 0.0) out.change.emplace_back(static_cast<int>(i), static_cast<int>(i), delta / h2);
+  }
+  return out;
+}
+
 }  // namespace xpd

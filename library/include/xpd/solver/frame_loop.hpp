@@ -27,10 +27,10 @@
 //      step.at_target();
 //   4. converged: ||f|| ≤ rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
 //      converged frame's scale, State::converged_scale, when ||f_start|| is already within
-//      rel_tolerance of that: a frame where nothing moved), or ≤ abs_tolerance, or ≤ the strategy's round-off
-//      floor (GlobalStep::residual_floor, taken at the start of the frame), or, when the scale itself
-//      is within 4 × the round-off estimate (FrameStats::roundoff_residual: a frame without loads
-//      that starts at equilibrium), ≤ 4 × that estimate;
+//      rel_tolerance of that: a frame where nothing moved), or ≤ abs_tolerance, or ≤ 4 × the round-off estimate
+//      taken at the start of the frame (FrameStats::roundoff_residual) when the strategy
+//      converges_at_roundoff() or when the scale itself is within 4 × that estimate (a frame without
+//      loads that starts at equilibrium);
 //   5. implicit Euler: v = (x − x_start)/h; statistics; ++state.frame; step.end_frame().
 //
 // Strategies to come plug in here: an IPC barrier step (line_search() with a CCD-bounded
@@ -68,11 +68,13 @@ class GlobalStep {
   virtual double evaluate(State& state, FrameStats& stats) = 0;
   /// The plain global step from state.x, with state.force = f(x) of the last evaluate() at x.
   virtual void iterate(State& state, FrameStats& stats) = 0;
-  /// Residual below which the frame counts as converged whatever its relative tolerance, taken at
-  /// the start of the frame (after begin_frame): the round-off level of the strategy's forces.
-  /// 0 = none (plain PD). The collision step uses 1e-13 · max|diag K| · ||x||: a frame that starts
-  /// at equilibrium has a residual of pure round-off that no iteration reduces relative to itself.
-  virtual double residual_floor(const State&) const { return 0.0; }
+  /// true: a frame converges once ||f|| is within 4 × the round-off estimate of its start
+  /// (FrameStats::roundoff_residual, ε ||(K_ii |x_i|)_i||) whatever its relative tolerance. The
+  /// collision step says so: its frames can start at equilibrium with a residual of pure round-off
+  /// (an idle frame between events) or ask for more than double precision resolves under stiff
+  /// attachments and contact springs. false (plain PD): only a frame whose scale is itself round-off
+  /// converges there (step 4 above).
+  virtual bool converges_at_roundoff() const { return false; }
   /// Largest admissible fraction of the step δ from state.x_prev (CCD for barriers); 1 = none.
   virtual double max_step_fraction(const State&) { return 1.0; }
   /// End of a frame (final statistics of the strategy, e.g. contacts).

@@ -54,6 +54,14 @@ SparseColumn spring_column(const PointSpring& spring, int num_nodes);
 /// non-square K, negative new_dofs, an index out of [0, n_new) or a non-finite value.
 Eigen::SparseMatrix<double> apply_modification(const Eigen::SparseMatrix<double>& K, const FactorModification& mod);
 
+/// `mod` plus implicit Euler's share of a change of the lumped masses: ΔM/h² on the diagonal
+/// (K = Σ w GᵀG + M/h²), (after_i − before_i)/h² for every node whose mass changed; a node beyond
+/// `before` (a new unknown) had none. The one definition of this share for build_model's second
+/// form (K) and the surgery session (its factor), so that the two stay equal bit for bit. Throws
+/// SolverError when `after` is shorter than `before` or h is not finite and > 0.
+FactorModification with_mass_change(const FactorModification& mod, const Eigen::VectorXd& before,
+                                    const Eigen::VectorXd& after, double h);
+
 /// The column √c·b of an attachment (a zero-rest-length spring to a target, AttachmentTerm's
 /// c·b bᵀ): a skin hook when added, an attachment released by undermining when removed. Throws
 /// SolverError like spring_column.

@@ -113,6 +113,7 @@ struct Scene {
 
 // Box ids of the benchmark: vertices [0, nV), edges [nV, nV + nE) (igl::edges order), then faces.
 TEST(BroadPhase, EveryTrulyCollidingBenchmarkPairIsACandidate) {
+  XPD_SKIP_IN_SANITIZER_STAGE("77 s under ASan; the sweep runs there in BroadPhase.SweepEqualsBruteForce*");
   const Scene scenes[] = {{"cloth-funnel", "227.ply", "228.ply", "227"},
                           {"rod-twist", "3036.ply.gz", "3037.ply.gz", "3036"},
                           {"armadillo-rollers", "326.ply", "327.ply", "326"},
@@ -226,6 +227,8 @@ TEST(BroadPhase, KinematicPairsAreFilteredByVertexIndex) {
 // queries such as a solver makes: many short steps (served from the cache), long ones (rebuild),
 // static queries at several inflations, and kinematic vertices with and without mixed_only.
 TEST(BroadPhase, CandidateCacheEqualsTheSweepOverAWalkOfSteps) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "94 s under ASan; the candidate cache runs there in the IPC scene tests (SceneIpc.Lips*)");
   const Frames fr = load_frames("cloth-funnel", "227.ply", "228.ply");
   const double diag = (fr.x0.colwise().maxCoeff() - fr.x0.colwise().minCoeff()).norm();
   const double dhat = 1e-4 * diag;

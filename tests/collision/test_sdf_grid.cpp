@@ -150,6 +150,9 @@ TEST(CollisionSdfGrid, MatchesBruteForceDistanceOnRealSurface) {
 }
 
 TEST(CollisionSdfGrid, SignOfRealArmMatchesRayOracle) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "45 s under ASan (a ray-cast oracle over the arm); the grid's sign runs there in "
+      "CollisionSdfGrid.SphereMatches*");
   const SurfaceMesh s = test::read_test_surface(test::data_path("libigl-tutorial-data/arm.obj"));
   ASSERT_TRUE(is_closed_manifold(s.triangles));
   SdfGridOptions o;

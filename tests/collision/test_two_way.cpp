@@ -19,6 +19,7 @@
 #include "collision/collision_fixtures.hpp"
 #include "collision/exact_intersection.hpp"
 #include "collision/two_way_audit.hpp"
+#include "test_util.hpp"
 
 namespace xpd {
 namespace {
@@ -236,6 +237,9 @@ TEST(TwoWay, KinematicObstacleStopsABody) {
 // δ, the tets stay positive and every step passes the audit; the paper's per-vertex α is run
 // beside them for the record (it squeezes pairs).
 TEST(TwoWay, TunnelledTargetOfAStackedPlateConverges) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "113 s under ASan; the forward rules and the audit run there in "
+      "TwoWay.EmbeddedSurfacesProjectThroughTheirWeights and TwoWay.HeadOnSpheres*");
   const TetMesh a = make_box(7, 7, 2, Vec3(0, 0, 0), Vec3(1, 1, 0.01));
   const TetMesh b = make_box(7, 7, 2, Vec3(0, 0, 0.03), Vec3(1, 1, 0.04));
   const auto na = static_cast<int>(a.nodes.rows());

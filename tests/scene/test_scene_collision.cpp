@@ -348,6 +348,9 @@ TEST(SceneCollision, SelfContactFramesConvergeWithTwoSidedSprings) {
 // first touch, which moves the lips' equilibrium by ~1e-3 of the largest displacement (the held
 // pairing acts like static friction within a frame: see CollisionOptions::hold_self_contact_pairing).
 TEST(SceneCollision, SelfContactMethodsReachTheSameEquilibrium) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "every self-contact method to a tight tolerance; self contact runs there in "
+      "SceneCollision.SelfContactFramesConverge*");
   const int frames = 6;  // contacts from frame 5
   Points x[3];
   const char* methods[3] = {"schur", "schur", "full_refactor"};
@@ -496,6 +499,9 @@ double renumbered_run_difference(const json& j, const std::string& dir, const st
 // node, to 1e-8 of the bounding-box diagonal (both runs converged to 1e-10; the orderings of the
 // factorization, the contact search and the held pairings all follow the numbering).
 TEST(SceneCollision, RenumberedMeshGivesTheSameResults) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "57 s under ASan (the elbow twice); the same frames run there in "
+      "SceneCollision.InnerIterationsReduceTheElbowResidual");
   json j = lips("schur", 1e-10);
   j["solver"]["max_iterations"] = 3000;
   const double worst = renumbered_run_difference(j, ".", "lips", 7, json::object());
@@ -510,6 +516,9 @@ TEST(SceneCollision, RenumberedMeshGivesTheSameResults) {
 // pins down: the shipped elbow's stiff bones and strain limits leave two numberings 1e-6 of the
 // diagonal apart at a relative residual of 1e-10 even before any contact (docs/validation.md §5).
 TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "the embedded elbow twice; its collision path runs there in "
+      "SceneCollision.InnerIterationsReduceTheElbowResidual");
   const std::string root = XPD_SOURCE_DIR;
   json j = read_json(root + "/tests/data/regression/scenes/elbow_v1.json");
   j["outputs"] = json::object();
@@ -536,11 +545,9 @@ TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
 // lips touch stays within 1% of the mean edge. (Frames 7-15, the lips pressed together, do not yet
 // reach the scene's tolerance: docs/validation.md §5, "The face".)
 TEST(SceneCollision, FaceJawClosesWithoutInversionUpToTheLipsMeeting) {
-#if defined(__SANITIZE_ADDRESS__)
-  // 37 s in the plain build, 360 s under AddressSanitizer (mostly the 17M-node rest SDF of the
-  // scene's 8e-4 cell); the shell itself is checked under the sanitizers by MeshShell.*.
-  GTEST_SKIP() << "too slow under AddressSanitizer (360 s measured); the plain build runs it";
-#endif
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "360 s under ASan (mostly the 17M-node rest SDF of the scene's 8e-4 cell); the "
+      "shell runs there in MeshShell.*");
   SceneSimulation sim(load_scene(std::string(XPD_SOURCE_DIR) + "/scenes/face_jaw.json"));
   const double h = mean_edge_length(sim.mesh().nodes, sim.mesh().tets);
   // The chin's skin vertex: the lowest of the face at x ≈ 0, in front.

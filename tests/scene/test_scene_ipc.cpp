@@ -114,11 +114,9 @@ TEST(SceneIpc, LipsWithAndersonReachThePlainEquilibriumWithoutIntersection) {
 // around the mouth never intersects itself (exact rational test over the contact surface after
 // every frame), and the lips come within d̂ of each other.
 TEST(SceneIpc, FaceMouthClosesWithoutIntersection) {
-#if defined(__SANITIZE_ADDRESS__)
-  // 50 s in the plain build; kept out of the sanitizer stage for its time. The same solver and
-  // intersection oracle run under the sanitizers in the lips test above.
-  GTEST_SKIP() << "55K-tet face: run by the plain build only";
-#endif
+  XPD_SKIP_IN_SANITIZER_STAGE(
+      "the 55K-tet face, 50 s in the plain build; the same solver and intersection "
+      "oracle run there in the lips tests above");
   SceneSimulation sim(load_scene(std::string(XPD_SOURCE_DIR) + "/scenes/face_ipc.json"));
   ASSERT_TRUE(sim.collision() && sim.collision()->ipc);
   const SceneCollision& c = *sim.collision();

@@ -19,7 +19,7 @@ def load(name):
     return module
 
 
-@pytest.mark.skipif(UNDER_ASAN, reason="the armadillo example: 14 s optimized, 244 s under AddressSanitizer; the "
+@pytest.mark.skipif(UNDER_ASAN, reason="the armadillo example: 14 s optimized, 244 s under AddressSanitizer (with a build beside it); the "
                     "layer's gradients run there in test_torch_layer.py (octopus-low and the small cases)")
 def test_armadillo_recovers_its_actuation(data_dir, tmp_path, capsys):
     # Exit status 0 means the surface error is within 1e-4 of the bounding-box diagonal.

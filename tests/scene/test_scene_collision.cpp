@@ -544,7 +544,13 @@ TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
 // every frame converges with no inverted tet, the chin follows the jaw hinge, and whatever the
 // lips touch stays within 1% of the mean edge. (Frames 7-15, the lips pressed together, do not yet
 // reach the scene's tolerance: docs/validation.md §5, "The face".)
-TEST(SceneCollision, FaceJawClosesWithoutInversionUpToTheLipsMeeting) {
+// The shipped face (scenes/face_jaw.json) through the frames where the lips meet and press
+// (contacts from frame 7): every frame converges to the scene's 1e-7 with the half-space contact
+// springs (with the zero-rest-length springs frames 7-16 stopped at 800 iterations), and no tet
+// inverts. Penetration is checked where there is no contact yet (frames 1-4): with contact the
+// reported depth reaches 39% of the mean edge where proxies slide along the other lip's
+// tangent planes (docs/validation.md §5, "The face"), which the 1% does not allow yet.
+TEST(SceneCollision, FaceJawConvergesWithoutInversionAsTheLipsMeet) {
   XPD_SKIP_IN_SANITIZER_STAGE(
       "360 s under ASan (mostly the 17M-node rest SDF of the scene's 8e-4 cell); the "
       "shell runs there in MeshShell.*");
@@ -557,21 +563,27 @@ TEST(SceneCollision, FaceJawClosesWithoutInversionUpToTheLipsMeeting) {
         sim.mesh().nodes(v, 1) < sim.mesh().nodes(chin, 1))
       chin = v;
   const Vec3 rest = sim.mesh().nodes.row(chin).transpose();
-  for (int f = 1; f <= 4; ++f) {
+  const Vec3 pivot(0, 0.01669, -0.01357);
+  for (int f = 1; f <= 8; ++f) {
     SCOPED_TRACE("frame " + std::to_string(f));
     const FrameStats st = sim.advance(f);
     EXPECT_TRUE(st.converged) << st.iterations << " iterations, relative residual "
                               << st.residual / std::max(st.initial_residual, st.load_scale);
     EXPECT_GT(min_volume_ratio(sim), 0.0);
     ASSERT_TRUE(sim.collision_stats().has_value());
-    EXPECT_LE(sim.collision_stats()->max_penetration, 0.01 * h);
+    if (f <= 4) {
+      EXPECT_LE(sim.collision_stats()->max_penetration, 0.01 * h);  // before the lips meet
+    }
+    if (f >= 7) {
+      EXPECT_GT(sim.collision_stats()->active_proxies, 0);  // the lips touch
+    }
+    if (f != 4) continue;
+    // After 4/8 of the 17° turn the chin has moved up and back as the jaw carries it (it hangs in
+    // the flesh, so it lags the bone: at least half the rigid motion of its rest position).
+    const Vec3 rigid = Eigen::AngleAxisd(-17.0 * 4 / 8 * M_PI / 180, Vec3::UnitX()) * (rest - pivot) + pivot;
+    const Vec3 moved = sim.positions().row(chin).transpose();
+    report_value("face: chin motion / rigid jaw motion",
+                 (moved - rest).dot((rigid - rest).normalized()) / (rigid - rest).norm());
+    EXPECT_GT((moved - rest).dot((rigid - rest).normalized()), 0.5 * (rigid - rest).norm());
   }
-  // After 4/8 of the 17° turn the chin has moved up and back as the jaw carries it (it hangs in
-  // the flesh, so it lags the bone: at least half the rigid motion of its rest position).
-  const Vec3 pivot(0, 0.01669, -0.01357);
-  const Vec3 rigid = Eigen::AngleAxisd(-17.0 * 4 / 8 * M_PI / 180, Vec3::UnitX()) * (rest - pivot) + pivot;
-  const Vec3 moved = sim.positions().row(chin).transpose();
-  report_value("face: chin motion / rigid jaw motion",
-               (moved - rest).dot((rigid - rest).normalized()) / (rigid - rest).norm());
-  EXPECT_GT((moved - rest).dot((rigid - rest).normalized()), 0.5 * (rigid - rest).norm());
 }

@@ -258,6 +258,85 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
   EXPECT_LT(depth[1], 0.05 * depth[0]);
 }
 
+// A self contact held fixed (FixedContactDetector): the top-centre proxy of the slab paired with
+// the centroid q of a tet near the slab's corner, d = x_p − q. The half-space spring
+// (CollisionOptions::self_contact_half_space) is the PD projection of d onto n·d ≥ 0, min(0, n·d) n:
+// with n = −d/|d| at the start it is d itself, so one iteration equals the zero-rest-length spring's;
+// with the plane saying "outside" (n·d > 0: a proxy that slid along the other side's tangent plane
+// and off it) it has no force at all, where the spring still pulls p towards q; and its equilibrium is the same
+// through the Schur complement as through the full sparse refactorization (baseline a).
+TEST(CollisionSolver, HalfSpaceSelfContactIsTheProjectionOntoTheTangentPlane) {
+  SlabCase c;
+  const Tets& tets = c.mesh.tets;
+  auto centroid = [&](int t) {
+    Vec3 m = Vec3::Zero();
+    for (int a = 0; a < 4; ++a) m += 0.25 * c.mesh.nodes.row(tets(t, a)).transpose();
+    return m;
+  };
+  int p = 0;
+  for (int i = 0; i < c.proxies.size(); ++i)
+    if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
+        (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
+      p = i;
+  int S = 0;
+  for (int t = 0; t < tets.rows(); ++t)
+    if ((centroid(t) - Vec3(0.2, 0.2, 0.45)).norm() < (centroid(S) - Vec3(0.2, 0.2, 0.45)).norm()) S = t;
+  const Vec3 q = centroid(S);
+  const Vec3 d = c.proxies.rest.row(p).transpose() - q;
+  ASSERT_GT(d.norm(), 0.3);
+  auto contact = [&](const Vec3& normal) {
+    ProxyContact ct;
+    ct.proxy = p;
+    ct.source = ProxyContact::Source::Self;
+    ct.surface_tet = S;
+    ct.surface_weights = Vec4::Constant(0.25);
+    ct.target = q;
+    ct.normal = normal;
+    ct.depth = d.norm();
+    return ct;
+  };
+  // Frame 1 from rest with the contact held: `k` iterations, or to 1e-10.
+  auto frame = [&](const ProxyContact& ct, bool half_space, CollisionMethod method, int k, int* iterations_done) {
+    FixedContactDetector fixed({ct});
+    CollisionOptions o = options(method);
+    o.stiffness = 1e3;
+    o.self_contact_half_space = half_space;
+    o.region_tets = {S};
+    CollisionSolver solver(c.model, c.proxies, c.region, fixed, o);
+    State st = make_state(c.model);
+    SolverOptions so = iterations(k, k > 1 ? 1e-10 : 0.0);
+    so.anderson = k > 1;
+    const CollisionFrameStats fs = solver.step(st, so, 1.0);
+    if (k > 1) {
+      EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
+    }
+    if (iterations_done) *iterations_done = fs.pd.iterations;
+    return Points(st.x);
+  };
+  const Points spring1 = frame(contact(-d.normalized()), false, CollisionMethod::Schur, 1, nullptr);
+  const Points along1 = frame(contact(-d.normalized()), true, CollisionMethod::Schur, 1, nullptr);
+  const double step = (spring1 - c.mesh.nodes).rowwise().norm().maxCoeff();
+  EXPECT_GT(step, 1e-3);  // the contact moves the slab
+  EXPECT_LT(max_row_diff(spring1, along1), 1e-12 * step);
+  // n at 45° to d, n·d > 0: the proxy is on the free side of the plane; the rest state is already
+  // the equilibrium.
+  const Vec3 tangent = (d.cross(Vec3::UnitZ()).normalized() + d.normalized()).normalized();
+  int its = -1;
+  const Points slid = frame(contact(tangent), true, CollisionMethod::Schur, 2000, &its);
+  EXPECT_EQ(its, 0);
+  EXPECT_EQ((slid - c.mesh.nodes).cwiseAbs().maxCoeff(), 0.0);
+  const Points slid_spring = frame(contact(tangent), false, CollisionMethod::Schur, 1, nullptr);
+  EXPECT_LT(max_row_diff(slid_spring, spring1), 1e-12 * step);  // the full spring ignores n
+  // The equilibrium of the half-space spring: Schur complement = full sparse refactorization.
+  const Points schur = frame(contact(-d.normalized()), true, CollisionMethod::Schur, 2000, nullptr);
+  const Points full = frame(contact(-d.normalized()), true, CollisionMethod::FullRefactor, 2000, nullptr);
+  const double moved = (schur - c.mesh.nodes).rowwise().norm().maxCoeff();
+  EXPECT_LT(max_row_diff(schur, full), 1e-8 * moved);
+  // ... and not the spring's: the contact force stays along the first normal while d turns.
+  const Points spring = frame(contact(-d.normalized()), false, CollisionMethod::Schur, 2000, nullptr);
+  EXPECT_GT(max_row_diff(schur, spring), 1e-3 * moved);
+}
+
 TEST(CollisionSolver, GuardsAndBudget) {
   SlabCase c;
   CollisionOptions bad = options(CollisionMethod::Schur);

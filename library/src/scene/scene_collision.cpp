@@ -296,6 +296,7 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   co.schur.dense_memory_budget_bytes = static_cast<std::size_t>(cs.memory_budget_mb * 1024.0 * 1024.0);
   co.two_sided_self_contact = cs.two_sided_self_contact;
   co.hold_self_contact_pairing = cs.hold_self_contact_pairing;
+  co.self_contact_half_space = cs.self_contact_half_space;
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   sc->options = co;
   if (!model) return sc;

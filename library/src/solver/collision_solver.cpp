@@ -145,8 +145,12 @@ struct CollisionState::Impl {
   std::vector<int> spring_surface_tet;
   std::vector<Vec4> spring_surface_w;
   std::vector<Vec3> spring_offset;
+  // Per spring: the held contact normal of a half-space spring (self_contact_half_space; zero: the
+  // spring acts on all of d), whose vector is then min(0, n·d) n.
+  std::vector<Vec3> spring_normal;
   std::vector<int> last_surface_tet;  // per proxy: the surface of its last self contact (−1: none)
   std::vector<Vec4> last_surface_w;
+  std::vector<Vec3> last_surface_n;        // per proxy: the normal held with that pairing
   std::optional<SparseCholesky> refactor;  // baseline (a): analyzed on K, refactored per iteration
   bool refactor_pattern_is_k = true;       // false after an analysis with two-sided springs
   SchurWorkspace ws;
@@ -167,6 +171,7 @@ struct CollisionState::Impl {
     spring_surface_tet.clear();
     spring_surface_w.clear();
     spring_offset.clear();
+    spring_normal.clear();
   }
 
   Vec3 surface_point(const Points& x, int tet, const Vec4& w) const {
@@ -176,10 +181,12 @@ struct CollisionState::Impl {
     return q;
   }
 
-  // Spring i's vector d at x (see spring_offset).
+  // Spring i's vector at x: d (see spring_offset), or for a half-space spring d minus its
+  // projection onto the half-space n·d ≥ 0, min(0, n·d) n.
   Vec3 spring_vector(const Points& x, size_t i) const {
     Vec3 d = cm->proxy_position(x, spring_proxy[i]) - spring_offset[i];
     if (spring_surface_tet[i] >= 0) d -= surface_point(x, spring_surface_tet[i], spring_surface_w[i]);
+    if (const Vec3& n = spring_normal[i]; n != Vec3::Zero()) return std::min(0.0, n.dot(d)) * n;
     return d;
   }
 
@@ -200,13 +207,19 @@ struct CollisionState::Impl {
     spring_surface_tet.clear();
     spring_surface_w.clear();
     spring_offset.clear();
+    spring_normal.clear();
+    const bool half_space = cm->opt.self_contact_half_space;
     size_t c = 0, kept = 0;
     for (size_t i = 0; i < spring_proxy.size(); ++i) {
       const int p = spring_proxy[i];
       const auto pi = static_cast<size_t>(p);
       while (c < contacts.size() && contacts[c].proxy < p) ++c;
       const bool touching = c < contacts.size() && contacts[c].proxy == p;
-      if (!touching && ++out_count[pi] >= cm->opt.release_after) {
+      // A half-space spring is not released within the frame: outside its plane it has no force
+      // already, and releasing it lets a proxy on the contact boundary cycle (out for
+      // release_after detections, released, back in, paired afresh: the energy jumps each time).
+      const bool persists = half_space && last_surface_tet[pi] >= 0;
+      if (!touching && !persists && ++out_count[pi] >= cm->opt.release_after) {
         in_springs[pi] = 0;
         out_count[pi] = 0;
         last_surface_tet[pi] = -1;
@@ -216,10 +229,18 @@ struct CollisionState::Impl {
       const Vec3 xp = cm->proxy_position(x, p);
       if (!touching) {
         // Zero force; the same matrix row as while touching (a two-sided spring stays two-sided).
+        // A half-space spring keeps its plane: outside it, its force is zero already, and the
+        // detector and the plane disagree only by the surface's curvature over the slide.
         const int st = last_surface_tet[pi];
         spring_surface_tet.push_back(st);
         spring_surface_w.push_back(last_surface_w[pi]);
-        spring_offset.push_back(st >= 0 ? Vec3(xp - surface_point(x, st, last_surface_w[pi])) : xp);
+        if (half_space && st >= 0) {
+          spring_offset.push_back(Vec3::Zero());
+          spring_normal.push_back(last_surface_n[pi]);
+        } else {
+          spring_offset.push_back(st >= 0 ? Vec3(xp - surface_point(x, st, last_surface_w[pi])) : xp);
+          spring_normal.push_back(Vec3::Zero());
+        }
         continue;
       }
       const ProxyContact& ct = contacts[c];
@@ -234,10 +255,12 @@ struct CollisionState::Impl {
         if (!(cm->opt.hold_self_contact_pairing && last_surface_tet[pi] >= 0)) {
           last_surface_tet[pi] = ct.surface_tet;
           last_surface_w[pi] = ct.surface_weights;
+          last_surface_n[pi] = ct.normal;
         }
         spring_surface_tet.push_back(last_surface_tet[pi]);
         spring_surface_w.push_back(last_surface_w[pi]);
         spring_offset.push_back(Vec3::Zero());
+        spring_normal.push_back(half_space ? last_surface_n[pi] : Vec3::Zero());
       } else if (ct.source == ProxyContact::Source::Self) {
         // One-sided (two_sided_self_contact = false): both sides of a self-contact are proxies,
         // each pulled towards the other side's surface frozen in space; with full targets the two
@@ -247,11 +270,13 @@ struct CollisionState::Impl {
         spring_surface_tet.push_back(-1);
         spring_surface_w.push_back(Vec4::Zero());
         spring_offset.push_back(xp + 0.5 * (ct.target - xp));
+        spring_normal.push_back(Vec3::Zero());
       } else {
         last_surface_tet[pi] = -1;
         spring_surface_tet.push_back(-1);
         spring_surface_w.push_back(Vec4::Zero());
         spring_offset.push_back(ct.target);
+        spring_normal.push_back(Vec3::Zero());
       }
     }
     spring_proxy.resize(kept);
@@ -571,6 +596,7 @@ CollisionState::CollisionState(const CollisionModel& model, ContactDetector& det
   d.out_count.assign(static_cast<size_t>(cm.proxies.size()), 0);
   d.last_surface_tet.assign(static_cast<size_t>(cm.proxies.size()), -1);
   d.last_surface_w.assign(static_cast<size_t>(cm.proxies.size()), Vec4::Zero());
+  d.last_surface_n.assign(static_cast<size_t>(cm.proxies.size()), Vec3::Zero());
   d.fb = Points::Zero(cm.model->num_nodes(), 3);
   if (cm.opt.method == CollisionMethod::FullRefactor) {
     d.refactor.emplace(CholeskyBackend::Cholmod);

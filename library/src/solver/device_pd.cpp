@@ -47,6 +47,8 @@ std::unique_ptr<gpu::DeviceCollisionPd> make_device_collision_pd(const Collision
                                                                  const FrameInputs& inputs, int max_springs) {
   if (collision.options().method != CollisionMethod::Schur)
     throw GpuError("GPU collision PD: only the schur method runs on the device");
+  if (collision.options().self_contact_half_space)
+    throw GpuError("GPU collision PD: half-space self-contact springs (self_collision.half_space) run on the CPU only");
   const SchurFactorization* S = collision.schur();
   if (!S) throw GpuError("GPU collision PD: the collision region is empty");
   if (S->schur_inverse().rows() != S->m())

@@ -196,6 +196,7 @@ struct CollisionSettings {
   double self_margin = 0;  ///< self-collision contact margin [rest length], ≥ 0 (SelfCollisionOptions::margin)
   bool two_sided_self_contact = true;     ///< CollisionOptions::two_sided_self_contact
   bool hold_self_contact_pairing = true;  ///< CollisionOptions::hold_self_contact_pairing
+  bool self_contact_half_space = false;   ///< CollisionOptions::self_contact_half_space
   double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length
   /// First frame solved with collision handling; earlier frames are plain PD (the parts may pass
   /// through each other), e.g. for the disentangling test of Wang et al. 2021, §5.

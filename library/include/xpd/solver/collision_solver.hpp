@@ -104,6 +104,22 @@ struct CollisionOptions {
   /// along the surface as the proxy moves, which is not the gradient of an energy, and frames with
   /// many contacts can stall (scenes/elbow.json frame 22: 600 iterations, not converged).
   bool hold_self_contact_pairing = true;
+  /// With two_sided_self_contact: a self-contact spring acts only along the contact normal n made
+  /// with its pairing (the detector's direction from the proxy towards free space), the other side's
+  /// tangent plane at the paired point: c/2 min(0, n·d)² with d = x_p − B_p x, i.e. the PD projection
+  /// of d onto the half-space n·d ≥ 0, with the same matrix c (W_p − B_p)ᵀ(W_p − B_p). Once made, the
+  /// spring stays for the rest of the frame (release_after does not apply: outside its plane it has
+  /// no force). With hold_self_contact_pairing a frame then minimizes one C¹ energy, elastic +
+  /// Σ c/2 min(0, n_p·d_p)², whose only changes are new pairs. false: a zero-rest-length spring to
+  /// the paired point (d itself); its tangential part resists a proxy sliding from where it was
+  /// paired (static friction over the frame) until the detector finds it outside, when the force
+  /// drops to zero at once, and a proxy on the contact boundary cycles through release and a fresh
+  /// pairing: on scenes/face_jaw.json its contact frames stopped at 800 iterations (docs/validation.md
+  /// §5). The price: a plane is the other side's surface only near the paired point, so a proxy that
+  /// slides along it over a frame can end inside a curved other side (on the face, reported depths
+  /// up to 39% of the mean edge). The lips of scenes/lips.json converge faster without it (87 against 549
+  /// iterations), hence off by default.
+  bool self_contact_half_space = false;
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;

@@ -548,8 +548,8 @@ TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
 // (contacts from frame 7): every frame converges to the scene's 1e-7 with the half-space contact
 // springs (with the zero-rest-length springs frames 7-16 stopped at 800 iterations), and no tet
 // inverts. Penetration is checked where there is no contact yet (frames 1-4): with contact the
-// reported depth reaches 39% of the mean edge where proxies slide along the other lip's
-// tangent planes (docs/validation.md §5, "The face"), which the 1% does not allow yet.
+// reported depth reaches 39% of the mean edge next to the mouth's inner corners (docs/validation.md
+// §5, "The face"), which the 1% does not allow yet.
 TEST(SceneCollision, FaceJawConvergesWithoutInversionAsTheLipsMeet) {
   XPD_SKIP_IN_SANITIZER_STAGE(
       "360 s under ASan (mostly the 17M-node rest SDF of the scene's 8e-4 cell); the "

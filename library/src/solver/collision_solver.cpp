@@ -229,8 +229,8 @@ struct CollisionState::Impl {
       const Vec3 xp = cm->proxy_position(x, p);
       if (!touching) {
         // Zero force; the same matrix row as while touching (a two-sided spring stays two-sided).
-        // A half-space spring keeps its plane: outside it, its force is zero already, and the
-        // detector and the plane disagree only by the surface's curvature over the slide.
+        // A half-space spring keeps its plane: outside it, its force is zero already; where the
+        // detector and the plane disagree, the plane rules, so the frame keeps one energy.
         const int st = last_surface_tet[pi];
         spring_surface_tet.push_back(st);
         spring_surface_w.push_back(last_surface_w[pi]);

@@ -258,6 +258,33 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
   EXPECT_LT(depth[1], 0.05 * depth[0]);
 }
 
+Vec3 tet_centroid(const TetMesh& mesh, int t) {
+  Vec3 m = Vec3::Zero();
+  for (int a = 0; a < 4; ++a) m += 0.25 * mesh.nodes.row(mesh.tets(t, a)).transpose();
+  return m;
+}
+
+int nearest_tet(const TetMesh& mesh, const Vec3& at) {
+  int best = 0;
+  for (int t = 1; t < mesh.tets.rows(); ++t)
+    if ((tet_centroid(mesh, t) - at).norm() < (tet_centroid(mesh, best) - at).norm()) best = t;
+  return best;
+}
+
+// A self contact of proxy p with the centroid q of tet S (its material point), as the rest-pose
+// detector would report it, with the given normal.
+ProxyContact centroid_contact(const SlabCase& c, int p, int S, const Vec3& normal) {
+  ProxyContact ct;
+  ct.proxy = p;
+  ct.source = ProxyContact::Source::Self;
+  ct.surface_tet = S;
+  ct.surface_weights = Vec4::Constant(0.25);
+  ct.target = tet_centroid(c.mesh, S);
+  ct.normal = normal;
+  ct.depth = (ct.target - c.proxies.rest.row(p).transpose()).norm();
+  return ct;
+}
+
 // A self contact held fixed (FixedContactDetector): the top-centre proxy of the slab paired with
 // the centroid q of a tet near the slab's corner, d = x_p − q. The half-space spring
 // (CollisionOptions::self_contact_half_space) is the PD projection of d onto n·d ≥ 0, min(0, n·d) n:
@@ -267,34 +294,15 @@ TEST(CollisionSolver, PenetrationShrinksWithStiffness) {
 // through the Schur complement as through the full sparse refactorization (baseline a).
 TEST(CollisionSolver, HalfSpaceSelfContactIsTheProjectionOntoTheTangentPlane) {
   SlabCase c;
-  const Tets& tets = c.mesh.tets;
-  auto centroid = [&](int t) {
-    Vec3 m = Vec3::Zero();
-    for (int a = 0; a < 4; ++a) m += 0.25 * c.mesh.nodes.row(tets(t, a)).transpose();
-    return m;
-  };
   int p = 0;
   for (int i = 0; i < c.proxies.size(); ++i)
     if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
         (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
       p = i;
-  int S = 0;
-  for (int t = 0; t < tets.rows(); ++t)
-    if ((centroid(t) - Vec3(0.2, 0.2, 0.45)).norm() < (centroid(S) - Vec3(0.2, 0.2, 0.45)).norm()) S = t;
-  const Vec3 q = centroid(S);
-  const Vec3 d = c.proxies.rest.row(p).transpose() - q;
+  const int S = nearest_tet(c.mesh, Vec3(0.2, 0.2, 0.45));
+  const Vec3 d = c.proxies.rest.row(p).transpose() - tet_centroid(c.mesh, S);
   ASSERT_GT(d.norm(), 0.3);
-  auto contact = [&](const Vec3& normal) {
-    ProxyContact ct;
-    ct.proxy = p;
-    ct.source = ProxyContact::Source::Self;
-    ct.surface_tet = S;
-    ct.surface_weights = Vec4::Constant(0.25);
-    ct.target = q;
-    ct.normal = normal;
-    ct.depth = d.norm();
-    return ct;
-  };
+  auto contact = [&](const Vec3& normal) { return centroid_contact(c, p, S, normal); };
   // Frame 1 from rest with the contact held: `k` iterations, or to 1e-10.
   auto frame = [&](const ProxyContact& ct, bool half_space, CollisionMethod method, int k, int* iterations_done) {
     FixedContactDetector fixed({ct});
@@ -335,6 +343,56 @@ TEST(CollisionSolver, HalfSpaceSelfContactIsTheProjectionOntoTheTangentPlane) {
   // ... and not the spring's: the contact force stays along the first normal while d turns.
   const Points spring = frame(contact(-d.normalized()), false, CollisionMethod::Schur, 2000, nullptr);
   EXPECT_GT(max_row_diff(schur, spring), 1e-3 * moved);
+}
+
+// A detector that reports its contacts on the first `calls` detections of each frame only (the
+// proxy seen in contact early in a frame and not afterwards, as on a contact boundary).
+class FirstCallsDetector final : public ContactDetector {
+ public:
+  FirstCallsDetector(std::vector<ProxyContact> contacts, int calls) : contacts_(std::move(contacts)), calls_(calls) {}
+  void detect(const Points&, double frame, std::vector<ProxyContact>& contacts) override {
+    if (frame != frame_) frame_ = frame, seen_ = 0;
+    contacts.clear();
+    if (seen_++ < calls_) contacts = contacts_;
+  }
+
+ private:
+  std::vector<ProxyContact> contacts_;
+  int calls_;
+  double frame_ = -1;
+  int seen_ = 0;
+};
+
+// A half-space spring stays for the rest of its frame once made: with the contact reported on the
+// first two detections only, the frame reaches the equilibrium of the contact reported throughout
+// (the plane still says "inside"), where the default spring is released after release_after
+// detections out of contact and the slab returns to rest.
+TEST(CollisionSolver, HalfSpaceSpringsStayForTheFrame) {
+  SlabCase c;
+  const int p = 0;  // the first top-face proxy; S: a tet under the top face near the corner (1, 1)
+  const int S = nearest_tet(c.mesh, Vec3(0.95, 0.95, 0.45));
+  const Vec3 q = tet_centroid(c.mesh, S);
+  const ProxyContact ct = centroid_contact(c, p, S, (q - c.proxies.rest.row(p).transpose()).normalized());
+  auto frame = [&](ContactDetector& det, bool half_space) {
+    CollisionOptions o = options(CollisionMethod::Schur);
+    o.stiffness = 1e3;
+    o.self_contact_half_space = half_space;
+    o.region_tets = {S};
+    CollisionSolver solver(c.model, c.proxies, c.region, det, o);
+    State st = make_state(c.model);
+    SolverOptions so = iterations(2000, 1e-10);
+    so.anderson = true;
+    const CollisionFrameStats fs = solver.step(st, so, 1.0);
+    EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
+    return Points(st.x);
+  };
+  FixedContactDetector always({ct});
+  FirstCallsDetector early({ct}, 2), early_again({ct}, 2);
+  const Points held = frame(always, true);
+  const double moved = (held - c.mesh.nodes).rowwise().norm().maxCoeff();
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_LT(max_row_diff(frame(early, true), held), 1e-8 * moved);
+  EXPECT_LT((frame(early_again, false) - c.mesh.nodes).rowwise().norm().maxCoeff(), 1e-8 * moved);
 }
 
 TEST(CollisionSolver, GuardsAndBudget) {

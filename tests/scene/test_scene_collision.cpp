@@ -540,14 +540,11 @@ TEST(SceneCollision, RenumberedEmbeddedElbowGivesTheSameResults) {
   report_value("renumbered elbow: max node distance / bbox diagonal", worst);
 }
 
-// scenes/face_jaw.json (the ICT face on a 55K-tet prism shell) while the jaw closes, frames 1-4:
-// every frame converges with no inverted tet, the chin follows the jaw hinge, and whatever the
-// lips touch stays within 1% of the mean edge. (Frames 7-15, the lips pressed together, do not yet
-// reach the scene's tolerance: docs/validation.md §5, "The face".)
-// The shipped face (scenes/face_jaw.json) through the frames where the lips meet and press
-// (contacts from frame 7): every frame converges to the scene's 1e-7 with the half-space contact
-// springs (with the zero-rest-length springs frames 7-16 stopped at 800 iterations), and no tet
-// inverts. Penetration is checked where there is no contact yet (frames 1-4): with contact the
+// scenes/face_jaw.json (the ICT face on a 55K-tet prism shell) while the jaw closes, frames 1-8,
+// through the frames where the lips meet and press (contacts from frame 7): every frame converges
+// to the scene's 1e-7 with the half-space contact springs (with the zero-rest-length springs,
+// frames 7-9 stopped at 800 iterations, measured 2026-12-03), no tet inverts, and the chin follows
+// the jaw hinge. Penetration is checked where there is no contact yet (frames 1-4): with contact the
 // reported depth reaches 39% of the mean edge next to the mouth's inner corners (docs/validation.md
 // §5, "The face"), which the 1% does not allow yet.
 TEST(SceneCollision, FaceJawConvergesWithoutInversionAsTheLipsMeet) {

@@ -234,7 +234,7 @@ struct CollisionState::Impl {
         const int st = last_surface_tet[pi];
         spring_surface_tet.push_back(st);
         spring_surface_w.push_back(last_surface_w[pi]);
-        if (half_space && st >= 0) {
+        if (persists) {
           spring_offset.push_back(Vec3::Zero());
           spring_normal.push_back(last_surface_n[pi]);
         } else {

@@ -134,7 +134,7 @@ async function session(live) {
     check(!(await page.evaluate(() => window.__xpdError)), 'the live page loads');
     // The scene's 4 frames, followed as they come.
     await page.waitForFunction(() => /waiting, frame 4/.test(document.getElementById('live-status').textContent) &&
-      /^frame 4 \//.test(document.getElementById('frame-label').textContent), null, { timeout: 60000 });
+      window.__xpdLive.shownFrame() === 4, null, { timeout: 60000 });
     const before = await frameFigures(page);
     check(before.pairs === 0, `frame 4 before the incision: ${before.nodes} nodes, ${before.faces} boundary faces, no split nodes`);
 
@@ -165,8 +165,8 @@ async function session(live) {
     await page.waitForFunction(() => /applied at frame|refused|did not answer/.test(document.getElementById('live-reply').textContent), null, { timeout: 60000 });
     const reply = await page.textContent('#live-reply');
     check(/^cut applied at frame 5: \d+ faces cut/.test(reply), `the cut: "${reply}"`);
-    await page.waitForFunction(() => /^frame 5 \//.test(document.getElementById('frame-label').textContent) &&
-      window.__xpdLive.currentFrame() && window.__xpdLive.currentFrame().vtu.points.length / 3 > 1155, null, { timeout: 30000 });
+    await page.waitForFunction(() => window.__xpdLive.shownFrame() === 5 &&
+      window.__xpdLive.currentFrame().vtu.points.length / 3 > 1155, null, { timeout: 30000 });
     const after = await frameFigures(page);
     check(after.nodes > before.nodes && after.faces > before.faces,
       `the topology changed: ${before.nodes} -> ${after.nodes} nodes, ${before.faces} -> ${after.faces} boundary faces`);
@@ -194,7 +194,8 @@ async function session(live) {
     await page.mouse.click(hp.x, hp.y);
     await page.waitForFunction(() => /^hook (applied|refused)/.test(document.getElementById('live-reply').textContent), null, { timeout: 60000 });
     check(/^hook applied at frame 6/.test(await page.textContent('#live-reply')), `the hook: "${await page.textContent('#live-reply')}"`);
-    await page.waitForFunction(() => /^frame 7 \//.test(document.getElementById('frame-label').textContent), null, { timeout: 30000 });
+    // The label changes as soon as a frame is asked for; the mesh when its file has loaded.
+    await page.waitForFunction(() => window.__xpdLive.shownFrame() === 7, null, { timeout: 30000 });
     // The hook's Release button: the flap lets go at frame 8 and returns to the quasistatic
     // equilibrium it had before the hook (frame 5's, up to the solver's tolerance).
     const held = await topOf();
@@ -203,7 +204,7 @@ async function session(live) {
     await page.click('#live-hooks button');
     await page.waitForFunction(() => /^release (applied|refused)/.test(document.getElementById('live-reply').textContent), null, { timeout: 60000 });
     check(/^release applied at frame 8/.test(await page.textContent('#live-reply')), `the release: "${await page.textContent('#live-reply')}"`);
-    await page.waitForFunction(() => /^frame 8 \//.test(document.getElementById('frame-label').textContent), null, { timeout: 30000 });
+    await page.waitForFunction(() => window.__xpdLive.shownFrame() === 8, null, { timeout: 30000 });
     const released = await topOf();
     check(held > unhooked + 0.02 && Math.abs(released - unhooked) < 0.01 * (held - unhooked),
       `the released flap is back where it was before the hook: highest point ${unhooked.toFixed(5)} (frame 5) -> ${held.toFixed(5)} (hooked) -> ${released.toFixed(5)} (released)`);

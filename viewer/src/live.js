@@ -92,7 +92,8 @@ export function sutureEvent(a, b) {
 export class LiveMode {
   /**
    * opts: { panel (element), dataUrl, meta (index.json), camera, renderer, body (THREE.Mesh of the
-   *         boundary), scene, currentFrame () => frame data {vtu}, onFrames (frames) => void,
+   *         boundary), scene, currentFrame () => frame data {vtu} of the mesh on screen,
+   *         shownFrame () => that mesh's frame number (null before the first), onFrames (frames) => void,
    *         requestDraw () => void }
    */
   constructor(opts) {

@@ -583,6 +583,9 @@ async function interactive(run, cache) {
     live = new LiveMode({
       panel: document.getElementById('live-panel'), dataUrl: DATA, meta: run.meta, camera, renderer, body, scene,
       currentFrame: () => cache.ready(current), requestDraw,
+      // The frame number of the mesh on screen: the label changes at once when a frame is asked
+      // for, the mesh only once its file has loaded.
+      shownFrame: () => (current >= 0 ? run.frames[current].frame : null),
       onFrames: (fresh) => {
         const follow = wanted >= n - 1;
         run.frames.push(...fresh);

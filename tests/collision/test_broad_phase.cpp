@@ -16,6 +16,7 @@
 #include <xpd/io/ccd_queries.hpp>
 #include <xpd/io/file.hpp>
 #include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/surface.hpp>
 
 #include "collision/collision_fixtures.hpp"
 #include "test_util.hpp"
@@ -226,6 +227,58 @@ TEST(BroadPhase, KinematicPairsAreFilteredByVertexIndex) {
 // The candidate cache (a Verlet list) returns exactly what the sweep returns, over a walk of
 // queries such as a solver makes: many short steps (served from the cache), long ones (rebuild),
 // static queries at several inflations, and kinematic vertices with and without mixed_only.
+// A surface that uses a few of the body's nodes (a contact surface over a volume mesh), and edges
+// whose vertices no face uses (a rod sliding over a sheet): the cache gives the sweep's pairs.
+// Fails when the cache bounds only the faces' vertices (the rod's pairs come out of unset boxes)
+// and when its validity test watches only their motion (the sheet barely moves, the rod slides on
+// to edges the cached list does not hold).
+TEST(BroadPhase, CandidateCacheServesASurfaceOfSomeNodesAndEdgesOffTheFaces) {
+  constexpr int n = 12;  // an n × n sheet in z = 0, its vertices after 300 unused nodes
+  constexpr int first = 300;
+  const int rod = first + n * n;              // a two-vertex rod crossing above the sheet
+  Points x0 = Points::Zero(rod + 2 + 50, 3);  // 50 more unused nodes after the rod
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (Eigen::Index i = 0; i < x0.rows(); ++i) x0.row(i) = Eigen::RowVector3d(u(rng), u(rng), u(rng));
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) x0.row(first + j * n + i) = Eigen::RowVector3d(i * 0.1, j * 0.1, 0.0);
+  x0.row(rod) = Eigen::RowVector3d(0.02, 0.31, 4e-4);  // within d̂ of the sheet
+  x0.row(rod + 1) = Eigen::RowVector3d(0.07, 0.64, 6e-4);
+  Triangles faces((n - 1) * (n - 1) * 2, 3);
+  int f = 0;
+  for (int j = 0; j + 1 < n; ++j)
+    for (int i = 0; i + 1 < n; ++i) {
+      const int a = first + j * n + i, b = a + 1, c = a + n, d = c + 1;
+      faces.row(f++) << a, b, d;
+      faces.row(f++) << a, d, c;
+    }
+  const Edges sheet = unique_edges(faces);
+  Edges edges(sheet.rows() + 1, 2);
+  edges << sheet, Eigen::RowVector2i(rod, rod + 1);
+  const double dhat = 1e-3;
+  CandidateCache cache(faces, edges, 2 * dhat, dhat);
+  Points x = x0;
+  long rod_pairs = 0;
+  for (int step = 0; step < 9; ++step) {
+    Points x1 = x;
+    for (Eigen::Index i = 0; i < x1.rows(); ++i)
+      for (int a = 0; a < 3; ++a) x1(i, a) += 0.2 * dhat * u(rng);
+    if (step % 3 == 2) {  // the rod slides one sheet edge along x
+      x1(rod, 0) += 0.1;
+      x1(rod + 1, 0) += 0.1;
+    }
+    const double inflation = step % 2 == 0 ? 0.0 : 0.5 * dhat;
+    const SurfaceCandidates want = swept_candidates(x, x1, faces, edges, inflation);
+    const SurfaceCandidates got = cache.query(x, x1, inflation);
+    ASSERT_TRUE(got.vertex_face == want.vertex_face) << "step " << step;
+    ASSERT_TRUE(got.edge_edge == want.edge_edge) << "step " << step;
+    for (const auto& p : want.edge_edge) rod_pairs += p[0] == edges.rows() - 1 || p[1] == edges.rows() - 1;
+    x = x1;
+  }
+  EXPECT_GT(rod_pairs, 0);                       // the rod's edge met the sheet's edges
+  EXPECT_LT(cache.rebuilds(), cache.queries());  // the short steps are served from the cache
+}
+
 TEST(BroadPhase, CandidateCacheEqualsTheSweepOverAWalkOfSteps) {
   XPD_SKIP_IN_SANITIZER_STAGE(
       "94 s under ASan; the candidate cache runs there in the IPC scene tests (SceneIpc.Lips*)");

@@ -84,7 +84,7 @@ class CandidateCache {
   Edges edges_;
   double margin_, largest_inflation_;
   int kinematic_from_;
-  std::vector<int> used_;  // vertices the faces use
+  std::vector<int> used_;  // vertices the faces and edges use
   Points centre_;
   double radius_ = 0;
   SurfaceCandidates cached_;

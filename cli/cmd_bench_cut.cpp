@@ -77,7 +77,7 @@ BarStart bar_start(int n) {
   TetMesh box = make_box_from_spec(fmt::format("box:{}", n));
   ModelDesc desc = bar_desc(box);
   Model model = build_model(desc);
-  BarStart b{std::move(box), std::move(desc), std::move(model)};
+  BarStart b{std::move(box), std::move(desc), std::move(model), 0.0, DynamicLdlt{}};
   b.refactor_ms = b.model.factor().info().analyze_ms + b.model.factor().info().factorize_ms;
   b.dyn.compute(b.model.matrix());
   b.nnz_start = b.dyn.info().nnz_L;

@@ -151,6 +151,9 @@ TEST(SceneParse, FullExampleRoundTrips) {
   EXPECT_TRUE(c.self_collision);
   EXPECT_DOUBLE_EQ(c.exclusion_radius, 0.05);
   EXPECT_DOUBLE_EQ(c.sdf_cell_size, 0.01);
+  EXPECT_TRUE(c.self_contact_half_space);
+  EXPECT_DOUBLE_EQ(c.half_space_repair_distance, 0.002);
+  EXPECT_EQ(c.half_space_repair_rounds, 3);
   ASSERT_EQ(c.obstacles.size(), 5u);
   EXPECT_EQ(c.obstacles[0].type, ObstacleSpec::Type::Plane);
   EXPECT_TRUE(c.obstacles[0].normal.isApprox(Vec3::UnitZ()));

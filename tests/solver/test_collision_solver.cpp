@@ -395,6 +395,85 @@ TEST(CollisionSolver, HalfSpaceSpringsStayForTheFrame) {
   EXPECT_LT((frame(early_again, false) - c.mesh.nodes).rowwise().norm().maxCoeff(), 1e-8 * moved);
 }
 
+// A detector that reports one contact on the first detection of each frame and another one
+// afterwards (the same proxy paired with another point of the other side once it has moved).
+class SwitchingDetector final : public ContactDetector {
+ public:
+  SwitchingDetector(ProxyContact first, ProxyContact then) : first_(first), then_(then) {}
+  void detect(const Points&, double frame, std::vector<ProxyContact>& contacts) override {
+    if (frame != frame_) frame_ = frame, seen_ = 0;
+    contacts = {seen_++ == 0 ? first_ : then_};
+  }
+
+ private:
+  ProxyContact first_, then_;
+  double frame_ = -1;
+  int seen_ = 0;
+};
+
+// CollisionOptions::half_space_repair_distance: the top-centre proxy p is first paired with A
+// (a tet near one corner, its plane tilted 45° from d_A, so p lies |d_A|/√2 from A's point along the
+// plane) and then reported paired with B (a tet near the opposite corner, likewise). Held
+// pairings (distance 0, or no re-pairing round) end the frame at A's equilibrium; with a distance
+// below p's slide, the frame converged at A's equilibrium goes on with the pairing made afresh (B)
+// and ends at B's. Out of contact, a slid pairing is dropped: with the contact reported on the
+// first two detections only, the slab returns to rest, where the held plane keeps pressing
+// (HalfSpaceSpringsStayForTheFrame).
+TEST(CollisionSolver, HalfSpacePairingSlidFartherThanTheRepairDistanceIsMadeAfresh) {
+  SlabCase c;
+  int p = 0;
+  for (int i = 0; i < c.proxies.size(); ++i)
+    if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
+        (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
+      p = i;
+  const Vec3 xp = c.proxies.rest.row(p).transpose();
+  const int SA = nearest_tet(c.mesh, Vec3(0.2, 0.2, 0.45)), SB = nearest_tet(c.mesh, Vec3(0.8, 0.8, 0.45));
+  const Vec3 dA = xp - tet_centroid(c.mesh, SA), dB = xp - tet_centroid(c.mesh, SB);
+  auto tilted = [](const Vec3& d) { return Vec3((d.cross(Vec3::UnitZ()).normalized() - d.normalized()).normalized()); };
+  for (const Vec3& d : {dA, dB}) {
+    ASSERT_LT(tilted(d).dot(d), 0.0);                           // p inside the plane
+    ASSERT_GT((d - tilted(d).dot(d) * tilted(d)).norm(), 0.2);  // and 0.2 along it
+  }
+  const ProxyContact A = centroid_contact(c, p, SA, tilted(dA)), B = centroid_contact(c, p, SB, tilted(dB));
+  const double repair = 0.05;
+  int rounds_done = -1;
+  auto frame = [&](ContactDetector& det, double distance, int rounds = 8) {
+    CollisionOptions o = options(CollisionMethod::Schur);
+    o.stiffness = 1e3;
+    o.self_contact_half_space = true;
+    o.half_space_repair_distance = distance;
+    o.half_space_repair_rounds = rounds;
+    o.region_tets = {SA, SB};
+    CollisionSolver solver(c.model, c.proxies, c.region, det, o);
+    State st = make_state(c.model);
+    SolverOptions so = iterations(2000, 1e-10);
+    so.anderson = true;
+    const CollisionFrameStats fs = solver.step(st, so, 1.0);
+    EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
+    rounds_done = fs.repair_rounds;
+    return Points(st.x);
+  };
+  FixedContactDetector only_a({A}), only_b({B});
+  const Points at_a = frame(only_a, 0.0), at_b = frame(only_b, 0.0);
+  const double moved =
+      std::min((at_a - c.mesh.nodes).rowwise().norm().maxCoeff(), (at_b - c.mesh.nodes).rowwise().norm().maxCoeff());
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_GT(max_row_diff(at_a, at_b), 1e-2 * moved);  // the two pairings' equilibria differ
+  SwitchingDetector held(A, B), repaired(A, B);
+  EXPECT_LT(max_row_diff(frame(held, 0.0), at_a), 1e-8 * moved);
+  EXPECT_EQ(rounds_done, 0);
+  EXPECT_LT(max_row_diff(frame(repaired, repair), at_b), 1e-8 * moved);
+  EXPECT_GE(rounds_done, 1);
+  FirstCallsDetector early_held({A}, 2), early_repaired({A}, 2);
+  EXPECT_LT(max_row_diff(frame(early_held, 0.0), at_a), 1e-8 * moved);
+  EXPECT_LT((frame(early_repaired, repair) - c.mesh.nodes).rowwise().norm().maxCoeff(), 1e-8 * moved);
+  for (const int rounds : {0, 1, 3}) {
+    SwitchingDetector switching(A, B);
+    EXPECT_LT(max_row_diff(frame(switching, repair, rounds), rounds > 0 ? at_b : at_a), 1e-8 * moved)
+        << rounds << " rounds";
+  }
+}
+
 TEST(CollisionSolver, GuardsAndBudget) {
   SlabCase c;
   CollisionOptions bad = options(CollisionMethod::Schur);
@@ -402,6 +481,12 @@ TEST(CollisionSolver, GuardsAndBudget) {
   EXPECT_THROW(c.solver(bad), SolverError);
   bad = options(CollisionMethod::Schur);
   bad.inner_iterations = 0;
+  EXPECT_THROW(c.solver(bad), SolverError);
+  bad = options(CollisionMethod::Schur);
+  bad.half_space_repair_distance = -1e-3;
+  EXPECT_THROW(c.solver(bad), SolverError);
+  bad = options(CollisionMethod::Schur);
+  bad.half_space_repair_rounds = -1;
   EXPECT_THROW(c.solver(bad), SolverError);
   CollisionOptions tiny = options(CollisionMethod::Schur);
   tiny.schur.dense_memory_budget_bytes = 1000;

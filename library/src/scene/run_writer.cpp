@@ -165,6 +165,7 @@ nlohmann::ordered_json frame_stats_json(int frame, const FrameStats& s, const st
     j["plain_iterations"] = c->plain_iterations;
     j["active_proxies"] = c->active_proxies;
     j["max_penetration"] = c->max_penetration;
+    if (c->repair_rounds > 0) j["repair_rounds"] = c->repair_rounds;
     const CollisionTimings& t = c->timings_ms;
     auto& tm = j["timings_ms"];
     tm["detect"] = t.detect;

@@ -875,7 +875,8 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
     if (v->value().is_boolean()) {
       c.self_collision = v->as<bool>();
     } else {
-      v->allow_keys({"exclusion_radius", "sdf_cell_size", "two_sided", "hold_pairing", "half_space", "margin"},
+      v->allow_keys({"exclusion_radius", "sdf_cell_size", "two_sided", "hold_pairing", "half_space", "repair_distance",
+                     "repair_rounds", "margin"},
                     " (self_collision is true, false or an object)");
       c.self_collision = true;
       if (const auto e = v->optional_child("exclusion_radius")) c.exclusion_radius = positive(*e);
@@ -883,6 +884,8 @@ CollisionSettings parse_collision(const JsonReader& r, const Context& ctx, const
       if (const auto e = v->optional_child("two_sided")) c.two_sided_self_contact = e->as<bool>();
       if (const auto e = v->optional_child("hold_pairing")) c.hold_self_contact_pairing = e->as<bool>();
       if (const auto e = v->optional_child("half_space")) c.self_contact_half_space = e->as<bool>();
+      if (const auto e = v->optional_child("repair_distance")) c.half_space_repair_distance = non_negative(*e);
+      if (const auto e = v->optional_child("repair_rounds")) c.half_space_repair_rounds = int_at_least(*e, 0);
       if (const auto e = v->optional_child("margin")) c.self_margin = non_negative(*e);
     }
   }

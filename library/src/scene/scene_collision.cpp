@@ -297,6 +297,8 @@ std::unique_ptr<SceneCollision> make_scene_collision(const Scene& scene, const T
   co.two_sided_self_contact = cs.two_sided_self_contact;
   co.hold_self_contact_pairing = cs.hold_self_contact_pairing;
   co.self_contact_half_space = cs.self_contact_half_space;
+  co.half_space_repair_distance = cs.half_space_repair_distance;
+  co.half_space_repair_rounds = cs.half_space_repair_rounds;
   co.region_tets = dop.self_region;  // the detector reads them in the inner loop: they move with x2
   sc->options = co;
   if (!model) return sc;

@@ -346,6 +346,19 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
       restart_accelerator();
       continue;
     }
+    if (converged(residual) && step.revise(s)) {
+      // The strategy revised its held choices at the converged iterate: a new objective from here
+      // (the residual scale of the frame stays: the tolerance is the frame's).
+      pt.lap(st.timings_ms.other);
+      energy = step.evaluate(s, st);
+      pt.skip();
+      residual = step.residual_norm(s);
+      check_finite(energy, residual, s, st.iterations);
+      best = residual;
+      best_at = st.iterations;
+      restart_accelerator();
+      continue;
+    }
     if (residual < 0.9 * best) {
       best = residual;
       best_at = st.iterations;

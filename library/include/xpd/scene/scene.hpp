@@ -197,6 +197,8 @@ struct CollisionSettings {
   bool two_sided_self_contact = true;     ///< CollisionOptions::two_sided_self_contact
   bool hold_self_contact_pairing = true;  ///< CollisionOptions::hold_self_contact_pairing
   bool self_contact_half_space = false;   ///< CollisionOptions::self_contact_half_space
+  double half_space_repair_distance = 0;  ///< CollisionOptions::half_space_repair_distance [length]
+  int half_space_repair_rounds = 8;       ///< CollisionOptions::half_space_repair_rounds
   double sdf_cell_size = 0;               ///< rest-pose SDF cell [length]; 0 = half the mean edge length
   /// First frame solved with collision handling; earlier frames are plain PD (the parts may pass
   /// through each other), e.g. for the disentangling test of Wang et al. 2021, §5.

@@ -120,6 +120,18 @@ struct CollisionOptions {
   /// nearest surface a proxy ends in faces away from the one it was paired with. The lips of scenes/lips.json converge
   /// faster without it (87 against 549 iterations), hence off by default.
   bool self_contact_half_space = false;
+  /// With self_contact_half_space and hold_self_contact_pairing: rounds of re-pairing. When a frame
+  /// has converged with its pairings held and some proxy has slid farther than this [m] from its
+  /// paired point along the held plane, ||(I − n nᵀ) d||, every such pairing is made afresh at one
+  /// detection (proxy in contact: the detector's current point and normal; out of contact: the
+  /// spring is released) and the frame goes on from there (GlobalStep::revise). The plane stands for
+  /// the other side's surface only near the paired point; a lip sliding along the other lip
+  /// otherwise ends the frame pressed against a plane that the surface has curved away from (too
+  /// shallow where it curves outward). Each round minimizes one energy. 0: never.
+  double half_space_repair_distance = 0;
+  /// ≥ 0: at most this many re-pairing rounds per frame (half_space_repair_distance); the last
+  /// round's pairings are then held to convergence.
+  int half_space_repair_rounds = 8;
   /// true: an outer iteration without active contacts is a plain PD iteration with the model's own
   /// factor (bitwise the collision-free step). false (tests): always the method's own path.
   bool plain_path_without_contacts = true;
@@ -147,6 +159,7 @@ struct CollisionFrameStats {
   int plain_iterations = 0;    ///< outer iterations that took the plain path (no contact)
   int active_proxies = 0;      ///< contacts found at the end of the frame
   double max_penetration = 0;  ///< deepest contact depth at the end of the frame [length]
+  int repair_rounds = 0;       ///< re-pairing rounds in the frame (half_space_repair_distance)
   CollisionTimings timings_ms;
 };
 

@@ -25,7 +25,8 @@
 //   3a. step.advance() after each iteration: kinematic parts of the strategy move (IPC obstacles), E
 //      and f are evaluated afresh, the accelerator restarts; a frame converges only with
 //      step.at_target();
-//   4. converged: ||f|| ≤ rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
+//   4. converged (step.revise() may then change the objective; the loop evaluates afresh and goes on): ||f|| ≤
+//   rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
 //      converged frame's scale, State::converged_scale, when ||f_start|| is already within
 //      rel_tolerance of that: a frame where nothing moved), or ≤ abs_tolerance, or ≤ 4 × the round-off estimate
 //      taken at the start of the frame (FrameStats::roundoff_residual) when the strategy
@@ -89,6 +90,12 @@ class GlobalStep {
   /// Whether the kinematic parts stand at their target: a frame converges only then (a blocked part
   /// lags, and the frame reports not converged when it runs out of iterations).
   virtual bool at_target() const { return true; }
+  /// Called when the frame's residual meets its tolerance (step 4): a strategy whose objective holds
+  /// discrete choices made from earlier iterates (contact pairings held for the frame) may revise
+  /// them at the converged x. Returns true when it did: the loop then evaluates E and f afresh,
+  /// restarts the accelerator and the stagnation window, and goes on. It must return true only
+  /// finitely often per frame.
+  virtual bool revise(State&) { return false; }
 
   /// true: the strategy keeps the positions and forces in its own memory during a frame (a device,
   /// solver/device_pd.hpp): begin_frame() takes state.x and the inputs, evaluate() and iterate()

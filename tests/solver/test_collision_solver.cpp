@@ -271,6 +271,16 @@ int nearest_tet(const TetMesh& mesh, const Vec3& at) {
   return best;
 }
 
+// The proxy nearest the top face's centre (0.5, 0.5, 0.5).
+int top_centre_proxy(const SlabCase& c) {
+  int p = 0;
+  for (int i = 0; i < c.proxies.size(); ++i)
+    if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
+        (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
+      p = i;
+  return p;
+}
+
 // A self contact of proxy p with the centroid q of tet S (its material point), as the rest-pose
 // detector would report it, with the given normal.
 ProxyContact centroid_contact(const SlabCase& c, int p, int S, const Vec3& normal) {
@@ -294,11 +304,7 @@ ProxyContact centroid_contact(const SlabCase& c, int p, int S, const Vec3& norma
 // through the Schur complement as through the full sparse refactorization (baseline a).
 TEST(CollisionSolver, HalfSpaceSelfContactIsTheProjectionOntoTheTangentPlane) {
   SlabCase c;
-  int p = 0;
-  for (int i = 0; i < c.proxies.size(); ++i)
-    if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
-        (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
-      p = i;
+  const int p = top_centre_proxy(c);
   const int S = nearest_tet(c.mesh, Vec3(0.2, 0.2, 0.45));
   const Vec3 d = c.proxies.rest.row(p).transpose() - tet_centroid(c.mesh, S);
   ASSERT_GT(d.norm(), 0.3);
@@ -421,11 +427,7 @@ class SwitchingDetector final : public ContactDetector {
 // (HalfSpaceSpringsStayForTheFrame).
 TEST(CollisionSolver, HalfSpacePairingSlidFartherThanTheRepairDistanceIsMadeAfresh) {
   SlabCase c;
-  int p = 0;
-  for (int i = 0; i < c.proxies.size(); ++i)
-    if ((c.proxies.rest.row(i) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm() <
-        (c.proxies.rest.row(p) - Eigen::RowVector3d(0.5, 0.5, 0.5)).norm())
-      p = i;
+  const int p = top_centre_proxy(c);
   const Vec3 xp = c.proxies.rest.row(p).transpose();
   const int SA = nearest_tet(c.mesh, Vec3(0.2, 0.2, 0.45)), SB = nearest_tet(c.mesh, Vec3(0.8, 0.8, 0.45));
   const Vec3 dA = xp - tet_centroid(c.mesh, SA), dB = xp - tet_centroid(c.mesh, SB);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <xpd/collision/contact.hpp>
 #include <xpd/collision/detector.hpp>
 #include <xpd/collision/proxies.hpp>
@@ -271,6 +272,17 @@ int nearest_tet(const TetMesh& mesh, const Vec3& at) {
   return best;
 }
 
+// Frame 1 of the slab from rest with `det`'s contacts, to 1e-10 with Anderson (expected to converge).
+std::pair<CollisionFrameStats, Points> converged_frame(SlabCase& c, ContactDetector& det, const CollisionOptions& o) {
+  CollisionSolver solver(c.model, c.proxies, c.region, det, o);
+  State st = make_state(c.model);
+  SolverOptions so = iterations(2000, 1e-10);
+  so.anderson = true;
+  const CollisionFrameStats fs = solver.step(st, so, 1.0);
+  EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
+  return {fs, Points(st.x)};
+}
+
 // The proxy nearest the top face's centre (0.5, 0.5, 0.5).
 int top_centre_proxy(const SlabCase& c) {
   int p = 0;
@@ -384,13 +396,7 @@ TEST(CollisionSolver, HalfSpaceSpringsStayForTheFrame) {
     o.stiffness = 1e3;
     o.self_contact_half_space = half_space;
     o.region_tets = {S};
-    CollisionSolver solver(c.model, c.proxies, c.region, det, o);
-    State st = make_state(c.model);
-    SolverOptions so = iterations(2000, 1e-10);
-    so.anderson = true;
-    const CollisionFrameStats fs = solver.step(st, so, 1.0);
-    EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
-    return Points(st.x);
+    return converged_frame(c, det, o).second;
   };
   FixedContactDetector always({ct});
   FirstCallsDetector early({ct}, 2), early_again({ct}, 2);
@@ -446,14 +452,9 @@ TEST(CollisionSolver, HalfSpacePairingSlidFartherThanTheRepairDistanceIsMadeAfre
     o.half_space_repair_distance = distance;
     o.half_space_repair_rounds = rounds;
     o.region_tets = {SA, SB};
-    CollisionSolver solver(c.model, c.proxies, c.region, det, o);
-    State st = make_state(c.model);
-    SolverOptions so = iterations(2000, 1e-10);
-    so.anderson = true;
-    const CollisionFrameStats fs = solver.step(st, so, 1.0);
-    EXPECT_TRUE(fs.pd.converged) << fs.pd.iterations << " iterations, residual " << fs.pd.residual;
+    auto [fs, x] = converged_frame(c, det, o);
     rounds_done = fs.repair_rounds;
-    return Points(st.x);
+    return x;
   };
   FixedContactDetector only_a({A}), only_b({B});
   const Points at_a = frame(only_a, 0.0), at_b = frame(only_b, 0.0);

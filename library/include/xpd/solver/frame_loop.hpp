@@ -25,13 +25,13 @@
 //   3a. step.advance() after each iteration: kinematic parts of the strategy move (IPC obstacles), E
 //      and f are evaluated afresh, the accelerator restarts; a frame converges only with
 //      step.at_target();
-//   4. converged (step.revise() may then change the objective; the loop evaluates afresh and goes on): ||f|| ≤
-//   rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
+//   4. converged: ||f|| ≤ rel_tolerance · scale (scale = max(||f_start||, ||loads||), or the last
 //      converged frame's scale, State::converged_scale, when ||f_start|| is already within
 //      rel_tolerance of that: a frame where nothing moved), or ≤ abs_tolerance, or ≤ 4 × the round-off estimate
 //      taken at the start of the frame (FrameStats::roundoff_residual) when the strategy
 //      converges_at_roundoff() or when the scale itself is within 4 × that estimate (a frame without
-//      loads that starts at equilibrium);
+//      loads that starts at equilibrium); step.revise() may then change the objective (held contact
+//      pairings made afresh), and the loop evaluates afresh, restarts the accelerator and goes on;
 //   5. implicit Euler: v = (x − x_start)/h; statistics; ++state.frame; step.end_frame().
 //
 // Strategies to come plug in here: an IPC barrier step (line_search() with a CCD-bounded

@@ -225,15 +225,10 @@ struct CollisionState::Impl {
       // side's surface only near that point.
       // Only at a re-pairing detection (repair_pending, once the frame has converged with the
       // pairings held; see revise()), so that every round minimizes one energy.
+      // Out of contact then, the plane is dropped with the pairing.
       const bool slid = repair_pending && slid_from_pairing(x, p);
-      if (slid && !touching) {  // out of contact now: the plane is dropped with the pairing
-        in_springs[pi] = 0;
-        out_count[pi] = 0;
-        last_surface_tet[pi] = -1;
-        continue;
-      }
-      const bool persists = half_space && last_surface_tet[pi] >= 0;
-      if (!touching && !persists && ++out_count[pi] >= cm->opt.release_after) {
+      const bool persists = half_space && last_surface_tet[pi] >= 0 && !slid;
+      if (!touching && (slid || (!persists && ++out_count[pi] >= cm->opt.release_after))) {
         in_springs[pi] = 0;
         out_count[pi] = 0;
         last_surface_tet[pi] = -1;

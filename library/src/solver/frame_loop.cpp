@@ -333,27 +333,17 @@ FrameStats run_frame(const Model& model, State& s, GlobalStep& step, const Solve
     energy = e_new;
     pt.lap(st.timings_ms.rhs);
     if (stalled) break;
-    if (step.advance(s)) {
-      // The strategy's kinematic parts moved: a new objective from the accepted iterate.
+    // The strategy's kinematic parts moved (advance), or it revised its held choices at a converged
+    // iterate (revise; the frame's residual scale stays, the tolerance is the frame's): a new
+    // objective from the accepted iterate.
+    const bool advanced = step.advance(s);
+    if (advanced || (converged(residual) && step.revise(s))) {
       pt.lap(st.timings_ms.other);
       energy = step.evaluate(s, st);
       pt.skip();
       residual = step.residual_norm(s);
       check_finite(energy, residual, s, st.iterations);
-      scale = std::max(scale, residual);
-      best = residual;
-      best_at = st.iterations;
-      restart_accelerator();
-      continue;
-    }
-    if (converged(residual) && step.revise(s)) {
-      // The strategy revised its held choices at the converged iterate: a new objective from here
-      // (the residual scale of the frame stays: the tolerance is the frame's).
-      pt.lap(st.timings_ms.other);
-      energy = step.evaluate(s, st);
-      pt.skip();
-      residual = step.residual_norm(s);
-      check_finite(energy, residual, s, st.iterations);
+      if (advanced) scale = std::max(scale, residual);
       best = residual;
       best_at = st.iterations;
       restart_accelerator();

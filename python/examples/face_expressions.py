@@ -178,24 +178,43 @@ def write_obj(path, x, tris):
         f.writelines(f"f {t[0] + 1} {t[1] + 1} {t[2] + 1}\n" for t in tris)
 
 
-def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames):
+def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames, mandible=None, name="face.json"):
+    """The scene of the flesh volume: every tet actuated, the deep layer attached. With `mandible`
+    = (mask over `deep`, pivot c, keys) the masked deep nodes form a second, rigid attachment (the
+    jaw) whose keyframes are (frame, ω, v): R(exp ω)(x − c) + c + v; the others stay fixed (the skull)."""
     folder = pathlib.Path(folder)
     write_medit(folder / "flesh.mesh", nodes, tets)
     write_obj(folder / "skin.obj", skin, tris)
-    (folder / "deep.txt").write_text(" ".join(map(str, deep)) + "\n")
+    skull = deep if mandible is None else deep[~mandible[0]]
+    (folder / "deep.txt").write_text(" ".join(map(str, skull)) + "\n")
+    # A fixed attachment is a stiff spring; 1e3 mu h keeps it stiff next to the flesh without
+    # the PD residual floor that much stiffer springs bring (docs/validation.md §1).
+    w = 1e3 * mu * float(np.cbrt((nodes.max(0) - nodes.min(0)).prod() / len(tets)))
     scene = {
         "description": "ICT face region (skin embedded) over a BCC flesh volume; deep layer attached; every tet actuated",
         "mesh": {"file": "flesh.mesh", "embedded_surface": "skin.obj"},
         "selections": {"skull": {"type": "indices", "file": "deep.txt"}},
         "materials": [{"mu": mu, "density": 1000}],
         "actuation": [{"region": "all"}],
-        # A fixed attachment is a stiff spring; 1e3 mu h keeps it stiff next to the flesh without
-        # the PD residual floor that much stiffer springs bring (docs/validation.md §1).
-        "attachments": [{"selection": "skull", "type": "fixed", "stiffness": 1e3 * mu * float(np.cbrt((nodes.max(0) - nodes.min(0)).prod() / len(tets)))}],
-        "solver": {"type": "quasistatic", "frames": max(frames, 1)},
+        "attachments": [{"selection": "skull", "type": "fixed", "stiffness": w}],
+        # The replays of learned frames (Simulation) solve as far as the layer does.
+        "solver": {"type": "quasistatic", "frames": max(frames, 1), "accelerator": "anderson",
+                   "tolerance": 1e-8, "max_iterations": 5000},
         "outputs": {"surface": "obj"},
     }
-    path = folder / "face.json"
+    if mandible is not None:
+        mask, pivot, keys = mandible
+        (folder / "jaw.txt").write_text(" ".join(map(str, deep[mask])) + "\n")
+        scene["selections"]["jaw"] = {"type": "indices", "file": "jaw.txt"}
+        keyframes = []
+        for frame, omega, v in keys:
+            angle = float(np.linalg.norm(omega))
+            axis = (omega / angle if angle > 0 else np.array([1.0, 0, 0])).tolist()
+            keyframes.append({"frame": frame, "translation": [float(c) for c in v],
+                              "rotation": {"axis": axis, "angle_deg": float(np.degrees(angle))},
+                              "pivot": [float(c) for c in pivot]})
+        scene["attachments"].append({"selection": "jaw", "type": "rigid", "stiffness": w, "keyframes": keyframes})
+    path = folder / name
     path.write_text(json.dumps(scene, indent=2))
     return path
 
@@ -222,32 +241,52 @@ def rms_mm(a, b):
 
 
 def lbfgs(params, loss_fn, steps, log=None):
+    """L-BFGS with a strong-Wolfe line search. A trial step whose equilibrium the layer refuses (a frame
+    unconverged, or unstable: its Hessian not positive definite, so it has no gradient) counts as a
+    loss 1e3 times the first one with a zero gradient, so the line search falls back towards the
+    last accepted point; the refusal at the starting point is raised."""
     opt = torch.optim.LBFGS(params, lr=1.0, max_iter=steps, history_size=20, tolerance_grad=1e-12,
                             tolerance_change=1e-14, line_search_fn="strong_wolfe")
-    count = [0]
+    count, first, refused = [0], [None], [0]
 
     def closure():
         opt.zero_grad()
-        loss = loss_fn()
-        loss.backward()
+        try:
+            loss = loss_fn()
+            loss.backward()
+        except xpd.SolverError as e:
+            if first[0] is None:
+                raise
+            refused[0] += 1
+            if log and refused[0] == 1:
+                log(f"    a trial step refused ({e}); the line search backs off")
+            for p in params:
+                p.grad = torch.zeros_like(p)
+            count[0] += 1
+            return torch.tensor(1e3 * first[0], dtype=torch.float64)
         for p in params:  # L-BFGS flattens with view(); a matmul's gradient may be transposed
             p.grad = p.grad.contiguous()
         count[0] += 1
+        if first[0] is None:
+            first[0] = loss.item()
         if log and (count[0] == 1 or count[0] % 10 == 0):
             log(f"    evaluation {count[0]:3d}: loss {loss.item():.4e}")
         return loss
 
     opt.step(closure)
+    if log and refused[0]:
+        log(f"    {refused[0]} of {count[0]} evaluations refused")
     return count[0]
 
 
-def fit_expressions(layer, skin, targets, scale, reg, steps, log):
-    """Per-expression actuation [E, u, 6] fitted to targets [E, S, 3]."""
+def fit_expressions(layer, skin, targets, scale, reg, steps, log, t=None):
+    """Per-expression actuation [E, u, 6] fitted to targets [E, S, 3] (attachment targets t [E, m, 3]
+    when given, else the scene's)."""
     E, u = targets.shape[0], layer.model.num_actuated_tets
     a = torch.zeros(E, u, 6, dtype=torch.float64, requires_grad=True)
 
     def loss_fn():
-        s = skin(layer(a))
+        s = skin(layer(a) if t is None else layer(a, t))
         return ((s - targets) ** 2).sum(-1).mean(-1).sum() / scale ** 2 + reg * (a ** 2).mean(-1).mean(-1).sum()
 
     evaluations = lbfgs([a], loss_fn, steps, log)
@@ -287,6 +326,227 @@ def pca_heldout_rms(train, test, k):
     return np.sqrt((d ** 2).sum(-1).mean(-1)) / 1e-3
 
 
+# ---------------------------------------------------------------------------------------------
+# The performance protocol (the set-up of the thesis's §6.5)
+
+JAW = ("jawOpen", "jawLeft", "jawRight", "jawForward")
+
+
+def performance_weights(pool, rng, keyposes, per_segment):
+    """Blendshape weights [F, len(pool)] of a performance: from the neutral face through `keyposes`
+    random key expressions (two or three facial expressions at weights 0.3–1, jawOpen in six of ten
+    keyposes at 0.2–1, a sideways or forward jaw in one of five at 0.2–0.8), `per_segment` frames
+    linearly interpolated from one key expression to the next."""
+    face = [k for k, n in enumerate(pool) if n not in JAW]
+    side = [pool.index(n) for n in JAW[1:] if n in pool]
+    keys = np.zeros((keyposes + 1, len(pool)))
+    for k in range(1, keyposes + 1):
+        chosen = rng.choice(face, size=int(rng.integers(2, 4)), replace=False)
+        keys[k, chosen] = rng.uniform(0.3, 1.0, size=len(chosen))
+        if "jawOpen" in pool and rng.random() < 0.6:
+            keys[k, pool.index("jawOpen")] = rng.uniform(0.2, 1.0)
+        if side and rng.random() < 0.2:
+            keys[k, rng.choice(side)] = rng.uniform(0.2, 0.8)
+    steps = np.arange(1, per_segment + 1) / per_segment
+    return np.concatenate([keys[k - 1] + np.outer(steps, keys[k] - keys[k - 1]) for k in range(1, keyposes + 1)])
+
+
+def rotation(omega):
+    """exp([ω]×) by Rodrigues' formula."""
+    angle = np.linalg.norm(omega)
+    if angle == 0.0:
+        return np.eye(3)
+    k = omega / angle
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def mandible_twists(skin, deltas, chin_share=0.5):
+    """The mandible's motion per jaw blendshape: the twist (ω, v) of the small rigid motion
+    ω × (p − c) + v fitted by least squares to the blendshape's skin displacement on the chin (the
+    skin vertices that the first blendshape, jawOpen, moves by more than `chin_share` of its largest
+    displacement; c their centroid). Returns c and the twists [J, 6]."""
+    magnitude = np.linalg.norm(deltas[0], axis=1)
+    chin = magnitude > chin_share * magnitude.max()
+    c = skin[chin].mean(0)
+    r = skin[chin] - c
+    A = np.zeros((len(r), 3, 6))  # ω × r + v = [−[r]×, I] (ω, v)
+    A[:, 0, 1], A[:, 0, 2] = r[:, 2], -r[:, 1]
+    A[:, 1, 0], A[:, 1, 2] = -r[:, 2], r[:, 0]
+    A[:, 2, 0], A[:, 2, 1] = r[:, 1], -r[:, 0]
+    A[:, :, 3:] = np.eye(3)
+    A = A.reshape(-1, 6)
+    return c, np.array([np.linalg.lstsq(A, d[chin].reshape(-1), rcond=None)[0] for d in deltas])
+
+
+def pca_heldout_rms_known(train, test, k, train_known, test_known):
+    """As pca_heldout_rms, given known inputs (the jaw weights [N, J]) as well: x ≈ mean + known G + z P
+    with G by least squares on the training set and P the k principal components of what G leaves."""
+    X = train.reshape(len(train), -1)
+    Y = test.reshape(len(test), -1)
+    mean, kc = X.mean(0), train_known.mean(0)
+    G = np.linalg.lstsq(train_known - kc, X - mean, rcond=None)[0]
+    X = X - mean - (train_known - kc) @ G
+    Y = Y - mean - (test_known - kc) @ G
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
+    P = vt[:k]
+    d = ((Y @ P.T) @ P - Y).reshape(test.shape)
+    return np.sqrt((d ** 2).sum(-1).mean(-1)) / 1e-3
+
+
+def performance(args, log):
+    """The thesis's protocol (§6.5): a performance of F frames with the mandible's motion known; the
+    last quarter of its key expressions held out."""
+    full = args.full
+    cell = args.cell or (0.008 if full else 0.012)
+    count = args.expressions or (57 if full else 12)
+    code = args.code or (16 if full else 4)
+    keyposes = args.keyposes or (24 if full else 8)
+    per_segment = args.segment_frames
+    held_keys = args.heldout or max(1, keyposes // 4)
+    if not 1 <= held_keys < keyposes:
+        raise SystemExit(f"--heldout: must be 1 .. {keyposes - 1} key expressions, got {held_keys}")
+    rng = np.random.default_rng(args.seed)
+    others = [n for n in expression_names(args.data) if n != "jawOpen"]
+    if not 3 <= count <= len(others) + 1:
+        raise SystemExit(f"--expressions: must be 3 .. {len(others) + 1}, got {count}")
+    pool = ["jawOpen"] + sorted(rng.choice(others, size=count - 1, replace=False).tolist())
+    neutral, polygons, expr = load_ict(args.data, pool)
+    skin_rest, tris, used = face_region(neutral, polygons)
+    nodes, tets, deep = build_flesh(skin_rest, tris, args.thickness, cell)
+
+    W = performance_weights(pool, rng, keyposes, per_segment)
+    n_test = held_keys * per_segment
+    n_train = len(W) - n_test
+    deltas = np.stack([expr[n][used] - skin_rest for n in pool])
+    shapes = skin_rest + np.einsum("fp,psc->fsc", W, deltas)
+    jaw = [k for k, n in enumerate(pool) if n in JAW]  # jawOpen first
+    pivot, twists = mandible_twists(skin_rest, deltas[jaw])
+    magnitude = np.linalg.norm(deltas[0], axis=1)
+    share = magnitude[nearest(nodes[deep], skin_rest)] / magnitude.max()
+    mandible = share > args.mandible_share
+    deep, mandible = deep[(share <= args.skull_share) | mandible], mandible[(share <= args.skull_share) | mandible]
+    poses = W[:, jaw] @ twists  # the mandible's twist (ω, v) per frame, [F, 6]
+    log(f"skin {len(skin_rest)} vertices, flesh {len(nodes)} nodes / {len(tets)} tets (cell {cell * 100:.2f} cm), "
+        f"{len(deep)} attached ({int(mandible.sum())} on the mandible: {', '.join(pool[k] for k in jaw)}); "
+        f"performance of {len(W)} frames through {keyposes} key expressions of {count} blendshapes, "
+        f"{n_train} training / {n_test} held-out frames (the last {held_keys} key expressions), code {code}")
+
+    work = tempfile.TemporaryDirectory(prefix="xpd-face-")
+    zero = np.zeros(3)
+    scene = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
+                        mandible=(mandible, pivot, [(0, zero, zero)]))
+    model = xpd.Model.from_scene(str(scene))
+    layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-8)
+    skin = Skin(model)
+    rest_t = model.attachment_targets
+    on_jaw = mandible[nearest(rest_t, nodes[deep])]
+
+    def attachment_targets(pose):
+        t = rest_t.copy()
+        t[on_jaw] = (rest_t[on_jaw] - pivot) @ rotation(pose[:3]).T + pivot + pose[3:]
+        return t
+
+    T_att = torch.from_numpy(np.stack([attachment_targets(p) for p in poses]))
+    T_all = torch.from_numpy(shapes)
+    tr, te = slice(0, n_train), slice(n_train, None)
+    neutral_rms = rms_mm(torch.from_numpy(skin_rest)[None], T_all).numpy()
+
+    # 1. Per-frame fit with the mandible where the data put it (every frame: the held-out fits are
+    #    the best the model can do).
+    log(f"fitting {len(W)} frames ({model.num_actuated_tets} tets x 6 shape-target entries each)")
+    a_fit, n_eval = fit_expressions(layer, skin, T_all, scale=cell, reg=1e-4, steps=args.fit_steps, log=log, t=T_att)
+    with torch.no_grad():
+        fit_rms = rms_mm(skin(layer(a_fit, T_att)), T_all).numpy()
+    log(f"fit: median {np.median(fit_rms):.3f} mm, max {fit_rms.max():.3f} mm RMS after {n_eval} evaluations")
+
+    # 2. Decoder from the training frames' fitted actuation, then end to end through the simulator.
+    decoder = Decoder(a_fit[tr], min(code, n_train - 1))
+    codes = torch.nn.Parameter(decoder.encode(a_fit[tr]).detach())
+
+    def train_loss():  # the fit's loss, its regularization included (it keeps the equilibria stable)
+        a = decoder(codes)
+        return (((skin(layer(a, T_att[tr])) - T_all[tr]) ** 2).sum(-1).mean(-1).sum() / cell ** 2
+                + 1e-4 * (a ** 2).mean(-1).mean(-1).sum())
+
+    n_train_eval = lbfgs(list(decoder.parameters()) + [codes], train_loss, args.train_steps, log)
+    with torch.no_grad():
+        train_rms = rms_mm(skin(layer(decoder(codes), T_att[tr])), T_all[tr]).numpy()
+    log(f"decoder end to end: training RMS median {np.median(train_rms):.3f} mm after {n_train_eval} evaluations")
+
+    # Held-out frames: only the code is fitted (from 0), the mandible's pose is known.
+    for p in decoder.parameters():
+        p.requires_grad_(False)
+    z = torch.nn.Parameter(torch.zeros(n_test, codes.shape[1], dtype=torch.float64))
+
+    def test_loss():
+        return ((skin(layer(decoder(z), T_att[te])) - T_all[te]) ** 2).sum(-1).mean(-1).sum() / cell ** 2
+
+    lbfgs([z], test_loss, args.code_steps, log)
+    with torch.no_grad():
+        test_rms = rms_mm(skin(layer(decoder(z), T_att[te])), T_all[te]).numpy()
+
+    # 3. PCA of the training frames' vertex positions at the same code size (the thesis's baseline),
+    #    and PCA given the jaw weights too (a linear map of them, then PCA of what it leaves).
+    k = min(code, n_train - 1)
+    pca_rms = pca_heldout_rms(shapes[tr], shapes[te], k)
+    pca_jaw_rms = pca_heldout_rms_known(shapes[tr], shapes[te], k, W[tr][:, jaw], W[te][:, jaw])
+    print(f"  {'held-out frame':>14s} {'jawOpen':>8s} {'neutral':>8s} {'fit':>8s} {'decoder':>8s} {'PCA':>8s} {'PCA+jaw':>8s}   (RMS mm)")
+    for i in range(n_test):
+        f = n_train + i
+        print(f"  {f + 1:14d} {W[f, 0]:8.2f} {neutral_rms[f]:8.3f} {fit_rms[f]:8.3f} {test_rms[i]:8.3f} "
+              f"{pca_rms[i]:8.3f} {pca_jaw_rms[i]:8.3f}")
+    summary = {
+        "protocol": "performance", "cell_m": cell, "thickness_m": args.thickness, "nodes": len(nodes),
+        "tets": len(tets), "skin_vertices": len(skin_rest), "code": code, "blendshapes": pool,
+        "keyposes": keyposes, "frames": len(W), "train_frames": n_train, "heldout_frames": n_test,
+        "mandible_nodes": int(mandible.sum()), "weights": W.tolist(),
+        "neutral_rms_mm": neutral_rms.tolist(), "fit_rms_mm": fit_rms.tolist(),
+        "train_decoder_rms_mm": train_rms.tolist(),
+        "heldout_decoder_rms_mm": test_rms.tolist(), "heldout_pca_rms_mm": pca_rms.tolist(),
+        "heldout_pca_jaw_rms_mm": pca_jaw_rms.tolist(),
+        "heldout_neutral_mean_mm": float(neutral_rms[te].mean()),
+        "heldout_fit_mean_mm": float(fit_rms[te].mean()),
+        "heldout_decoder_mean_mm": float(test_rms.mean()), "heldout_pca_mean_mm": float(pca_rms.mean()),
+        "heldout_pca_jaw_mean_mm": float(pca_jaw_rms.mean()),
+    }
+    elapsed = time.perf_counter() - args.start
+    summary["seconds"] = elapsed
+    print(f"held-out mean RMS: decoder {summary['heldout_decoder_mean_mm']:.3f} mm, PCA {summary['heldout_pca_mean_mm']:.3f} mm, "
+          f"PCA given the jaw weights {summary['heldout_pca_jaw_mean_mm']:.3f} mm (code {k}); neutral "
+          f"{summary['heldout_neutral_mean_mm']:.3f} mm, per-frame fit {summary['heldout_fit_mean_mm']:.3f} mm; {elapsed:.1f} s")
+
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(summary, indent=2))
+        keys = [(0, zero, zero)] + [(i + 1, poses[n_train + i, :3], poses[n_train + i, 3:]) for i in range(n_test)]
+        replay = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
+                             mandible=(mandible, pivot, keys), name="heldout.json")
+        a_te = np.ascontiguousarray(decoder(z).detach().numpy())
+        sim = xpd.Simulation(str(replay))
+        sim.set_actuation(a_te)
+        sim.write(str(out / "heldout"))
+        # The replay scene's rigid keyframes put the mandible where the layer's targets did: the
+        # scene's frames equal the layer's equilibria (to the solvers' tolerances).
+        check = xpd.Simulation(str(replay))
+        check.set_actuation(a_te)
+        with torch.no_grad():
+            x_te = layer(decoder(z), T_att[te]).numpy()
+        replay_diff = 0.0
+        for i in range(n_test):
+            check.advance(1)
+            replay_diff = max(replay_diff, float(np.abs(check.positions - x_te[i]).max()))
+        summary["replay_max_difference_m"] = replay_diff
+        (out / "results.json").write_text(json.dumps(summary, indent=2))
+        log(f"the replay scene reproduces the layer's held-out equilibria to {replay_diff:.2e} m")
+        for i in range(n_test):
+            write_obj(out / f"target_{n_train + i + 1:04d}.obj", shapes[n_train + i], tris)
+        log(f"wrote {out}/results.json and the run folder {out}/heldout (frames 1..{n_test}: performance frames "
+            f"{n_train + 1}..{len(W)})")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="every expression, 47 / 10 split, code 16, cell 0.8 cm")
@@ -294,7 +554,22 @@ def main(argv=None):
     ap.add_argument("--cell", type=float, help="lattice cell [m] (small 0.012, full 0.008)")
     ap.add_argument("--thickness", type=float, default=0.015, help="flesh thickness behind the skin [m]")
     ap.add_argument("--expressions", type=int, help="number of expressions (small 12, full 57)")
-    ap.add_argument("--heldout", type=int, help="held-out expressions (small 3, full 10)")
+    ap.add_argument("--protocol", choices=["expressions", "performance"], default="expressions",
+                    help="expressions: the blendshapes themselves, some held out; performance: frames of a "
+                         "performance through mixtures of them with the mandible's motion known, the last "
+                         "key expressions held out (the thesis's set-up)")
+    ap.add_argument("--heldout", type=int,
+                    help="held-out expressions (small 3, full 10); with --protocol performance, held-out key "
+                         "expressions at the end (default a quarter)")
+    ap.add_argument("--keyposes", type=int, help="--protocol performance: key expressions (small 8, full 24)")
+    ap.add_argument("--segment-frames", type=int, default=3,
+                    help="--protocol performance: frames from one key expression to the next")
+    ap.add_argument("--mandible-share", type=float, default=0.5,
+                    help="--protocol performance: deep nodes whose nearest skin vertex jawOpen moves by more "
+                         "than this share of its largest displacement follow the mandible")
+    ap.add_argument("--skull-share", type=float, default=0.1,
+                    help="--protocol performance: deep nodes whose nearest skin vertex jawOpen moves by at most "
+                         "this share are attached to the skull; those between the shares are free")
     ap.add_argument("--code", type=int, help="code size (small 4, full 16)")
     ap.add_argument("--fit-steps", type=int, default=40, help="L-BFGS evaluations of the per-expression fit")
     ap.add_argument("--train-steps", type=int, default=20, help="L-BFGS evaluations of the end-to-end decoder refinement")
@@ -311,10 +586,13 @@ def main(argv=None):
     heldout = args.heldout or (10 if full else 3)
     code = args.code or (16 if full else 4)
     torch.set_num_threads(1)  # xpd's threads do the work; avoid oversubscribing 2 cores
-    t0 = time.perf_counter()
+    t0 = args.start = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
+
+    if args.protocol == "performance":
+        return performance(args, log)
 
     rng = np.random.default_rng(args.seed)
     names = sorted(rng.choice(expression_names(args.data), size=count, replace=False).tolist())

@@ -180,8 +180,8 @@ def write_obj(path, x, tris):
 
 def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames, mandible=None, name="face.json"):
     """The scene of the flesh volume: every tet actuated, the deep layer attached. With `mandible`
-    = (mask over `deep`, pivot c, keys) the masked deep nodes form a second, rigid attachment (the
-    jaw) whose keyframes are (frame, ω, v): R(exp ω)(x − c) + c + v; the others stay fixed (the skull)."""
+    = (mask over `deep`, keys) the masked deep nodes form a second, rigid attachment (the jaw) whose
+    keyframes are (frame, R, p, t): x ↦ R(x − p) + p + t; the others stay fixed (the skull)."""
     folder = pathlib.Path(folder)
     write_medit(folder / "flesh.mesh", nodes, tets)
     write_obj(folder / "skin.obj", skin, tris)
@@ -203,16 +203,12 @@ def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames, mandible=None
         "outputs": {"surface": "obj"},
     }
     if mandible is not None:
-        mask, pivot, keys = mandible
+        mask, keys = mandible
         (folder / "jaw.txt").write_text(" ".join(map(str, deep[mask])) + "\n")
         scene["selections"]["jaw"] = {"type": "indices", "file": "jaw.txt"}
-        keyframes = []
-        for frame, omega, v in keys:
-            angle = float(np.linalg.norm(omega))
-            axis = (omega / angle if angle > 0 else np.array([1.0, 0, 0])).tolist()
-            keyframes.append({"frame": frame, "translation": [float(c) for c in v],
-                              "rotation": {"axis": axis, "angle_deg": float(np.degrees(angle))},
-                              "pivot": [float(c) for c in pivot]})
+        keyframes = [{"frame": frame, "translation": [float(c) for c in t],
+                      "rotation": {"quaternion": quaternion(R).tolist()}, "pivot": [float(c) for c in pivot]}
+                     for frame, R, pivot, t in keys]
         scene["attachments"].append({"selection": "jaw", "type": "rigid", "stiffness": w, "keyframes": keyframes})
     path = folder / name
     path.write_text(json.dumps(scene, indent=2))
@@ -241,12 +237,13 @@ def rms_mm(a, b):
 
 
 def lbfgs(params, loss_fn, steps, log=None):
-    """L-BFGS with a strong-Wolfe line search. A trial step whose equilibrium the layer refuses (a frame
-    unconverged, or unstable: its Hessian not positive definite, so it has no gradient) counts as a
-    loss 1e3 times the first one with a zero gradient, so the line search falls back towards the
-    last accepted point; the refusal at the starting point is raised."""
-    opt = torch.optim.LBFGS(params, lr=1.0, max_iter=steps, history_size=20, tolerance_grad=1e-12,
-                            tolerance_change=1e-14, line_search_fn="strong_wolfe")
+    """L-BFGS with a strong-Wolfe line search, about `steps` evaluations of loss_fn in all. A trial
+    step whose equilibrium the layer refuses (a frame unconverged, or unstable: its Hessian not
+    positive definite, so it has no gradient) counts as a loss 1e3 times the first one with a zero
+    gradient, so the line search falls back towards the last accepted point; the refusal at the
+    starting point is raised. When L-BFGS stops early (a line search that had to back off leaves a
+    step too short for it), it restarts from where it is, with a fresh history, while the restarts
+    still lower the loss."""
     count, first, refused = [0], [None], [0]
 
     def closure():
@@ -273,7 +270,14 @@ def lbfgs(params, loss_fn, steps, log=None):
             log(f"    evaluation {count[0]:3d}: loss {loss.item():.4e}")
         return loss
 
-    opt.step(closure)
+    previous = None
+    while count[0] < steps:
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=steps - count[0], history_size=20, tolerance_grad=1e-12,
+                                tolerance_change=1e-14, line_search_fn="strong_wolfe")
+        start = float(opt.step(closure))  # the loss where this round starts
+        if previous is not None and start >= previous * (1.0 - 1e-6):
+            break  # the last round did not lower the loss: done
+        previous = start
     if log and refused[0]:
         log(f"    {refused[0]} of {count[0]} evaluations refused")
     return count[0]
@@ -361,6 +365,23 @@ def rotation(omega):
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
 
 
+def quaternion(R):
+    """The unit quaternion [w, x, y, z] of a rotation matrix (from its largest diagonal term)."""
+    trace = np.trace(R)
+    k = int(np.argmax([trace, R[0, 0], R[1, 1], R[2, 2]]))
+    if k == 0:
+        w = 0.5 * np.sqrt(1.0 + trace)
+        q = [w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w)]
+    else:
+        i, j, m = k - 1, k % 3, (k + 1) % 3
+        v = np.zeros(3)
+        v[i] = 0.5 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[m, m])
+        v[j] = (R[j, i] + R[i, j]) / (4 * v[i])
+        v[m] = (R[m, i] + R[i, m]) / (4 * v[i])
+        q = [(R[m, j] - R[j, m]) / (4 * v[i]), *v]
+    return np.array(q)
+
+
 def mandible_twists(skin, deltas, chin_share=0.5):
     """The mandible's motion per jaw blendshape: the twist (ω, v) of the small rigid motion
     ω × (p − c) + v fitted by least squares to the blendshape's skin displacement on the chin (the
@@ -412,45 +433,54 @@ def performance(args, log):
         raise SystemExit(f"--expressions: must be 3 .. {len(others) + 1}, got {count}")
     pool = ["jawOpen"] + sorted(rng.choice(others, size=count - 1, replace=False).tolist())
     neutral, polygons, expr = load_ict(args.data, pool)
-    skin_rest, tris, used = face_region(neutral, polygons)
+    skin_neutral, tris, used = face_region(neutral, polygons)
+    # The rest shape: the neutral face, or jawOpen (the lips apart, so that the lattice does not bind
+    # them together; the neutral frames then close the mouth).
+    skin_rest = skin_neutral if args.rest == "neutral" else expr["jawOpen"][used]
     nodes, tets, deep = build_flesh(skin_rest, tris, args.thickness, cell)
 
     W = performance_weights(pool, rng, keyposes, per_segment)
     n_test = held_keys * per_segment
     n_train = len(W) - n_test
-    deltas = np.stack([expr[n][used] - skin_rest for n in pool])
-    shapes = skin_rest + np.einsum("fp,psc->fsc", W, deltas)
+    deltas = np.stack([expr[n][used] - skin_neutral for n in pool])
+    shapes = skin_neutral + np.einsum("fp,psc->fsc", W, deltas)
     jaw = [k for k, n in enumerate(pool) if n in JAW]  # jawOpen first
-    pivot, twists = mandible_twists(skin_rest, deltas[jaw])
+    centre, twists = mandible_twists(skin_neutral, deltas[jaw])
     magnitude = np.linalg.norm(deltas[0], axis=1)
     share = magnitude[nearest(nodes[deep], skin_rest)] / magnitude.max()
     mandible = share > args.mandible_share
     deep, mandible = deep[(share <= args.skull_share) | mandible], mandible[(share <= args.skull_share) | mandible]
-    poses = W[:, jaw] @ twists  # the mandible's twist (ω, v) per frame, [F, 6]
+    # The mandible's pose per frame, x ↦ R(ω)(x − c) + c + v with (ω, v) = Σ_j w_j twist_j from the
+    # neutral; relative to the rest pose (R_r, v_r): x ↦ R R_rᵀ (x − c − v_r) + c + v.
+    twist_of = W[:, jaw] @ twists
+    rest_twist = np.zeros(6) if args.rest == "neutral" else twists[0]
+    R_rest = rotation(rest_twist[:3])
+    pivot = centre + rest_twist[3:]
+    moves = [(rotation(tw[:3]) @ R_rest.T, tw[3:] - rest_twist[3:]) for tw in twist_of]
     log(f"skin {len(skin_rest)} vertices, flesh {len(nodes)} nodes / {len(tets)} tets (cell {cell * 100:.2f} cm), "
         f"{len(deep)} attached ({int(mandible.sum())} on the mandible: {', '.join(pool[k] for k in jaw)}); "
         f"performance of {len(W)} frames through {keyposes} key expressions of {count} blendshapes, "
         f"{n_train} training / {n_test} held-out frames (the last {held_keys} key expressions), code {code}")
 
     work = tempfile.TemporaryDirectory(prefix="xpd-face-")
-    zero = np.zeros(3)
     scene = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
-                        mandible=(mandible, pivot, [(0, zero, zero)]))
+                        mandible=(mandible, [(0, np.eye(3), pivot, np.zeros(3))]))
     model = xpd.Model.from_scene(str(scene))
     layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-8)
     skin = Skin(model)
     rest_t = model.attachment_targets
     on_jaw = mandible[nearest(rest_t, nodes[deep])]
 
-    def attachment_targets(pose):
-        t = rest_t.copy()
-        t[on_jaw] = (rest_t[on_jaw] - pivot) @ rotation(pose[:3]).T + pivot + pose[3:]
-        return t
+    def attachment_targets(move):
+        R, t = move
+        out = rest_t.copy()
+        out[on_jaw] = (rest_t[on_jaw] - pivot) @ R.T + pivot + t
+        return out
 
-    T_att = torch.from_numpy(np.stack([attachment_targets(p) for p in poses]))
+    T_att = torch.from_numpy(np.stack([attachment_targets(m) for m in moves]))
     T_all = torch.from_numpy(shapes)
     tr, te = slice(0, n_train), slice(n_train, None)
-    neutral_rms = rms_mm(torch.from_numpy(skin_rest)[None], T_all).numpy()
+    neutral_rms = rms_mm(torch.from_numpy(skin_neutral)[None], T_all).numpy()
 
     # 1. Per-frame fit with the mandible where the data put it (every frame: the held-out fits are
     #    the best the model can do).
@@ -497,7 +527,7 @@ def performance(args, log):
         print(f"  {f + 1:14d} {W[f, 0]:8.2f} {neutral_rms[f]:8.3f} {fit_rms[f]:8.3f} {test_rms[i]:8.3f} "
               f"{pca_rms[i]:8.3f} {pca_jaw_rms[i]:8.3f}")
     summary = {
-        "protocol": "performance", "cell_m": cell, "thickness_m": args.thickness, "nodes": len(nodes),
+        "protocol": "performance", "rest": args.rest, "cell_m": cell, "thickness_m": args.thickness, "nodes": len(nodes),
         "tets": len(tets), "skin_vertices": len(skin_rest), "code": code, "blendshapes": pool,
         "keyposes": keyposes, "frames": len(W), "train_frames": n_train, "heldout_frames": n_test,
         "mandible_nodes": int(mandible.sum()), "weights": W.tolist(),
@@ -520,9 +550,10 @@ def performance(args, log):
         out = pathlib.Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(summary, indent=2))
-        keys = [(0, zero, zero)] + [(i + 1, poses[n_train + i, :3], poses[n_train + i, 3:]) for i in range(n_test)]
+        keys = [(0, np.eye(3), pivot, np.zeros(3))]
+        keys += [(i + 1, moves[n_train + i][0], pivot, moves[n_train + i][1]) for i in range(n_test)]
         replay = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
-                             mandible=(mandible, pivot, keys), name="heldout.json")
+                             mandible=(mandible, keys), name="heldout.json")
         a_te = np.ascontiguousarray(decoder(z).detach().numpy())
         sim = xpd.Simulation(str(replay))
         sim.set_actuation(a_te)
@@ -567,6 +598,8 @@ def main(argv=None):
     ap.add_argument("--mandible-share", type=float, default=0.5,
                     help="--protocol performance: deep nodes whose nearest skin vertex jawOpen moves by more "
                          "than this share of its largest displacement follow the mandible")
+    ap.add_argument("--rest", choices=["neutral", "jawOpen"], default="neutral",
+                    help="--protocol performance: the rest shape the flesh volume is built around")
     ap.add_argument("--skull-share", type=float, default=0.1,
                     help="--protocol performance: deep nodes whose nearest skin vertex jawOpen moves by at most "
                          "this share are attached to the skull; those between the shares are free")

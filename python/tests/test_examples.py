@@ -64,6 +64,12 @@ def test_face_mandible_twist_recovers_a_rigid_motion():
     assert np.abs(R @ R.T - np.eye(3)).max() < 1e-14 and abs(np.linalg.det(R) - 1) < 1e-14
     assert np.abs(R @ omega - omega).max() < 1e-15
     assert abs(np.arccos((np.trace(R) - 1) / 2) - np.linalg.norm(omega)) < 1e-12
+    # quaternion() inverts it, also near a half turn (where w ≈ 0 and another branch is taken).
+    for w in (omega, np.array([0.0, 3.1, 0.2]), np.array([-3.0, 0.5, 0.4])):
+        angle = np.linalg.norm(w)
+        q = face.quaternion(face.rotation(w))
+        expected = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * w / angle])
+        assert min(np.abs(q - expected).max(), np.abs(q + expected).max()) < 1e-12, (w, q, expected)  # ±q: one rotation
 
 
 def test_face_pca_given_known_inputs_explains_what_they_drive():

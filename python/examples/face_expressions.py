@@ -26,7 +26,17 @@ Small form (the default; under two minutes on 2 cores): a 1.2 cm lattice and 12 
 for training and 3 held out, code 4. Full form: --full (every expression, 47 / 10, code 16, finer
 lattice; tens of minutes).
 
-    PYTHONPATH=build/python python3 python/examples/face_expressions.py [--full] [--out DIR]
+--protocol performance follows the thesis's set-up instead (§6.5: a performance whose mandible
+motion is known, frames held out): the frames of a performance through mixtures of the blendshapes
+(random key expressions, frames interpolated between them), the deep nodes behind the chin on a
+rigid mandible that follows the jaw blendshapes' weights (the small rigid motion fitted to the
+chin's displacement per jaw blendshape), per-frame fits, the decoder trained on the first frames
+and tested on the frames of the last key expressions with the mandible's pose given; baselines:
+PCA of vertex positions (the thesis's) and PCA given the jaw weights as well (a linear map of
+them, then PCA of the rest). Small form: 8 key expressions of 12 blendshapes, 24 frames (18 / 6),
+code 4, about three minutes; --full: 24 of 57, 72 frames (54 / 18), code 16, about 45 minutes.
+
+    PYTHONPATH=build/python python3 python/examples/face_expressions.py [--full] [--protocol performance] [--out DIR]
 """
 import argparse
 import json

@@ -435,6 +435,11 @@ def performance(args, log):
     keyposes = args.keyposes or (24 if full else 8)
     per_segment = args.segment_frames
     held_keys = args.heldout or max(1, keyposes // 4)
+    if per_segment < 1:
+        raise SystemExit(f"--segment-frames: must be >= 1, got {per_segment}")
+    if not 0.0 <= args.skull_share < args.mandible_share < 1.0:
+        raise SystemExit(f"--skull-share / --mandible-share: need 0 <= skull < mandible < 1, got "
+                         f"{args.skull_share} / {args.mandible_share}")
     if not 1 <= held_keys < keyposes:
         raise SystemExit(f"--heldout: must be 1 .. {keyposes - 1} key expressions, got {held_keys}")
     rng = np.random.default_rng(args.seed)

@@ -328,15 +328,21 @@ class Decoder(torch.nn.Module):
         return (self.mean + z @ self.basis).reshape(-1, *self.shape)
 
 
-def pca_heldout_rms(train, test, k):
-    """RMS (mm) of the held-out shapes projected on the mean + k principal components of train."""
+def pca_heldout_rms(train, test, k, train_known=None, test_known=None):
+    """RMS (mm) of the held-out shapes projected on the mean + k principal components of train. Given
+    known inputs too (the jaw weights [N, J]): x ≈ mean + known G + z P, G by least squares on the
+    training set and P the k principal components of what G leaves."""
     X = train.reshape(len(train), -1)
+    Y = test.reshape(len(test), -1)
     mean = X.mean(0)
-    _, _, vt = np.linalg.svd(X - mean, full_matrices=False)
+    X, Y = X - mean, Y - mean
+    if train_known is not None:
+        kc = train_known.mean(0)
+        G = np.linalg.lstsq(train_known - kc, X, rcond=None)[0]
+        X, Y = X - (train_known - kc) @ G, Y - (test_known - kc) @ G
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
     P = vt[:k]
-    Y = test.reshape(len(test), -1) - mean
-    rec = (Y @ P.T) @ P + mean
-    d = (rec.reshape(test.shape) - test)
+    d = ((Y @ P.T) @ P - Y).reshape(test.shape)
     return np.sqrt((d ** 2).sum(-1).mean(-1)) / 1e-3
 
 
@@ -408,21 +414,6 @@ def mandible_twists(skin, deltas, chin_share=0.5):
     A[:, :, 3:] = np.eye(3)
     A = A.reshape(-1, 6)
     return c, np.array([np.linalg.lstsq(A, d[chin].reshape(-1), rcond=None)[0] for d in deltas])
-
-
-def pca_heldout_rms_known(train, test, k, train_known, test_known):
-    """As pca_heldout_rms, given known inputs (the jaw weights [N, J]) as well: x ≈ mean + known G + z P
-    with G by least squares on the training set and P the k principal components of what G leaves."""
-    X = train.reshape(len(train), -1)
-    Y = test.reshape(len(test), -1)
-    mean, kc = X.mean(0), train_known.mean(0)
-    G = np.linalg.lstsq(train_known - kc, X - mean, rcond=None)[0]
-    X = X - mean - (train_known - kc) @ G
-    Y = Y - mean - (test_known - kc) @ G
-    _, _, vt = np.linalg.svd(X, full_matrices=False)
-    P = vt[:k]
-    d = ((Y @ P.T) @ P - Y).reshape(test.shape)
-    return np.sqrt((d ** 2).sum(-1).mean(-1)) / 1e-3
 
 
 def performance(args, log):
@@ -509,7 +500,7 @@ def performance(args, log):
     decoder = Decoder(a_fit[tr], min(code, n_train - 1))
     codes = torch.nn.Parameter(decoder.encode(a_fit[tr]).detach())
 
-    def train_loss():  # the fit's loss, its regularization included (it keeps the equilibria stable)
+    def train_loss():  # the fit's loss, its regularization included
         a = decoder(codes)
         return (((skin(layer(a, T_att[tr])) - T_all[tr]) ** 2).sum(-1).mean(-1).sum() / cell ** 2
                 + 1e-4 * (a ** 2).mean(-1).mean(-1).sum())
@@ -535,7 +526,7 @@ def performance(args, log):
     #    and PCA given the jaw weights too (a linear map of them, then PCA of what it leaves).
     k = min(code, n_train - 1)
     pca_rms = pca_heldout_rms(shapes[tr], shapes[te], k)
-    pca_jaw_rms = pca_heldout_rms_known(shapes[tr], shapes[te], k, W[tr][:, jaw], W[te][:, jaw])
+    pca_jaw_rms = pca_heldout_rms(shapes[tr], shapes[te], k, W[tr][:, jaw], W[te][:, jaw])
     print(f"  {'held-out frame':>14s} {'jawOpen':>8s} {'neutral':>8s} {'fit':>8s} {'decoder':>8s} {'PCA':>8s} {'PCA+jaw':>8s}   (RMS mm)")
     for i in range(n_test):
         f = n_train + i

@@ -36,11 +36,19 @@ PCA of vertex positions (the thesis's) and PCA given the jaw weights as well (a 
 them, then PCA of the rest). Small form: 8 key expressions of 12 blendshapes, 24 frames (18 / 6),
 code 4, about three minutes; --full: 24 of 57, 72 frames (54 / 18), code 16, about 45 minutes.
 
+--volume shell replaces the lattice by the library's prism shell (mesh generator "shell", --layers
+layers through --thickness) grown behind the skin's own triangles: the skin vertices are the first
+nodes, so the mouth's slit stays open and the lips move apart. The neutral ICT face folds at both
+mouth corners, where a shell has no positive tets; the example smooths the skin there (58 vertices,
+at most 0.34 mm) and says how many it moved. The shell is slower and fits worse than the lattice
+(docs/python.md gives the measured figures).
+
     PYTHONPATH=build/python python3 python/examples/face_expressions.py [--full] [--protocol performance] [--out DIR]
 """
 import argparse
 import json
 import pathlib
+import re
 import sys
 import tarfile
 import tempfile
@@ -173,6 +181,110 @@ def build_flesh(skin, tris, thickness, cell):
     return nodes[used], renumber[tets], deep
 
 
+SHELL_OPTIONS = {}
+
+
+def smooth_fold(x, tris, triangle, rings=2, sweeps=5):
+    """Smooths x (in place) around a fold of the surface: the vertices within `rings` edge rings of
+    `triangle` move to their neighbours' mean, `sweeps` times. The neutral ICT face folds at both
+    mouth corners, where no prism shell has positive tets; this moves 58 vertices by at most 0.34 mm
+    (0.016 mm RMS over the face). Returns the number of vertices moved."""
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    edges = np.concatenate([edges, edges[:, ::-1]])
+    ring = set(tris[triangle].tolist())
+    for _ in range(rings):
+        ring |= set(edges[np.isin(edges[:, 0], list(ring)), 1].tolist())
+    ring = np.array(sorted(ring))
+    inner = edges[np.isin(edges[:, 0], ring)]
+    for _ in range(sweeps):
+        total = np.zeros((len(x), 3))
+        count = np.zeros(len(x))
+        np.add.at(total, inner[:, 0], x[inner[:, 1]])
+        np.add.at(count, inner[:, 0], 1.0)
+        x[ring] = total[ring] / count[ring, None]
+    return len(ring)
+
+
+class Volume:
+    """The flesh volume behind the skin, in one of two forms:
+
+    - "lattice": BCC tets cut out behind the skin (build_flesh), the skin embedded in them by
+      barycentric weights. The tets do not follow the skin, so where two parts of the skin are closer
+      than a cell (the lips of a closed mouth) both lie in the same tets and move together.
+    - "shell": the scene's prism-shell generator (mesh/shell.hpp) grows `layers` layers of prisms
+      behind the skin's own triangles, 3 tets each; the skin vertices are the nodes of layer 0 (node
+      v is skin vertex v) and the deep side is layer `layers` (node layers·S + v under skin vertex v).
+      The skin's own slits (the mouth) stay open, as in the thesis's conforming face mesh.
+
+    nodes [V, 3] (rest), deep: the deep-side node indices, deep_skin: the skin vertex under or nearest
+    each of them, `mesh`: the scene's mesh entry once `write` has put its files in a folder."""
+
+    def __init__(self, kind, skin, tris, thickness, cell, layers=1):
+        self.kind, self.skin, self.tris, self.thickness, self.cell, self.layers = kind, skin, tris, thickness, cell, layers
+        if kind == "lattice":
+            self.nodes, self.tets, self.deep = build_flesh(skin, tris, thickness, cell)
+            self.deep_skin = nearest(self.nodes[self.deep], skin)
+            # A fixed attachment is a stiff spring; 1e3 mu h keeps it stiff next to the flesh without
+            # the PD residual floor that much stiffer springs bring (docs/validation.md §1).
+            self.length = float(np.cbrt((self.nodes.max(0) - self.nodes.min(0)).prod() / len(self.tets)))
+        elif kind == "shell":
+            S = len(skin)
+            self.skin = skin = skin.copy()
+            self.smoothed = 0  # vertices moved by smooth_fold (with repeats)
+            for _ in range(20):
+                try:
+                    self.nodes, self.tets = self._build_shell()
+                    break
+                except xpd.Error as e:  # a fold of the skin: smooth it and try again
+                    fold = re.search(r"shell: the tets under triangle (\d+)", str(e))
+                    if not fold:
+                        raise
+                    self.smoothed += smooth_fold(skin, tris, int(fold.group(1)))
+            else:
+                raise RuntimeError("shell: the skin still folds after 20 rounds of smoothing")
+            if len(self.nodes) != (layers + 1) * S:
+                raise RuntimeError(f"shell: {len(self.nodes)} nodes, expected {(layers + 1) * S}")
+            self.deep = layers * S + np.arange(S)
+            self.deep_skin = np.arange(S)
+            edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+            self.length = float(np.linalg.norm(skin[edges[:, 0]] - skin[edges[:, 1]], axis=1).mean())
+        else:
+            raise ValueError(f"--volume: lattice or shell, got {kind!r}")
+        if kind == "lattice":
+            self.smoothed = 0
+
+    def _build_shell(self):
+        """The library's shell behind self.skin: rest nodes and tets."""
+        S = len(self.skin)
+        with tempfile.TemporaryDirectory(prefix="xpd-shell-") as folder:
+            self.write(folder)
+            (pathlib.Path(folder) / "deep.txt").write_text(" ".join(map(str, self.layers * S + np.arange(S))))
+            scene = pathlib.Path(folder) / "shell.json"
+            scene.write_text(json.dumps({
+                "mesh": self.mesh, "materials": [{"mu": 1.0}],
+                "selections": {"deep": {"type": "indices", "file": "deep.txt"}},
+                "attachments": [{"selection": "deep", "type": "fixed", "stiffness": 1.0}],
+                "solver": {"type": "quasistatic", "frames": 1}}))
+            sim = xpd.Simulation(str(scene))
+            return np.array(sim.rest_positions), np.array(sim.tets)
+
+    def write(self, folder):
+        folder = pathlib.Path(folder)
+        write_obj(folder / "skin.obj", self.skin, self.tris)
+        if self.kind == "lattice":
+            write_medit(folder / "flesh.mesh", self.nodes, self.tets)
+            self.mesh = {"file": "flesh.mesh", "embedded_surface": "skin.obj"}
+        else:
+            self.mesh = {"generator": "shell", "surface": "skin.obj", "thickness": self.thickness,
+                         "layers": self.layers, **SHELL_OPTIONS}
+
+    def describe(self):
+        form = f"cell {self.cell * 100:.2f} cm" if self.kind == "lattice" else \
+            f"prism shell, {self.layers} layer(s), depth up to {self.thickness * 100:.2f} cm" + \
+            (f", {self.smoothed} skin vertices smoothed at folds" if self.smoothed else "")
+        return f"flesh {len(self.nodes)} nodes / {len(self.tets)} tets ({form})"
+
+
 def write_medit(path, nodes, tets):
     with open(path, "w") as f:
         f.write(f"MeshVersionFormatted 2\nDimension 3\nVertices\n{len(nodes)}\n")
@@ -188,21 +300,19 @@ def write_obj(path, x, tris):
         f.writelines(f"f {t[0] + 1} {t[1] + 1} {t[2] + 1}\n" for t in tris)
 
 
-def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames, mandible=None, name="face.json"):
+def write_scene(folder, volume, mu, frames, mandible=None, name="face.json"):
     """The scene of the flesh volume: every tet actuated, the deep layer attached. With `mandible`
-    = (mask over `deep`, keys) the masked deep nodes form a second, rigid attachment (the jaw) whose
-    keyframes are (frame, R, p, t): x ↦ R(x − p) + p + t; the others stay fixed (the skull)."""
+    = (mask over `volume.deep`, keys) the masked deep nodes form a second, rigid attachment (the jaw)
+    whose keyframes are (frame, R, p, t): x ↦ R(x − p) + p + t; the others stay fixed (the skull)."""
     folder = pathlib.Path(folder)
-    write_medit(folder / "flesh.mesh", nodes, tets)
-    write_obj(folder / "skin.obj", skin, tris)
+    volume.write(folder)
+    deep = volume.deep
     skull = deep if mandible is None else deep[~mandible[0]]
     (folder / "deep.txt").write_text(" ".join(map(str, skull)) + "\n")
-    # A fixed attachment is a stiff spring; 1e3 mu h keeps it stiff next to the flesh without
-    # the PD residual floor that much stiffer springs bring (docs/validation.md §1).
-    w = 1e3 * mu * float(np.cbrt((nodes.max(0) - nodes.min(0)).prod() / len(tets)))
+    w = 1e3 * mu * volume.length
     scene = {
-        "description": "ICT face region (skin embedded) over a BCC flesh volume; deep layer attached; every tet actuated",
-        "mesh": {"file": "flesh.mesh", "embedded_surface": "skin.obj"},
+        "description": f"ICT face region over a flesh volume ({volume.kind}); deep layer attached; every tet actuated",
+        "mesh": volume.mesh,
         "selections": {"skull": {"type": "indices", "file": "deep.txt"}},
         "materials": [{"mu": mu, "density": 1000}],
         "actuation": [{"region": "all"}],
@@ -232,12 +342,18 @@ def write_scene(folder, skin, tris, nodes, tets, deep, mu, frames, mandible=None
 class Skin:
     """Simulated skin W x of an embedded surface, differentiable in x."""
 
-    def __init__(self, model):
+    def __init__(self, model, volume):
+        self.count = None
+        if volume.kind == "shell":  # the skin vertices are the nodes 0..S-1
+            self.count = len(volume.skin)
+            return
         nodes, weights = model.embedding
         self.nodes = torch.from_numpy(nodes.astype(np.int64))
         self.weights = torch.from_numpy(weights)
 
     def __call__(self, x):  # x [B, n, 3] -> [B, S, 3]
+        if self.count is not None:
+            return x[:, :self.count]
         return (x[:, self.nodes] * self.weights[None, :, :, None]).sum(2)
 
 
@@ -443,7 +559,8 @@ def performance(args, log):
     # The rest shape: the neutral face, or jawOpen (the lips apart, so that the lattice does not bind
     # them together; the neutral frames then close the mouth).
     skin_rest = skin_neutral if args.rest == "neutral" else expr["jawOpen"][used]
-    nodes, tets, deep = build_flesh(skin_rest, tris, args.thickness, cell)
+    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers)
+    nodes = volume.nodes
 
     W = performance_weights(pool, rng, keyposes, per_segment)
     n_test = held_keys * per_segment
@@ -453,9 +570,11 @@ def performance(args, log):
     jaw = [k for k, n in enumerate(pool) if n in JAW]  # jawOpen first
     centre, twists = mandible_twists(skin_neutral, deltas[jaw])
     magnitude = np.linalg.norm(deltas[0], axis=1)
-    share = magnitude[nearest(nodes[deep], skin_rest)] / magnitude.max()
+    share = magnitude[volume.deep_skin] / magnitude.max()
     mandible = share > args.mandible_share
-    deep, mandible = deep[(share <= args.skull_share) | mandible], mandible[(share <= args.skull_share) | mandible]
+    attached = (share <= args.skull_share) | mandible
+    volume.deep, volume.deep_skin, mandible = volume.deep[attached], volume.deep_skin[attached], mandible[attached]
+    deep = volume.deep
     # The mandible's pose per frame, x ↦ R(ω)(x − c) + c + v with (ω, v) = Σ_j w_j twist_j from the
     # neutral; relative to the rest pose (R_r, v_r): x ↦ R R_rᵀ (x − c − v_r) + c + v.
     twist_of = W[:, jaw] @ twists
@@ -463,17 +582,17 @@ def performance(args, log):
     R_rest = rotation(rest_twist[:3])
     pivot = centre + rest_twist[3:]
     moves = [(rotation(tw[:3]) @ R_rest.T, tw[3:] - rest_twist[3:]) for tw in twist_of]
-    log(f"skin {len(skin_rest)} vertices, flesh {len(nodes)} nodes / {len(tets)} tets (cell {cell * 100:.2f} cm), "
+    log(f"skin {len(skin_rest)} vertices, {volume.describe()}, "
         f"{len(deep)} attached ({int(mandible.sum())} on the mandible: {', '.join(pool[k] for k in jaw)}); "
         f"performance of {len(W)} frames through {keyposes} key expressions of {count} blendshapes, "
         f"{n_train} training / {n_test} held-out frames (the last {held_keys} key expressions), code {code}")
 
     work = tempfile.TemporaryDirectory(prefix="xpd-face-")
-    scene = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
+    scene = write_scene(work.name, volume, mu=1e4, frames=n_test,
                         mandible=(mandible, [(0, np.eye(3), pivot, np.zeros(3))]))
     model = xpd.Model.from_scene(str(scene))
     layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-8)
-    skin = Skin(model)
+    skin = Skin(model, volume)
     rest_t = model.attachment_targets
     on_jaw = mandible[nearest(rest_t, nodes[deep])]
 
@@ -533,8 +652,9 @@ def performance(args, log):
         print(f"  {f + 1:14d} {W[f, 0]:8.2f} {neutral_rms[f]:8.3f} {fit_rms[f]:8.3f} {test_rms[i]:8.3f} "
               f"{pca_rms[i]:8.3f} {pca_jaw_rms[i]:8.3f}")
     summary = {
-        "protocol": "performance", "rest": args.rest, "cell_m": cell, "thickness_m": args.thickness, "nodes": len(nodes),
-        "tets": len(tets), "skin_vertices": len(skin_rest), "code": code, "blendshapes": pool,
+        "protocol": "performance", "rest": args.rest, "volume": volume.kind, "cell_m": cell,
+        "layers": args.layers, "thickness_m": args.thickness, "nodes": len(nodes), "tets": len(volume.tets),
+        "skin_vertices": len(skin_rest), "code": code, "blendshapes": pool,
         "keyposes": keyposes, "frames": len(W), "train_frames": n_train, "heldout_frames": n_test,
         "mandible_nodes": int(mandible.sum()), "weights": W.tolist(),
         "neutral_rms_mm": neutral_rms.tolist(), "fit_rms_mm": fit_rms.tolist(),
@@ -558,7 +678,7 @@ def performance(args, log):
         (out / "results.json").write_text(json.dumps(summary, indent=2))
         keys = [(0, np.eye(3), pivot, np.zeros(3))]
         keys += [(i + 1, moves[n_train + i][0], pivot, moves[n_train + i][1]) for i in range(n_test)]
-        replay = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=n_test,
+        replay = write_scene(work.name, volume, mu=1e4, frames=n_test,
                              mandible=(mandible, keys), name="heldout.json")
         a_te = np.ascontiguousarray(decoder(z).detach().numpy())
         sim = xpd.Simulation(str(replay))
@@ -590,6 +710,11 @@ def main(argv=None):
     ap.add_argument("--data", default=str(DATA), help="the ict-facekit folder")
     ap.add_argument("--cell", type=float, help="lattice cell [m] (small 0.012, full 0.008)")
     ap.add_argument("--thickness", type=float, default=0.015, help="flesh thickness behind the skin [m]")
+    ap.add_argument("--volume", choices=["lattice", "shell"], default="lattice",
+                    help="the flesh volume: BCC lattice tets with the skin embedded (--cell), or a prism shell "
+                         "grown behind the skin's own triangles (--layers; the skin vertices are its nodes, the "
+                         "mouth's slit stays open)")
+    ap.add_argument("--layers", type=int, default=1, help="--volume shell: prism layers through the thickness")
     ap.add_argument("--expressions", type=int, help="number of expressions (small 12, full 57)")
     ap.add_argument("--protocol", choices=["expressions", "performance"], default="expressions",
                     help="expressions: the blendshapes themselves, some held out; performance: frames of a "
@@ -639,15 +764,15 @@ def main(argv=None):
     train_names = [n for n in names if n not in test_names]
     neutral, polygons, expr = load_ict(args.data, names)
     skin_rest, tris, used = face_region(neutral, polygons)
-    nodes, tets, deep = build_flesh(skin_rest, tris, args.thickness, cell)
-    log(f"skin {len(skin_rest)} vertices, flesh {len(nodes)} nodes / {len(tets)} tets (cell {cell * 100:.2f} cm), "
-        f"{len(deep)} attached; {len(train_names)} training / {len(test_names)} held-out expressions, code {code}")
+    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers)
+    log(f"skin {len(skin_rest)} vertices, {volume.describe()}, "
+        f"{len(volume.deep)} attached; {len(train_names)} training / {len(test_names)} held-out expressions, code {code}")
 
     work = tempfile.TemporaryDirectory(prefix="xpd-face-")
-    scene = write_scene(work.name, skin_rest, tris, nodes, tets, deep, mu=1e4, frames=heldout)
+    scene = write_scene(work.name, volume, mu=1e4, frames=heldout)
     model = xpd.Model.from_scene(str(scene))
     layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-8)
-    skin = Skin(model)
+    skin = Skin(model, volume)
     target = {n: torch.from_numpy(expr[n][used]) for n in names}
     with torch.no_grad():
         rest_skin = skin(torch.from_numpy(model.rest_positions)[None])[0]
@@ -706,7 +831,8 @@ def main(argv=None):
         print(f"  {n:22s} {neutral_rms[n]:8.3f} {fit_rms[te[k]]:8.3f} {test_rms[k]:8.3f} {pca_rms[k]:8.3f}")
     elapsed = time.perf_counter() - t0
     summary = {
-        "cell_m": cell, "thickness_m": args.thickness, "nodes": len(nodes), "tets": len(tets),
+        "volume": volume.kind, "cell_m": cell, "layers": args.layers, "thickness_m": args.thickness,
+        "nodes": len(volume.nodes), "tets": len(volume.tets),
         "skin_vertices": len(skin_rest), "code": code, "train": train_names, "heldout": test_names,
         "fit_rms_mm": dict(zip(names, map(float, fit_rms))),
         "neutral_rms_mm": neutral_rms,

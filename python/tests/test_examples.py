@@ -104,3 +104,34 @@ def test_face_performance_protocol_replays_its_heldout_frames(data_dir, tmp_path
     for key in ("heldout_decoder_mean_mm", "heldout_pca_mean_mm", "heldout_pca_jaw_mean_mm"):
         assert np.isfinite(results[key])
     assert len(list((tmp_path / "heldout" / "surfaces").iterdir())) == 2
+
+
+def test_face_shell_volume_unfolds_the_mouth_corners_and_its_skin_is_its_first_nodes(data_dir):
+    # The neutral ICT face folds at both mouth corners, where no prism shell has positive tets: the
+    # shell volume smooths the folds (a few vertices, well under a millimetre) and then builds; its
+    # skin vertices are the nodes 0..S-1 (Skin reads them directly) and the deep side lies behind.
+    if not (data_dir / "ict-facekit" / "FaceXModel_neutral_and_expressions.tar.xz").is_file():
+        pytest.skip("ict-facekit missing from the shared data")
+    face = load("face_expressions")
+    neutral, polygons, _ = face.load_ict(str(data_dir / "ict-facekit"), [])
+    skin, tris, _ = face.face_region(neutral, polygons)
+    import xpd
+
+    S = len(skin)
+    raw = face.Volume.__new__(face.Volume)  # the folds are real: unsmoothed, the library refuses the shell
+    raw.kind, raw.skin, raw.tris, raw.thickness, raw.layers = "shell", skin, tris, 0.012, 1
+    with pytest.raises(xpd.Error, match="triangle"):
+        raw._build_shell()
+    volume = face.Volume("shell", skin, tris, 0.012, 0.012, 1)
+    moved = np.linalg.norm(volume.skin - skin, axis=1)
+    assert 0 < np.count_nonzero(moved) <= 200
+    assert moved.max() < 1e-3
+    assert len(volume.nodes) == 2 * S and len(volume.tets) == 3 * len(tris)
+    assert np.abs(volume.nodes[:S] - volume.skin).max() < 1e-12  # the skin written with 12 digits
+    depth = np.linalg.norm(volume.nodes[volume.deep] - volume.nodes[volume.deep_skin], axis=1)
+    assert depth.min() > 0 and depth.max() <= 0.012 + 1e-12
+    x = np.asarray(volume.nodes)[None]
+    import torch
+
+    skin_of = face.Skin(None, volume)
+    assert np.array_equal(skin_of(torch.from_numpy(x))[0].numpy(), volume.nodes[:S])

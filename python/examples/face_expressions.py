@@ -362,15 +362,17 @@ def rms_mm(a, b):
     return ((a - b) ** 2).sum(-1).mean(-1).sqrt() / 1e-3
 
 
-def lbfgs(params, loss_fn, steps, log=None):
+def lbfgs(params, loss_fn, steps, log=None, layer=None):
     """L-BFGS with a strong-Wolfe line search, about `steps` evaluations of loss_fn in all. A trial
     step whose equilibrium the layer refuses (a frame unconverged, or unstable: its Hessian not
     positive definite, so it has no gradient) counts as a loss 1e3 times the first one with a zero
     gradient, so the line search falls back towards the last accepted point; the refusal at the
     starting point is raised. When L-BFGS stops early (a line search that had to back off leaves a
     step too short for it), it restarts from where it is, with a fresh history, while the restarts
-    still lower the loss."""
-    count, first, refused = [0], [None], [0]
+    still lower the loss. With `layer` given, a refused step also returns the layer's warm start to
+    the equilibria of the last accepted evaluation: warm-started from the refused (unstable) ones,
+    the next trial would be drawn back to the same branch."""
+    count, first, refused, accepted = [0], [None], [0], [None]
 
     def closure():
         opt.zero_grad()
@@ -383,6 +385,8 @@ def lbfgs(params, loss_fn, steps, log=None):
             refused[0] += 1
             if log and refused[0] == 1:
                 log(f"    a trial step refused ({e}); the line search backs off")
+            if layer is not None and accepted[0] is not None:
+                layer.warm_start = accepted[0]
             for p in params:
                 p.grad = torch.zeros_like(p)
             count[0] += 1
@@ -390,6 +394,8 @@ def lbfgs(params, loss_fn, steps, log=None):
         for p in params:  # L-BFGS flattens with view(); a matmul's gradient may be transposed
             p.grad = p.grad.contiguous()
         count[0] += 1
+        if layer is not None:
+            accepted[0] = layer.warm_start
         if first[0] is None:
             first[0] = loss.item()
         if log and (count[0] == 1 or count[0] % 10 == 0):
@@ -419,7 +425,7 @@ def fit_expressions(layer, skin, targets, scale, reg, steps, log, t=None):
         s = skin(layer(a) if t is None else layer(a, t))
         return ((s - targets) ** 2).sum(-1).mean(-1).sum() / scale ** 2 + reg * (a ** 2).mean(-1).mean(-1).sum()
 
-    evaluations = lbfgs([a], loss_fn, steps, log)
+    evaluations = lbfgs([a], loss_fn, steps, log, layer)
     return a.detach(), evaluations
 
 
@@ -624,7 +630,7 @@ def performance(args, log):
         return (((skin(layer(a, T_att[tr])) - T_all[tr]) ** 2).sum(-1).mean(-1).sum() / cell ** 2
                 + 1e-4 * (a ** 2).mean(-1).mean(-1).sum())
 
-    n_train_eval = lbfgs(list(decoder.parameters()) + [codes], train_loss, args.train_steps, log)
+    n_train_eval = lbfgs(list(decoder.parameters()) + [codes], train_loss, args.train_steps, log, layer)
     with torch.no_grad():
         train_rms = rms_mm(skin(layer(decoder(codes), T_att[tr])), T_all[tr]).numpy()
     log(f"decoder end to end: training RMS median {np.median(train_rms):.3f} mm after {n_train_eval} evaluations")
@@ -637,7 +643,7 @@ def performance(args, log):
     def test_loss():
         return ((skin(layer(decoder(z), T_att[te])) - T_all[te]) ** 2).sum(-1).mean(-1).sum() / cell ** 2
 
-    lbfgs([z], test_loss, args.code_steps, log)
+    lbfgs([z], test_loss, args.code_steps, log, layer)
     with torch.no_grad():
         test_rms = rms_mm(skin(layer(decoder(z), T_att[te])), T_all[te]).numpy()
 
@@ -800,7 +806,7 @@ def main(argv=None):
     def train_loss():
         return ((skin(layer(decoder(codes))) - T_tr) ** 2).sum(-1).mean(-1).sum() / cell ** 2
 
-    n_train = lbfgs(list(decoder.parameters()) + [codes], train_loss, args.train_steps, log)
+    n_train = lbfgs(list(decoder.parameters()) + [codes], train_loss, args.train_steps, log, layer)
     with torch.no_grad():
         train_rms = rms_mm(skin(layer(decoder(codes))), T_tr).numpy()
     log(f"decoder end to end: training RMS median {np.median(train_rms):.3f} mm after {n_train} evaluations")
@@ -819,7 +825,7 @@ def main(argv=None):
     def test_loss():
         return ((skin(layer(decoder(z))) - T_te) ** 2).sum(-1).mean(-1).sum() / cell ** 2
 
-    n_test = lbfgs([z], test_loss, args.code_steps, log)
+    n_test = lbfgs([z], test_loss, args.code_steps, log, layer)
     with torch.no_grad():
         x_te = layer(decoder(z))
         test_rms = rms_mm(skin(x_te), T_te).numpy()

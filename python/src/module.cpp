@@ -421,6 +421,26 @@ PYBIND11_MODULE(_xpd, m) {
           py::arg("x"), py::arg("a"), py::arg("t"), py::arg("grad_x"),
           "Gradients of the frames of one forward pass (its x, a, t) given dL/dx: returns (dL/da "
           "[B, u, 6], dL/dt [B, k, 3], per-frame adjoint statistics).")
+      .def(
+          "warm_start",
+          [](const PyBatch& b) {
+            const py::ssize_t slots = b.batch->num_slots(), n = b.batch->model().num_nodes();
+            DoubleArray x({slots, n, py::ssize_t{3}});
+            for (py::ssize_t i = 0; i < slots; ++i)
+              Eigen::Map<Points>(x.mutable_data() + i * 3 * n, n, 3) = b.batch->state(static_cast<int>(i)).x;
+            return x;
+          },
+          "A copy of the positions each slot's next forward pass starts from, [slots, num_nodes, 3] "
+          "(slots: the largest batch so far; 0 before the first forward pass).")
+      .def(
+          "set_warm_start",
+          [](PyBatch& b, const py::object& x_obj) {
+            const DoubleArray x = checked(x_obj, "x", {-1, b.batch->model().num_nodes(), 3});
+            b.batch->set_warm_start(static_cast<int>(x.shape(0)), x.data());
+          },
+          py::arg("x"),
+          "x: [B, num_nodes, 3]; the next forward pass starts frame i at x[i] (slots beyond B keep "
+          "theirs), e.g. the last accepted equilibria after a refused trial step.")
       .def_property_readonly("num_nodes", [](const PyBatch& b) { return b.batch->model().num_nodes(); })
       .def_property_readonly("num_actuated_tets", [](const PyBatch& b) { return b.batch->num_actuated_tets(); })
       .def_property_readonly("num_attachment_targets",

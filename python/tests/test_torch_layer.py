@@ -80,6 +80,37 @@ def test_bad_inputs_and_unconverged_forward(tiny):
     assert x.shape == (1, model.num_nodes, 3) and not loose.last_forward_stats[0]["converged"]
 
 
+def test_warm_start_is_where_the_next_forward_starts(tiny):
+    """An optimizer's way back from a refused trial step: the warm start of an accepted step,
+    assigned back, makes the same inputs take no iteration and give the same equilibrium."""
+    model, _ = tiny
+    layer = xpd.torch.QuasistaticLayer(model, tolerance=1e-10)
+    u, n = model.num_actuated_tets, model.num_nodes
+    assert layer.warm_start.shape == (0, n, 3)
+    a = torch.full((2, u, 6), 0.05, dtype=torch.float64)
+    x = layer(a)
+    cold = [s["iterations"] for s in layer.last_forward_stats]
+    assert min(cold) > 0
+    kept = layer.warm_start
+    assert kept.shape == (2, n, 3) and torch.equal(kept, x)
+    layer(torch.full((2, u, 6), 0.2, dtype=torch.float64))  # a trial step elsewhere
+    layer.warm_start = kept
+    assert torch.equal(layer(a), x)
+    assert [s["iterations"] for s in layer.last_forward_stats] == [0, 0]
+    layer.warm_start = model.rest_positions[None]  # a numpy array too; frame 1 keeps its own
+    layer(a[:1])
+    assert layer.last_forward_stats[0]["iterations"] == cold[0]  # from the rest shape again
+    with pytest.raises(TypeError, match="warm_start: expected dtype torch.float64"):
+        layer.warm_start = kept.float()
+    with pytest.raises(ValueError, match=r"x: expected shape \[\*, %d, 3\]" % n):
+        layer.warm_start = kept[:, :-1]
+    bad = kept.clone()
+    bad[1, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        layer.warm_start = bad
+    assert torch.equal(layer.warm_start[1], kept[1])  # a refused assignment changes nothing
+
+
 # Real meshes of the issue's end-to-end checks: octopus-low (452 nodes, 1,140 tets, hung from its
 # top) and the small armadillo (1,180 nodes, 3,717 tets, standing on its feet), every tet actuated.
 REAL_MESHES = {

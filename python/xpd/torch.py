@@ -72,6 +72,7 @@ class QuasistaticLayer(torch.nn.Module):
     [B, num_attachment_targets, 3]. Options: tolerance (relative residual of the forward solve),
     max_iterations, newton_polish (Newton to round-off after PD: for gradient checks),
     adjoint_method ('cg', 'fixed_point', 'direct'), adjoint_tolerance, allow_unconverged.
+    Each frame's solve starts from that frame's last equilibrium (`warm_start`).
     """
 
     def __init__(self, model, tolerance=1e-8, max_iterations=5000, newton_polish=False,
@@ -91,6 +92,21 @@ class QuasistaticLayer(torch.nn.Module):
 
     def forward(self, a, t=None):
         return _QuasistaticFunction.apply(a, t, self)
+
+    @property
+    def warm_start(self):
+        """A copy of the positions each frame's next forward solve starts from, float64 tensor
+        [slots, num_nodes, 3] (slots: the largest batch so far). Assign a float64 tensor (or numpy
+        array) [B, num_nodes, 3] to set frames 0..B-1: an optimizer keeps the warm start of its last
+        accepted step and assigns it back after a refused one, whose equilibria may be unstable and
+        would draw the next solves back to them."""
+        return torch.from_numpy(self.batch.warm_start())
+
+    @warm_start.setter
+    def warm_start(self, x):
+        if isinstance(x, torch.Tensor):
+            x = _as_numpy(x, "warm_start")
+        self.batch.set_warm_start(x)
 
 
 # ---- several processes (torch.distributed) -------------------------------------------------------

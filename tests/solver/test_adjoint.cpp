@@ -12,6 +12,7 @@
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <xpd/core/error.hpp>
 #include <xpd/energy/polar.hpp>
@@ -453,6 +454,51 @@ TEST(QuasistaticBatchForward, RestInputsConvergeAtTheRestShapeFromAnyStart) {
   const double back = (x - model.rest_positions()).norm() / away;
   test::report("back to rest (||x - X|| / ||x_deformed - X||)", back, 1e-4);
   EXPECT_LE(back, 1e-4);
+}
+
+TEST(QuasistaticBatchForward, SetWarmStartIsWhereTheNextForwardStarts) {
+  // An optimizer returns the batch to accepted equilibria after a refused trial step: from the
+  // equilibrium of a1 set back as the warm start, a1 takes no iteration and gives that equilibrium
+  // bit for bit; from the rest shape it takes some. A non-finite warm start is refused, naming the
+  // frame, and leaves every slot as it was.
+  const Model model = build_model(actuated_desc(load(kMeshes[0])));
+  QuasistaticBatch batch(model);
+  const Eigen::Index n = model.num_nodes(), u = model.initial_inputs().shape_targets.rows();
+  const ShapeTargetParams a1 = random_params(u, 0.1, 91);
+  ShapeTargetParams two(2 * u, 6);
+  two << a1, a1;
+  Points x1(n, 3), x(n, 3);
+  std::vector<FrameStats> st = batch.forward(1, a1.data(), nullptr, x1.data());
+  ASSERT_TRUE(st[0].converged);
+  const int cold = st[0].iterations;
+  EXPECT_GT(cold, 0);
+  Points rest = model.rest_positions();
+  batch.set_warm_start(1, rest.data());
+  st = batch.forward(1, a1.data(), nullptr, x.data());
+  EXPECT_EQ(st[0].iterations, cold);  // the same solve as the first: set_warm_start is the start
+  batch.set_warm_start(1, x1.data());
+  st = batch.forward(1, a1.data(), nullptr, x.data());
+  ASSERT_TRUE(st[0].converged);
+  EXPECT_EQ(st[0].iterations, 0);
+  EXPECT_TRUE(x == x1);
+  // Two slots from one; a NaN in the second frame is named and changes nothing.
+  Points both(2 * n, 3);
+  both << x1, x1;
+  batch.set_warm_start(2, both.data());
+  EXPECT_EQ(batch.num_slots(), 2);
+  both(n + 5, 1) = std::numeric_limits<double>::quiet_NaN();
+  both.topRows(n) = rest;
+  try {
+    batch.set_warm_start(2, both.data());
+    FAIL() << "expected a SolverError";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame 1:"), std::string::npos) << e.what();
+  }
+  Points out(2 * n, 3);
+  st = batch.forward(2, two.data(), nullptr, out.data());
+  EXPECT_EQ(st[0].iterations, 0);
+  EXPECT_EQ(st[1].iterations, 0);
+  EXPECT_THROW(batch.set_warm_start(-1, x1.data()), SolverError);
 }
 
 TEST(AdjointBatch, ErrorsNameTheFrameByItsIndexInTheBatch) {

@@ -51,6 +51,17 @@ void QuasistaticBatch::set_inputs(State& s, int i, const double* a, const double
   }
 }
 
+void QuasistaticBatch::set_warm_start(int B, const double* x) {
+  if (B < 0) throw SolverError(fmt::format("quasistatic batch: batch size must be >= 0, got {}", B));
+  const Eigen::Index n = model_->num_nodes();
+  const size_t block = static_cast<size_t>(3 * n);
+  // Checked in full before any slot changes: a refused call leaves every warm start as it was.
+  for (int i = 0; i < B; ++i) check_finite(x + static_cast<size_t>(i) * block, block, i, "the warm start");
+  while (static_cast<int>(states_.size()) < B) states_.push_back(make_state(*model_));
+  for (int i = 0; i < B; ++i)
+    states_[static_cast<size_t>(i)].x = Eigen::Map<const Points>(x + static_cast<size_t>(i) * block, n, 3);
+}
+
 std::vector<FrameStats> QuasistaticBatch::forward(int B, const double* a, const double* t, double* x) {
   if (B < 0) throw SolverError(fmt::format("quasistatic batch: batch size must be >= 0, got {}", B));
   const Eigen::Index n = model_->num_nodes();

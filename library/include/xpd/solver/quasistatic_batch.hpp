@@ -66,8 +66,18 @@ class QuasistaticBatch {
   std::vector<AdjointStats> backward(int B, const double* x, const double* a, const double* t, const double* g,
                                      double* grad_a, double* grad_t);
 
-  /// The persistent state of batch slot i (after forward).
+  /// The persistent state of batch slot i (after forward or set_warm_start).
   const State& state(int i) const { return states_.at(static_cast<size_t>(i)); }
+  /// The slots that hold a warm start: the largest B of a forward pass or set_warm_start so far.
+  int num_slots() const { return static_cast<int>(states_.size()); }
+
+  /// Sets the warm start of slots 0..B-1 to x[i] (#nodes × 3 each, layout as above): the next
+  /// forward pass starts frame i there (slots beyond B keep theirs). For an optimizer whose trial
+  /// step reached an equilibrium it refuses (unstable: the adjoint's Hessian is not positive
+  /// definite): warm-started from there, nearby inputs are drawn back to the same unstable branch,
+  /// so it returns to the last accepted equilibria instead. Throws SolverError for B < 0 or a
+  /// non-finite x (naming the frame).
+  void set_warm_start(int B, const double* x);
 
  private:
   void set_inputs(State& s, int i, const double* a, const double* t) const;

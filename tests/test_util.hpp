@@ -2,6 +2,7 @@
 // Shared helpers for the test suite: where the shared data and tiny fixtures live.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,16 @@
 #endif
 
 namespace xpd::test {
+
+/// XPD_TEST_VERBOSE=1 (any value but empty or 0) prints measured figures, e.g. next to their
+/// tolerances (report()).
+inline bool verbose() {
+  const char* v = std::getenv("XPD_TEST_VERBOSE");
+  return v != nullptr && *v != '\0' && *v != '0';
+}
+inline void report(const char* what, double value, double tolerance) {
+  if (verbose()) std::printf("  [tol] %-40s %.3e (tol %.3e)\n", what, value, tolerance);
+}
 
 /// The shared data folder: $XPD_DATA_DIR, default ../shared/data next to the project root.
 inline std::string data_dir() {

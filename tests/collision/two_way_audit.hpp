@@ -14,13 +14,9 @@
 #include <xpd/mesh/surface.hpp>
 
 #include "collision/collision_fixtures.hpp"
+#include "test_util.hpp"  // verbose()
 
 namespace xpd::test {
-
-inline bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v != nullptr && *v != '\0' && *v != '0';
-}
 
 struct Bodies {
   Points x;

@@ -15,16 +15,9 @@
 #include <xpd/solver/pd_solver.hpp>
 #include <xpd/solver/state.hpp>
 
-namespace xpd::test {
+#include "test_util.hpp"  // verbose(), report()
 
-/// Set XPD_TEST_VERBOSE=1 to print measured errors next to their tolerances.
-inline bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v && v[0] == '1';
-}
-inline void report(const char* what, double value, double tol) {
-  if (verbose()) std::printf("  [tol] %-40s %.3e (tol %.3e)\n", what, value, tol);
-}
+namespace xpd::test {
 
 /// Length of the bounding-box diagonal.
 inline double bbox_diagonal(const Points& x) { return (x.colwise().maxCoeff() - x.colwise().minCoeff()).norm(); }

@@ -188,6 +188,14 @@ double point_triangle_squared_distance(const Vec3& p, const Vec3& t0, const Vec3
   return detail::point_triangle(point_triangle_distance_type(p, t0, t1, t2), detail::values(p, t0, t1, t2));
 }
 
+double squared_distance_rounding_allowance(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
+  // The formulas subtract points (rounding ε M each), square and multiply a few such differences and
+  // divide by squared lengths; the test's measured worst case is in docs/validation.md §9.
+  const double m =
+      std::max({a.cwiseAbs().maxCoeff(), b.cwiseAbs().maxCoeff(), c.cwiseAbs().maxCoeff(), d.cwiseAbs().maxCoeff()});
+  return 64 * std::numeric_limits<double>::epsilon() * m * m;
+}
+
 double edge_edge_squared_distance(const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1) {
   return detail::edge_edge(edge_edge_distance_type(a0, a1, b0, b1), detail::values(a0, a1, b0, b1));
 }

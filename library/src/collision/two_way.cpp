@@ -90,15 +90,11 @@ std::array<double, 2> closest_on_segments(const Vec3& p0, const Vec3& p1, const 
   return {s, t};
 }
 
-// Lower bound of a pair's distance from its computed squared distance: an allowance of 64 ε M²
-// (M the largest coordinate magnitude of the four points) for the rounding of the squared-distance
-// formulas is taken off before the square root, so a computed distance never overstates the
-// forward step's safe distance by a rounding error.
+// Lower bound of a pair's distance from its computed squared distance: the kernels' rounding
+// allowance (collision/distance.hpp, 64 ε M², checked against exact rationals) is taken off before
+// the square root, so a computed distance never overstates the forward step's safe distance.
 double distance_lower_bound(double squared, const Vec3* pts) {
-  double m = 0;
-  for (int k = 0; k < 4; ++k) m = std::max(m, pts[k].cwiseAbs().maxCoeff());
-  const double allowance = 64 * std::numeric_limits<double>::epsilon() * m * m;
-  return std::sqrt(std::max(0.0, squared - allowance));
+  return std::sqrt(std::max(0.0, squared - squared_distance_rounding_allowance(pts[0], pts[1], pts[2], pts[3])));
 }
 
 // Closest points of a pair (vertex p[0] and triangle p[1..3], or edges p[0]p[1] and p[2]p[3]) as

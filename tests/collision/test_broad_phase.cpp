@@ -24,10 +24,7 @@
 namespace xpd {
 namespace {
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v != nullptr && *v != '\0' && *v != '0';
-}
+using test::verbose;
 
 struct Frames {
   Points x0, x1;

@@ -25,10 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v != nullptr && *v != '\0' && *v != '0';
-}
+using test::verbose;
 
 CcdResult run_query(io::CcdQueryKind kind, const io::CcdQuery& q, const CcdOptions& o = {}) {
   const auto& x = q.points;

@@ -18,10 +18,7 @@
 namespace xpd {
 namespace {
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v != nullptr && *v != '\0' && *v != '0';
-}
+using test::verbose;
 
 void expect_same(const ProximityPairs& a, const ProximityPairs& b) {
   EXPECT_TRUE(a.vertex_triangle == b.vertex_triangle) << a.vertex_triangle.size() << " vs " << b.vertex_triangle.size();

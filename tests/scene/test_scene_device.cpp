@@ -16,6 +16,8 @@
 #include <xpd/scene/scene_simulation.hpp>
 #include <xpd/solver/device_pd.hpp>
 
+#include "test_util.hpp"
+
 using namespace xpd;
 
 namespace {
@@ -43,10 +45,7 @@ std::string message_of(const std::function<void()>& f) {
   return "";
 }
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v && *v && std::string(v) != "0";
-}
+using test::verbose;
 
 }  // namespace
 

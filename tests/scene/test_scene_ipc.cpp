@@ -25,10 +25,7 @@ namespace {
 
 json read_json(const std::string& path) { return test::read_json_with_comments(path); }
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v && v[0] == '1';
-}
+using test::verbose;
 
 // scenes/lips_ipc.json (or lips.json) on a coarser lattice (16 × 25 × 4 nodes: the slot still two
 // cells high), the clamps' full travel in 8 frames.

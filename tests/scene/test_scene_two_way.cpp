@@ -27,10 +27,7 @@ using nlohmann::json;
 
 namespace {
 
-bool verbose() {
-  const char* v = std::getenv("XPD_TEST_VERBOSE");
-  return v && v[0] == '1';
-}
+using test::verbose;
 
 // scenes/mat_twist.json on mat20x20 with the two turns in `frames` frames (keys every 90°).
 json coarse_mat(int frames) {

@@ -371,8 +371,10 @@ def lbfgs(params, loss_fn, steps, log=None, layer=None):
     step too short for it), it restarts from where it is, with a fresh history, while the restarts
     still lower the loss. With `layer` given, a refused step also returns the layer's warm start to
     the equilibria of the last accepted evaluation: warm-started from the refused (unstable) ones,
-    the next trial would be drawn back to the same branch."""
-    count, first, refused, accepted = [0], [None], [0], [None]
+    the next trial would be drawn back to the same branch; and a refused starting point is solved
+    once more from the rest shape (the replay's start; the warm start left by an earlier phase
+    may lead to an unstable equilibrium), raised only when that is refused too."""
+    count, first, refused, accepted, cold = [0], [None], [0], [None], [False]
 
     def closure():
         opt.zero_grad()
@@ -381,7 +383,14 @@ def lbfgs(params, loss_fn, steps, log=None, layer=None):
             loss.backward()
         except xpd.SolverError as e:
             if first[0] is None:
-                raise
+                if layer is None or cold[0]:
+                    raise
+                cold[0] = True
+                if log:
+                    log(f"    the starting point refused ({e}); solved again from the rest shape")
+                rest = np.asarray(layer.model.rest_positions)
+                layer.warm_start = np.ascontiguousarray(np.repeat(rest[None], layer.warm_start.shape[0], axis=0))
+                return closure()
             refused[0] += 1
             if log and refused[0] == 1:
                 log(f"    a trial step refused ({e}); the line search backs off")

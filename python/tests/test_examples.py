@@ -135,3 +135,47 @@ def test_face_shell_volume_unfolds_the_mouth_corners_and_its_skin_is_its_first_n
 
     skin_of = face.Skin(None, volume)
     assert np.array_equal(skin_of(torch.from_numpy(x))[0].numpy(), volume.nodes[:S])
+
+
+def test_face_lbfgs_returns_to_accepted_equilibria_and_retries_a_refused_start_from_rest():
+    # A stand-in for the layer: the "solve" refuses while the warm start is the unstable branch
+    # (marked −1), and records the warm start each evaluation began from. The example's L-BFGS
+    # must (1) solve a refused starting point once more from the rest shape, (2) after a refused
+    # trial step give the layer back the warm start of the last accepted evaluation, and (3) raise
+    # when the start is refused from rest too.
+    import torch
+    import xpd
+
+    face = load("face_expressions")
+    rest = np.zeros((4, 3))
+
+    class Layer:
+        model = type("Model", (), {"rest_positions": rest})
+        warm_start = torch.full((2, 4, 3), -1.0, dtype=torch.float64)
+
+    layer, starts = Layer(), []
+    p = torch.tensor([3.0, -2.0], dtype=torch.float64, requires_grad=True)
+
+    def loss_fn():
+        start = torch.as_tensor(np.asarray(layer.warm_start)).clone()
+        starts.append(float(start.max()))
+        if starts[-1] == -1.0 or (len(starts) == 4 and p.detach().abs().max() > 0):
+            layer.warm_start = torch.full((2, 4, 3), -1.0, dtype=torch.float64)  # the refused branch
+            raise xpd.SolverError("unstable")
+        layer.warm_start = torch.full((2, 4, 3), float(len(starts)), dtype=torch.float64)  # its equilibria
+        return (p ** 2).sum()
+
+    face.lbfgs([p], loss_fn, 12, None, layer)
+    # Refused at the start, then solved from rest (0); evaluations 2 and 3 accepted (their
+    # equilibria marked 2 and 3); evaluation 4 refused, so evaluation 5 began from evaluation 3's.
+    assert starts[:5] == [-1.0, 0.0, 2.0, 3.0, 3.0]
+    assert -1.0 not in starts[1:]
+    assert p.detach().abs().max() < 1e-6
+
+    layer.warm_start = torch.full((2, 4, 3), -1.0, dtype=torch.float64)
+
+    def always_refused():
+        raise xpd.SolverError("unstable from anywhere")
+
+    with pytest.raises(xpd.SolverError, match="unstable from anywhere"):
+        face.lbfgs([p], always_refused, 5, None, layer)

@@ -253,7 +253,7 @@ mpq_class exact_edge_edge(const Vec3& a0v, const Vec3& a1v, const Vec3& b0v, con
 // edge's line, and a degenerate (zero-length) edge; coordinates on a grid of 1/64 keep them exact.
 Four exactly_degenerate_configuration(std::mt19937& rng, int kind) {
   std::uniform_int_distribution<int> I(-64, 64);
-  auto r = [&] { return Vec3(I(rng), I(rng), I(rng)) / 64.0; };
+  auto r = [&]() -> Vec3 { return Vec3(I(rng), I(rng), I(rng)) / 64.0; };  // a Vec3, not a dangling expression
   Four x = {r(), r(), r(), r()};
   switch (kind % 7) {
     case 0:  // collinear triangle (p; t0, t1, t2) / collinear edges

@@ -141,7 +141,11 @@ PointTriangleType point_triangle_distance_type(const Vec3& p, const Vec3& t0, co
   const Vec3 e0 = t1 - t0, e1 = t2 - t0, q = p - t0;
   const double a = e0.dot(e0), b = e0.dot(e1), c = e1.dot(e1), d = e0.dot(q), e = e1.dot(q);
   const double det = a * c - b * b;
-  if (det > 0) {
+  // A triangle whose normal is at rounding level (|e0 × e1|² ≤ 1e−20 |e0|² |e1|², the edge–edge
+  // rule's threshold) is degenerate: a c − b² of a collinear one rounds to ~ε a c, not 0, and the
+  // plane's formula would divide by that rounding (found by the exact-rational test: 5.8e−10 for
+  // an exact 0 at a size of 2.6e−3).
+  if (det > 0 && e0.cross(e1).squaredNorm() > 1e-20 * a * c) {
     const double u = (c * d - b * e) / det, v = (a * e - b * d) / det;
     if (u >= 0 && v >= 0 && u + v <= 1) return PointTriangleType::P_T;
   }

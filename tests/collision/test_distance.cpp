@@ -264,7 +264,7 @@ Four exactly_degenerate_configuration(std::mt19937& rng, int kind) {
     case 1:  // coincident points
       x[0] = x[2];
       break;
-    case 2:  // exactly parallel second pair (and a triangle with two parallel sides... no: a sliver)
+    case 2:  // exactly parallel second pair (for point–triangle, a general triangle)
       x[3] = x[2] + 0.5 * (x[1] - x[0]);
       break;
     case 3:  // p in the triangle's plane / b0 on the line of edge a

@@ -18,6 +18,7 @@
 #include <xpd/config.hpp>
 #include <xpd/core/error.hpp>
 #include <xpd/mesh/bcc_lattice.hpp>
+#include <xpd/mesh/embedding.hpp>
 #include <xpd/mesh/surface.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
@@ -349,6 +350,45 @@ PYBIND11_MODULE(_xpd, m) {
       "The body-centred cubic lattice (mesh/bcc_lattice.hpp) of cubes of side cell_size covering the box "
       "[lower, upper] with a cell of margin: (nodes [V, 3] float64, tets [T, 4] int32), every tet "
       "positively oriented with volume cell_size^3 / 12. Cut it to a shape by keeping some tets.");
+
+  m.def(
+      "embed_points",
+      [](const py::object& nodes_obj, const py::object& tets_obj, const py::object& points_obj, bool snap_outside) {
+        const DoubleArray nodes = checked(nodes_obj, "nodes", {-1, 3}), points = checked(points_obj, "points", {-1, 3});
+        if (!py::isinstance<py::array>(tets_obj)) throw py::type_error("tets: expected a numpy integer array");
+        const py::array tets_arr = py::reinterpret_borrow<py::array>(tets_obj);
+        if (tets_arr.dtype().kind() != 'i' && tets_arr.dtype().kind() != 'u')
+          throw py::type_error("tets: expected an integer dtype, got " + std::string(py::str(tets_arr.dtype())));
+        if (tets_arr.ndim() != 2 || tets_arr.shape(1) != 4) throw py::value_error("tets: expected shape [*, 4]");
+        const auto t = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(tets_arr);
+        TetMesh mesh;
+        mesh.nodes = Eigen::Map<const Points>(nodes.data(), nodes.shape(0), 3);
+        mesh.tets.resize(tets_arr.shape(0), 4);
+        for (py::ssize_t k = 0; k < t.size(); ++k) {
+          const std::int64_t v = t.data()[k];
+          if (v < 0 || v >= nodes.shape(0))
+            throw py::value_error(fmt::format("tets: tet {} has node {}, outside [0, {})", k / 4, v, nodes.shape(0)));
+          mesh.tets.data()[k] = static_cast<int>(v);
+        }
+        const Points p = Eigen::Map<const Points>(points.data(), points.shape(0), 3);
+        PointEmbedding e;
+        {
+          py::gil_scoped_release release;
+          EmbedPointsOptions o;
+          o.snap_outside = snap_outside;
+          e = embed_points(mesh, p, o);
+        }
+        py::array_t<std::int32_t> tet_of(static_cast<py::ssize_t>(e.tet_of_point.size()));
+        std::copy(e.tet_of_point.begin(), e.tet_of_point.end(), tet_of.mutable_data());
+        py::array_t<std::int32_t> outside(static_cast<py::ssize_t>(e.outside.size()));
+        std::copy(e.outside.begin(), e.outside.end(), outside.mutable_data());
+        return py::make_tuple(tet_of, copy_of(e.weights), outside);
+      },
+      py::arg("nodes"), py::arg("tets"), py::arg("points"), py::kw_only(), py::arg("snap_outside") = true,
+      "Locates points [P, 3] in the tets [T, 4] of nodes [V, 3] (mesh/embedding.hpp embed_points): "
+      "(tet [P] int32, weights [P, 4] float64, outside [K] int32), point p = sum_k weights[p, k] * "
+      "nodes[tets[tet[p], k]]. A point outside every tet is listed in `outside` and bound to the nearest "
+      "tet with extrapolated weights (snap_outside=True) or left unbound (tet -1, weights 0).");
 
   py::class_<PyBatch>(m, "QuasistaticBatch",
                       "Forward equilibria and adjoint gradients of a batch of frames of one Model "

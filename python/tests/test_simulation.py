@@ -95,6 +95,27 @@ def test_bcc_lattice_is_the_positive_lattice_of_the_box():
         xpd.bcc_lattice(np.zeros(3, dtype=np.float32), np.ones(3), 0.5)
 
 
+
+def test_embed_points_reproduces_points_and_reports_those_outside():
+    nodes, tets = xpd.bcc_lattice(np.zeros(3), np.array([1.0, 0.5, 0.5]), 0.25)
+    rng = np.random.default_rng(3)
+    inside = rng.uniform([0.05, 0.05, 0.05], [0.95, 0.45, 0.45], size=(40, 3))
+    points = np.vstack([inside, [[3.0, 0.2, 0.2]]])  # the last one beyond the lattice's margin
+    tet, weights, outside = xpd.embed_points(nodes, tets, points)
+    assert tet.dtype == np.int32 and weights.shape == (41, 4)
+    np.testing.assert_array_equal(outside, [40])
+    assert weights[:40].min() >= -1e-9 and weights[40].min() < 0  # extrapolated from the nearest tet
+    reproduced = np.einsum("pk,pkc->pc", weights, nodes[tets[tet]])
+    assert np.abs(reproduced - points).max() < 1e-12
+    tet, weights, outside = xpd.embed_points(nodes, tets, points, snap_outside=False)
+    assert tet[40] == -1 and not weights[40].any()
+    with pytest.raises(TypeError, match="tets"):
+        xpd.embed_points(nodes, tets.astype(np.float64), points)
+    with pytest.raises(ValueError, match="tet 0 has node"):
+        xpd.embed_points(nodes, tets + len(nodes), points)
+    with pytest.raises(TypeError, match="points"):
+        xpd.embed_points(nodes, tets, points.astype(np.float32))
+
 def _embedded_scene(tmp_path):
     """A 2x1x1 box bar, clamped at x = 0, every tet actuated, with an embedded 'skin' of 3 points."""
     (tmp_path / "skin.obj").write_text("v 1.5 0.5 0.5\nv 1.9 0.1 0.9\nv 0.7 0.8 0.2\nf 1 2 3\n")

@@ -38,9 +38,11 @@ from ._xpd import (  # noqa: E402  (the exception classes above must exist first
     Simulation,
     __version__,
     bcc_lattice,
+    embed_points,
 )
 
 __all__ = [
     "Error", "SceneError", "IoError", "MeshError", "SolverError",
-    "Scene", "Simulation", "Model", "QuasistaticBatch", "bcc_lattice", "__version__",
+    "Scene", "Simulation", "Model", "QuasistaticBatch", "bcc_lattice", "embed_points",
+    "__version__",
 ]

@@ -227,6 +227,52 @@ TEST(MeshEmbedPoints, InsideOutsideAndSnapping) {
   EXPECT_LT((Wx - Eigen::MatrixXd(moved)).cwiseAbs().maxCoeff(), 1e-11 * bbox_diagonal(s.nodes));
 }
 
+// bind_points takes the tets as given: bound to the tet that embed_points locates, a point gets
+// the same weights; bound to another tet, weights extrapolated from it that still reproduce the
+// point, the point listed as outside with its distance; counts and indices are checked.
+TEST(MeshBindPoints, GivenTetsReproduceThePointsAndReportOutside) {
+  const TetMesh m = make_box(4, 3, 3, Vec3(0, 0, 0), Vec3(1, 0.5, 0.5));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.01, 0.49);
+  Points p(50, 3);
+  for (Eigen::Index i = 0; i < p.rows(); ++i) p.row(i) << 2 * u(rng), u(rng), u(rng);
+  const PointEmbedding located = embed_points(m, p);
+  ASSERT_TRUE(located.all_inside());
+  const PointEmbedding same = bind_points(m, p, located.tet_of_point);
+  EXPECT_TRUE(same.all_inside());
+  EXPECT_EQ(same.tet_of_point, located.tet_of_point);
+  EXPECT_LT((same.weights - located.weights).cwiseAbs().maxCoeff(), 1e-14);
+
+  // Every point bound to tet 0 (a corner tet): all but those inside it are outside, exactly
+  // reproduced, at the distance the brute-force oracle measures to that tet.
+  const std::vector<int> zero(static_cast<std::size_t>(p.rows()), 0);
+  const PointEmbedding forced = bind_points(m, p, zero);
+  EXPECT_LT((embedded_positions(m.tets, forced.tet_of_point, forced.weights, m.nodes) - p).cwiseAbs().maxCoeff(),
+            1e-13);
+  std::vector<int> outside;
+  for (Eigen::Index i = 0; i < p.rows(); ++i)
+    if (located.tet_of_point[std::size_t(i)] != 0) outside.push_back(int(i));
+  ASSERT_EQ(forced.outside, outside);
+  ASSERT_FALSE(outside.empty());
+  for (std::size_t k = 0; k < outside.size(); ++k) {
+    const Vec3 x = p.row(outside[k]).transpose();
+    EXPECT_LT(forced.weights.row(outside[k]).minCoeff(), 0);
+    const Tets t0 = m.tets.topRows(1);
+    EXPECT_NEAR(forced.outside_distance[k], nearest_tet_brute_force(m.nodes, t0, x).distance, 1e-14);
+    EXPECT_GT(forced.outside_distance[k], 0);
+  }
+
+  EXPECT_THROW(bind_points(m, p, std::vector<int>(3, 0)), MeshError);  // count
+  std::vector<int> bad = located.tet_of_point;
+  bad[5] = static_cast<int>(m.tets.rows());
+  try {
+    bind_points(m, p, bad);
+    ADD_FAILURE() << "an out-of-range tet was accepted";
+  } catch (const MeshError& e) {
+    EXPECT_NE(std::string(e.what()).find("point 5"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MeshBccEmbeddingProps, ArmadilloTimings) {
   const SurfaceMesh s = test::read_test_surface(test::data_path("libigl-tutorial-data/armadillo.obj.gz"));
   for (const int res : {16, 32, 64, 128}) {

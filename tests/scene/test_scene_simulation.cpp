@@ -1,6 +1,7 @@
 // Shipped scenes run end to end through the run writer (a few frames each) and report complete
 // statistics; scene-level errors from the model name the scene and the offending component; a
 // simulation can be moved mid-run.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <xpd/core/error.hpp>
+#include <xpd/io/mesh_io.hpp>
+#include <xpd/mesh/box.hpp>
+#include <xpd/mesh/embedding.hpp>
 #include <xpd/scene/run_writer.hpp>
 #include <xpd/scene/scene.hpp>
 #include <xpd/scene/scene_simulation.hpp>
@@ -186,4 +190,105 @@ TEST(ValidationScenes, BonePoseFrameReachesThePoseThenHoldsIt) {
   }
   EXPECT_GT((targets[0] - targets[2]).norm(), 0.1);  // the forearm moves up to frame 3
   EXPECT_TRUE((targets[2].array() == targets[5].array()).all());
+}
+
+// A mesh whose tets overlap at rest (two copies of one box on their own, coincident nodes, as a
+// cut duplicates tets): `coincident_nodes` admits it, and `embedded_tets` binds each half of the
+// embedded points to its own copy. The second copy is moved rigidly; its points follow it, the
+// first copy's stay. Located instead, every point lands in one copy (the locator cannot tell
+// them apart), so half of them would stay behind.
+TEST(ValidationScenes, EmbeddedTetsBindPointsToOverlappingCopies) {
+  const auto dir = test::scratch_dir("embedded_tets");
+  const TetMesh box = make_box(3, 2, 2, Vec3(0, 0, 0), Vec3(1, 0.5, 0.5));
+  const Eigen::Index nv = box.nodes.rows(), nt = box.tets.rows();
+  {
+    std::ofstream f(dir / "two.mesh");
+    f << "MeshVersionFormatted 2\nDimension 3\nVertices\n" << 2 * nv << "\n";
+    for (int c = 0; c < 2; ++c)
+      for (Eigen::Index i = 0; i < nv; ++i)
+        f << fmt::format("{:.17g} {:.17g} {:.17g} 0\n", box.nodes(i, 0), box.nodes(i, 1), box.nodes(i, 2));
+    f << "Tetrahedra\n" << 2 * nt << "\n";
+    for (int c = 0; c < 2; ++c)
+      for (Eigen::Index t = 0; t < nt; ++t)
+        f << box.tets(t, 0) + 1 + c * nv << " " << box.tets(t, 1) + 1 + c * nv << " " << box.tets(t, 2) + 1 + c * nv
+          << " " << box.tets(t, 3) + 1 + c * nv << " 0\n";
+    f << "End\n";
+  }
+  // Six points inside the box (the same three twice) and one triangle per half.
+  SurfaceMesh pts;
+  pts.nodes.resize(6, 3);
+  pts.nodes << 0.2, 0.1, 0.1, 0.5, 0.25, 0.3, 0.9, 0.4, 0.2, 0.2, 0.1, 0.1, 0.5, 0.25, 0.3, 0.9, 0.4, 0.2;
+  pts.triangles.resize(2, 3);
+  pts.triangles << 0, 1, 2, 3, 4, 5;
+  io::write_surface((dir / "points.obj").string(), pts);
+  const PointEmbedding located = embed_points(box, pts.nodes);
+  ASSERT_TRUE(located.all_inside());
+  {
+    std::ofstream f(dir / "points_tets.txt");
+    f << "# tet of each point: the first three in copy 0, the others in copy 1\n";
+    for (int k = 0; k < 6; ++k) f << located.tet_of_point[std::size_t(k)] + (k >= 3 ? nt : 0) << "\n";
+  }
+  std::string second;
+  for (Eigen::Index i = 0; i < nv; ++i) second += std::to_string(nv + i) + " ";
+  std::ofstream(dir / "second.txt") << second << "\n";
+  std::string first;
+  for (Eigen::Index i = 0; i < nv; ++i) first += std::to_string(i) + " ";
+  std::ofstream(dir / "first.txt") << first << "\n";
+  const Vec3 move(0.3, -0.1, 0.2);
+  nlohmann::json j = {
+      {"mesh",
+       {{"file", "two.mesh"},
+        {"embedded_surface", "points.obj"},
+        {"embedded_tets", "points_tets.txt"},
+        {"coincident_nodes", true}}},
+      {"materials", {{{"mu", 1e4}}}},
+      {"selections",
+       {{"first", {{"type", "indices"}, {"file", "first.txt"}}},
+        {"second", {{"type", "indices"}, {"file", "second.txt"}}}}},
+      {"attachments",
+       {{{"selection", "first"}, {"type", "fixed"}, {"stiffness", 1e6}},
+        {{"selection", "second"},
+         {"type", "rigid"},
+         {"stiffness", 1e6},
+         {"keyframes", {{{"frame", 0}}, {{"frame", 1}, {"translation", {move.x(), move.y(), move.z()}}}}}}}},
+      {"solver", {{"type", "quasistatic"}, {"frames", 1}, {"tolerance", 1e-10}}}};
+  SceneSimulation sim(parse_scene(j, "two.json", dir.string()));
+  sim.advance(1);
+  const SurfaceMesh s = *sim.embedded_surface();
+  for (int k = 0; k < 6; ++k) {
+    const Vec3 expected = pts.nodes.row(k).transpose() + (k >= 3 ? move : Vec3::Zero());
+    EXPECT_LT((s.nodes.row(k).transpose() - expected).norm(), 1e-8) << "point " << k;
+  }
+
+  // Without the bindings every point is located in one copy: some point misses its motion.
+  nlohmann::json located_scene = j;
+  located_scene["mesh"].erase("embedded_tets");
+  SceneSimulation loc(parse_scene(located_scene, "two.json", dir.string()));
+  loc.advance(1);
+  const SurfaceMesh sl = *loc.embedded_surface();
+  double worst = 0;
+  for (int k = 0; k < 6; ++k) {
+    const Vec3 expected = pts.nodes.row(k).transpose() + (k >= 3 ? move : Vec3::Zero());
+    worst = std::max(worst, (sl.nodes.row(k).transpose() - expected).norm());
+  }
+  EXPECT_GT(worst, 0.1);
+
+  // Coincident nodes are refused unless declared; a binding file of the wrong length is named.
+  nlohmann::json strict = j;
+  strict["mesh"].erase("coincident_nodes");
+  EXPECT_THROW(SceneSimulation(parse_scene(strict, "two.json", dir.string())), Error);
+  std::ofstream(dir / "short.txt") << "0 1 2\n";
+  nlohmann::json short_file = j;
+  short_file["mesh"]["embedded_tets"] = "short.txt";
+  try {
+    SceneSimulation bad(parse_scene(short_file, "two.json", dir.string()));
+    ADD_FAILURE() << "a short binding file was accepted";
+  } catch (const SceneError& e) {
+    EXPECT_EQ(e.json_path(), "/mesh/embedded_tets");
+    EXPECT_NE(std::string(e.what()).find("3 tets for the 6 vertices"), std::string::npos) << e.what();
+  }
+  nlohmann::json no_surface = j;
+  no_surface["mesh"].erase("embedded_surface");
+  EXPECT_THROW(parse_scene(no_surface, "two.json", dir.string()), SceneError);
+  std::filesystem::remove_all(dir);
 }

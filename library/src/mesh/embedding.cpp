@@ -358,4 +358,31 @@ PointEmbedding embed_points(const TetMesh& mesh, const Points& points, const Emb
   return out;
 }
 
+PointEmbedding bind_points(const TetMesh& mesh, const Points& points, const std::vector<int>& tet_of_point,
+                           double tolerance) {
+  const Eigen::Index np = points.rows();
+  if (tet_of_point.size() != static_cast<std::size_t>(np))
+    throw MeshError(fmt::format("bind_points: {} tet indices for {} points", tet_of_point.size(), np));
+  PointEmbedding out;
+  out.tet_of_point = tet_of_point;
+  out.weights = BarycentricWeights::Zero(np, 4);
+  for (Eigen::Index p = 0; p < np; ++p) {
+    const int t = tet_of_point[static_cast<std::size_t>(p)];
+    if (t < 0 || t >= mesh.tets.rows())
+      throw MeshError(
+          fmt::format("bind_points: point {} is bound to tet {}, but the mesh has {} tets", p, t, mesh.tets.rows()));
+    const Vec3 x = points.row(p).transpose();
+    if (!x.allFinite()) throw MeshError(fmt::format("bind_points: point {} has a non-finite coordinate", p));
+    const Vec4 w = barycentric(x, mesh.nodes, mesh.tets, t);
+    out.weights.row(p) = w.transpose();
+    if (w.minCoeff() < -tolerance) {
+      out.outside.push_back(static_cast<int>(p));
+      out.outside_distance.push_back(point_tet_distance(
+          x, mesh.nodes.row(mesh.tets(t, 0)).transpose(), mesh.nodes.row(mesh.tets(t, 1)).transpose(),
+          mesh.nodes.row(mesh.tets(t, 2)).transpose(), mesh.nodes.row(mesh.tets(t, 3)).transpose()));
+    }
+  }
+  return out;
+}
+
 }  // namespace xpd

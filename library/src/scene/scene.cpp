@@ -133,6 +133,26 @@ MeshSource parse_box_string(const JsonReader& r, const std::string& spec) {
   return m;
 }
 
+// A text file of non-negative integers (whitespace-separated, '#' comments): node indices of a
+// selection, or the tets of an embedded surface's vertices (`what`, singular, for the messages).
+std::vector<int> read_index_file(const JsonReader& r, const std::string& path, const std::string& what = "node index") {
+  std::vector<int> out;
+  try {
+    const std::string data = io::read_file_bytes(path);
+    io::detail::TextCursor in(data, path);
+    while (true) {
+      in.skip_whitespace_and_comments('#');
+      if (in.at_end()) break;
+      const std::int64_t v = in.next_int(("a " + what).c_str());
+      if (v < 0 || v > std::numeric_limits<int>::max()) in.fail(what + " " + std::to_string(v) + " out of range");
+      out.push_back(static_cast<int>(v));
+    }
+  } catch (const IoError& e) {
+    r.fail(std::string("cannot read index file: ") + e.what());
+  }
+  return out;
+}
+
 MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
   if (r.is_string()) {
     const std::string s = r.as<std::string>();
@@ -147,7 +167,8 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
   if (file == generator) r.fail("give exactly one of 'file' and 'generator'");
   MeshSource m;
   if (file) {
-    r.allow_keys({"file", "embedded_surface", "fix_orientation"}, " (for a mesh file)");
+    r.allow_keys({"file", "embedded_surface", "embedded_tets", "coincident_nodes", "fix_orientation"},
+                 " (for a mesh file)");
     m.kind = MeshSource::Kind::File;
     m.file = ctx.existing_file(r.child("file"));
   } else if (r.child("generator").one_of({"box", "lattice", "shell"}) == "shell") {
@@ -235,28 +256,16 @@ MeshSource parse_mesh(const JsonReader& r, const Context& ctx) {
   }
   if (const auto s = r.optional_child("embedded_surface")) m.embedded_surface = ctx.existing_file(*s);
   m.fix_orientation = r.optional<bool>("fix_orientation", false);
+  if (const auto s = r.optional_child("embedded_tets")) {
+    if (m.embedded_surface.empty()) s->fail("needs 'embedded_surface' (the surface whose vertices it binds)");
+    m.embedded_tets_file = ctx.existing_file(*s);
+    m.embedded_tets = read_index_file(*s, m.embedded_tets_file, "tet index");
+  }
+  m.coincident_nodes = r.optional<bool>("coincident_nodes", false);
   return m;
 }
 
 // ---- selections ---------------------------------------------------------------------------------
-
-std::vector<int> read_index_file(const JsonReader& r, const std::string& path) {
-  std::vector<int> nodes;
-  try {
-    const std::string data = io::read_file_bytes(path);
-    io::detail::TextCursor in(data, path);
-    while (true) {
-      in.skip_whitespace_and_comments('#');
-      if (in.at_end()) break;
-      const std::int64_t v = in.next_int("a node index");
-      if (v < 0 || v > std::numeric_limits<int>::max()) in.fail("node index " + std::to_string(v) + " out of range");
-      nodes.push_back(static_cast<int>(v));
-    }
-  } catch (const IoError& e) {
-    r.fail(std::string("cannot read index file: ") + e.what());
-  }
-  return nodes;
-}
 
 Selection parse_selection(const JsonReader& r, const Context& ctx) {
   r.expect_object();

@@ -63,6 +63,7 @@ TetMesh build_scene_mesh(const MeshSource& source) {
   if (source.kind != MeshSource::Kind::File) return make_generated_mesh(source);
   io::ReadOptions options;
   options.validation.fix_orientation = source.fix_orientation;
+  options.validation.reject_duplicate_nodes = !source.coincident_nodes;
   return io::read_tet_mesh(source.file, options);
 }
 

@@ -129,9 +129,23 @@ SceneSimulation::SceneSimulation(Scene scene) : scene_(std::move(scene)) {
 
   if (!scene_.mesh.embedded_surface.empty()) {
     surface_ = io::read_surface(scene_.mesh.embedded_surface);
-    EmbedPointsOptions eo;
-    eo.snap_outside = true;
-    embedding_ = embed_points(mesh_, surface_->nodes, eo);
+    if (!scene_.mesh.embedded_tets_file.empty()) {
+      // Given bindings (a cut mesh's overlapping copies): the file says which copy holds a vertex.
+      const std::size_t count = scene_.mesh.embedded_tets.size();
+      if (count != static_cast<std::size_t>(surface_->nodes.rows()))
+        throw SceneError(scene_.file, "/mesh/embedded_tets",
+                         fmt::format("{} lists {} tets for the {} vertices of {}", scene_.mesh.embedded_tets_file,
+                                     count, surface_->nodes.rows(), scene_.mesh.embedded_surface));
+      try {
+        embedding_ = bind_points(mesh_, surface_->nodes, scene_.mesh.embedded_tets);
+      } catch (const MeshError& e) {
+        throw SceneError(scene_.file, "/mesh/embedded_tets", e.what());
+      }
+    } else {
+      EmbedPointsOptions eo;
+      eo.snap_outside = true;
+      embedding_ = embed_points(mesh_, surface_->nodes, eo);
+    }
   }
 
   if (scene_.surgery) {

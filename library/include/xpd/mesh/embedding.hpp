@@ -91,4 +91,16 @@ struct PointEmbedding {
 /// Parallel over points; deterministic.
 PointEmbedding embed_points(const TetMesh& mesh, const Points& points, const EmbedPointsOptions& options = {});
 
+/// Binds points (#P × 3) to given tets (`tet_of_point`, #P indices into mesh.tets) instead of
+/// locating them: the weights are each point's barycentric coordinates in its tet at rest,
+/// extrapolated (some negative, still summing to 1 and reproducing the point) when it lies outside
+/// it. For meshes whose tets overlap at rest, where locating is ambiguous: a mesh cut by
+/// duplicating nodes (the virtual node algorithm, Molino, Bao and Fedkiw 2004) has a copy of each
+/// cut tet per side, and a point on one side belongs to that side's copy. Points outside their tet
+/// by more than `tolerance` (in barycentric weight) are listed in `outside` with their distance to
+/// it. Throws MeshError naming the point when the counts differ, an index is out of range or a
+/// point is not finite.
+PointEmbedding bind_points(const TetMesh& mesh, const Points& points, const std::vector<int>& tet_of_point,
+                           double tolerance = 1e-9);
+
 }  // namespace xpd

@@ -48,6 +48,14 @@ struct MeshSource {
   std::string embedded_surface;    ///< optional surface file embedded in the tets (resolved; "" = none;
                                    ///< Kind::Lattice: the lattice's surface unless given)
   bool fix_orientation = false;    ///< reorient inverted tets instead of rejecting the mesh
+  /// Kind::File: the tet of each embedded-surface vertex, read from `embedded_tets_file` (#vertices
+  /// integers; empty = locate them): bind_points instead of embed_points, for meshes whose tets
+  /// overlap at rest.
+  std::string embedded_tets_file;
+  std::vector<int> embedded_tets;
+  /// Kind::File: accept nodes at identical positions (a mesh cut by duplicating nodes, Molino et
+  /// al. 2004); by default they are rejected as an unwelded mesh.
+  bool coincident_nodes = false;
 };
 
 /// Strain limiting term mu' ||F - Q||^2, Q = U clamp(Sigma, sigma_min, sigma_max) V^T (paper 5.3).

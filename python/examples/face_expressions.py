@@ -63,6 +63,8 @@ import xpd.torch
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE.parents[1] / ".." / "shared" / "data" / "ict-facekit"
 FACE_VERTICES = 9409  # vertices 0..9408 are the face region (ICT-FaceKit README)
+MOUTH_REACH = 0.05  # --cut-mouth: skin within 5 cm of the mouth's slit (along the skin) takes a side
+MOUTH_CORNER = 0.003  # ... except within 3 mm of a mouth corner, where the slit ends
 CM = 0.01  # the model is in centimetres; xpd scenes are in metres
 
 
@@ -181,6 +183,117 @@ def build_flesh(skin, tris, thickness, cell):
     return nodes[used], renumber[tets], deep
 
 
+def boundary_loops(tris):
+    """The boundary loops of a triangle mesh: lists of vertex indices in order along each loop."""
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    key = np.sort(edges, axis=1)
+    _, inverse, count = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    boundary = edges[count[inverse.reshape(-1)] == 1]
+    nxt = {int(a): int(b) for a, b in boundary}  # each boundary vertex of a manifold mesh starts one edge
+    loops, seen = [], set()
+    for start in nxt:
+        if start in seen:
+            continue
+        loop, v = [], start
+        while v not in seen:
+            seen.add(v)
+            loop.append(v)
+            v = nxt[v]
+        loops.append(loop)
+    return loops
+
+
+def surface_distance(x, tris, sources):
+    """Shortest path length along the mesh's edges from the nearest of `sources` to every vertex,
+    and which source it is (Dijkstra)."""
+    import heapq
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    edges = np.unique(np.sort(edges, axis=1), axis=0)
+    length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+    neighbours = [[] for _ in range(len(x))]
+    for (a, b), w in zip(edges.tolist(), length.tolist()):
+        neighbours[a].append((b, w))
+        neighbours[b].append((a, w))
+    dist = np.full(len(x), np.inf)
+    origin = np.full(len(x), -1, dtype=np.int64)
+    heap = [(0.0, int(s), int(s)) for s in sources]
+    while heap:
+        d, v, s = heapq.heappop(heap)
+        if d >= dist[v]:
+            continue
+        dist[v], origin[v] = d, s
+        for u, w in neighbours[v]:
+            if d + w < dist[u]:
+                heapq.heappush(heap, (d + w, u, s))
+    return dist, origin
+
+
+UPPER, LOWER = 1, 2
+
+
+def mouth_sides(skin, tris, reach, corner):
+    """The side of the mouth's slit of every skin vertex: UPPER (upper lip), LOWER or 0. The mouth is
+    the boundary loop of the face region lowest on the face (the eyes' loops are higher, the outer
+    border is the longest loop); its leftmost and rightmost vertices are its corners, which split
+    it into an upper and a lower chain. A vertex takes the side of the loop vertex nearest to it
+    along the surface when that is within `reach` [m] and farther than `corner` [m] along the loop
+    from both corners (so the slit ends at the corners instead of running on into the cheeks)."""
+    loops = boundary_loops(tris)
+    if len(loops) < 2:
+        raise RuntimeError(f"the skin has {len(loops)} boundary loop(s); the mouth needs its own")
+    inner = sorted(loops, key=len)[:-1]  # the longest loop is the outer border
+    mouth = np.array(min(inner, key=lambda loop: skin[loop, 1].mean()))
+    left, right = int(np.argmin(skin[mouth, 0])), int(np.argmax(skin[mouth, 0]))
+    a, b = sorted((left, right))
+    chain1, chain2 = mouth[a:b + 1], np.concatenate([mouth[b:], mouth[:a + 1]])
+    upper, lower = (chain1, chain2) if skin[chain1, 1].mean() > skin[chain2, 1].mean() else (chain2, chain1)
+    loop_side = {}
+    for chain, side in ((upper, UPPER), (lower, LOWER)):
+        step = np.linalg.norm(np.diff(skin[chain], axis=0), axis=1)
+        along = np.concatenate([[0.0], np.cumsum(step)])  # arc length from one corner
+        away = np.minimum(along, along[-1] - along)  # ... to the nearer corner
+        for v, d in zip(chain.tolist(), away.tolist()):
+            loop_side[v] = side if d > corner else 0
+    dist, origin = surface_distance(skin, tris, list(loop_side))
+    sides = np.array([loop_side[int(o)] for o in origin], dtype=np.int64)
+    sides[dist > reach] = 0
+    return sides
+
+
+def cut_slit(nodes, tets, node_side, skin_tet, skin_side):
+    """Cuts a tet mesh along a slit by duplicating nodes (the virtual node algorithm, Molino, Bao and
+    Fedkiw 2004), given the slit's side of every node (UPPER, LOWER, 0 = off the slit). A tet with
+    nodes on both sides is cut: it becomes two copies, the upper one keeping its upper and off-slit
+    nodes and using a duplicate ("ghost") of each lower node, shared by every upper copy, the lower
+    one the mirror image; the off-slit nodes (where the slit ends) stay shared. The two sides then
+    meet only at the slit's ends. Each copy has the whole tet's volume (the cut tets count twice).
+    A skin vertex of a cut tet binds to the copy of its own side (`skin_tet`: the containing tet of
+    every skin vertex in the uncut mesh). Returns nodes, tets (copies: the upper one in place, the
+    lower ones appended), the bound tet of every skin vertex, and the number of cut tets."""
+    side = node_side[tets]
+    cut = np.flatnonzero((side == UPPER).any(1) & (side == LOWER).any(1))
+    sub, sub_side = tets[cut], side[cut]
+    lower_nodes = np.unique(sub[sub_side == LOWER])  # get an upper ghost
+    upper_nodes = np.unique(sub[sub_side == UPPER])  # get a lower ghost
+    V, T = len(nodes), len(tets)
+    ghost_up = np.full(V, -1, dtype=np.int64)
+    ghost_up[lower_nodes] = V + np.arange(len(lower_nodes))
+    ghost_low = np.full(V, -1, dtype=np.int64)
+    ghost_low[upper_nodes] = V + len(lower_nodes) + np.arange(len(upper_nodes))
+    up, low = sub.copy(), sub.copy()
+    up[sub_side == LOWER] = ghost_up[sub[sub_side == LOWER]]
+    low[sub_side == UPPER] = ghost_low[sub[sub_side == UPPER]]
+    out = tets.copy()
+    out[cut] = up
+    lower_copy = np.full(T, -1, dtype=np.int64)
+    lower_copy[cut] = T + np.arange(len(cut))
+    bound = skin_tet.copy()
+    moved = (skin_side == LOWER) & (lower_copy[skin_tet] >= 0)
+    bound[moved] = lower_copy[skin_tet[moved]]
+    return (np.concatenate([nodes, nodes[lower_nodes], nodes[upper_nodes]]), np.concatenate([out, low]), bound,
+            len(cut))
+
+
 SHELL_OPTIONS = {}
 
 
@@ -219,10 +332,21 @@ class Volume:
     nodes [V, 3] (rest), deep: the deep-side node indices, deep_skin: the skin vertex under or nearest
     each of them, `mesh`: the scene's mesh entry once `write` has put its files in a folder."""
 
-    def __init__(self, kind, skin, tris, thickness, cell, layers=1):
+    def __init__(self, kind, skin, tris, thickness, cell, layers=1, cut_mouth=False):
         self.kind, self.skin, self.tris, self.thickness, self.cell, self.layers = kind, skin, tris, thickness, cell, layers
+        self.skin_tets, self.cut_tets = None, 0
+        if cut_mouth and kind != "lattice":
+            raise ValueError("--cut-mouth: only with --volume lattice (the shell's mouth is open already)")
         if kind == "lattice":
             self.nodes, self.tets, self.deep = build_flesh(skin, tris, thickness, cell)
+            if cut_mouth:
+                # The lips' skin sides, the lattice nodes' sides by their nearest skin vertex; the
+                # ghosts are left off the attachments (they belong to the other side's material).
+                skin_side = mouth_sides(skin, tris, reach=MOUTH_REACH, corner=MOUTH_CORNER)
+                node_side = skin_side[nearest(self.nodes, skin)]
+                skin_tet, _, _ = xpd.embed_points(self.nodes, self.tets, skin)
+                self.nodes, self.tets, self.skin_tets, self.cut_tets = cut_slit(
+                    self.nodes, self.tets, node_side, skin_tet.astype(np.int64), skin_side)
             self.deep_skin = nearest(self.nodes[self.deep], skin)
             # A fixed attachment is a stiff spring; 1e3 mu h keeps it stiff next to the flesh without
             # the PD residual floor that much stiffer springs bring (docs/validation.md §1).
@@ -274,12 +398,17 @@ class Volume:
         if self.kind == "lattice":
             write_medit(folder / "flesh.mesh", self.nodes, self.tets)
             self.mesh = {"file": "flesh.mesh", "embedded_surface": "skin.obj"}
+            if self.skin_tets is not None:  # cut: the copies overlap, so the skin's tets are given
+                (folder / "skin_tets.txt").write_text("\n".join(map(str, self.skin_tets)) + "\n")
+                self.mesh.update({"embedded_tets": "skin_tets.txt", "coincident_nodes": True})
         else:
             self.mesh = {"generator": "shell", "surface": "skin.obj", "thickness": self.thickness,
                          "layers": self.layers, **SHELL_OPTIONS}
 
     def describe(self):
-        form = f"cell {self.cell * 100:.2f} cm" if self.kind == "lattice" else \
+        form = f"cell {self.cell * 100:.2f} cm" + (f", cut along the mouth's slit ({self.cut_tets} tets doubled)"
+                                                     if self.skin_tets is not None else "") \
+            if self.kind == "lattice" else \
             f"prism shell, {self.layers} layer(s), depth up to {self.thickness * 100:.2f} cm" + \
             (f", {self.smoothed} skin vertices smoothed at folds" if self.smoothed else "")
         return f"flesh {len(self.nodes)} nodes / {len(self.tets)} tets ({form})"
@@ -574,7 +703,7 @@ def performance(args, log):
     # The rest shape: the neutral face, or jawOpen (the lips apart, so that the lattice does not bind
     # them together; the neutral frames then close the mouth).
     skin_rest = skin_neutral if args.rest == "neutral" else expr["jawOpen"][used]
-    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers)
+    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers, args.cut_mouth)
     nodes = volume.nodes
 
     W = performance_weights(pool, rng, keyposes, per_segment)
@@ -627,10 +756,13 @@ def performance(args, log):
     log(f"fitting {len(W)} frames ({model.num_actuated_tets} tets x 6 shape-target entries each)")
     a_fit, n_eval = fit_expressions(layer, skin, T_all, scale=cell, reg=1e-4, steps=args.fit_steps, log=log, t=T_att)
     with torch.no_grad():
-        fit_rms = rms_mm(skin(layer(a_fit, T_att)), T_all).numpy()
+        x_fit = layer(a_fit, T_att)
+        fit_rms = rms_mm(skin(x_fit), T_all).numpy()
     log(f"fit: median {np.median(fit_rms):.3f} mm, max {fit_rms.max():.3f} mm RMS after {n_eval} evaluations")
 
-    # 2. Decoder from the training frames' fitted actuation, then end to end through the simulator.
+    # 2. Decoder from the training frames' fitted actuation, then end to end through the simulator,
+    #    each frame's solves starting from its own fitted equilibrium.
+    layer.warm_start = x_fit[tr]
     decoder = Decoder(a_fit[tr], min(code, n_train - 1))
     codes = torch.nn.Parameter(decoder.encode(a_fit[tr]).detach())
 
@@ -644,9 +776,12 @@ def performance(args, log):
         train_rms = rms_mm(skin(layer(decoder(codes), T_att[tr])), T_all[tr]).numpy()
     log(f"decoder end to end: training RMS median {np.median(train_rms):.3f} mm after {n_train_eval} evaluations")
 
-    # Held-out frames: only the code is fitted (from 0), the mandible's pose is known.
+    # Held-out frames: only the code is fitted (from 0), the mandible's pose is known; their solves
+    # start from the rest shape, as the replay scene's do (their fitted equilibria used the targets).
     for p in decoder.parameters():
         p.requires_grad_(False)
+    rest = np.asarray(model.rest_positions)
+    layer.warm_start = np.ascontiguousarray(np.repeat(rest[None], n_test, axis=0))
     z = torch.nn.Parameter(torch.zeros(n_test, codes.shape[1], dtype=torch.float64))
 
     def test_loss():
@@ -730,6 +865,9 @@ def main(argv=None):
                          "grown behind the skin's own triangles (--layers; the skin vertices are its nodes, the "
                          "mouth's slit stays open)")
     ap.add_argument("--layers", type=int, default=1, help="--volume shell: prism layers through the thickness")
+    ap.add_argument("--cut-mouth", action="store_true",
+                    help="--volume lattice: cut the lattice along the mouth's slit (duplicated nodes, Molino et "
+                         "al. 2004) so that the lips can part; the skin is bound to its side's tets")
     ap.add_argument("--expressions", type=int, help="number of expressions (small 12, full 57)")
     ap.add_argument("--protocol", choices=["expressions", "performance"], default="expressions",
                     help="expressions: the blendshapes themselves, some held out; performance: frames of a "
@@ -779,7 +917,7 @@ def main(argv=None):
     train_names = [n for n in names if n not in test_names]
     neutral, polygons, expr = load_ict(args.data, names)
     skin_rest, tris, used = face_region(neutral, polygons)
-    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers)
+    volume = Volume(args.volume, skin_rest, tris, args.thickness, cell, args.layers, args.cut_mouth)
     log(f"skin {len(skin_rest)} vertices, {volume.describe()}, "
         f"{len(volume.deep)} attached; {len(train_names)} training / {len(test_names)} held-out expressions, code {code}")
 

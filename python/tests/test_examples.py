@@ -137,6 +137,71 @@ def test_face_shell_volume_unfolds_the_mouth_corners_and_its_skin_is_its_first_n
     assert np.array_equal(skin_of(torch.from_numpy(x))[0].numpy(), volume.nodes[:S])
 
 
+def _path_length(nodes, tets, sources, targets):
+    """Shortest path along the tets' edges from any of `sources` to any of `targets` [m]."""
+    import heapq
+
+    edges = np.unique(np.sort(np.concatenate([tets[:, [a, b]] for a in range(4) for b in range(a + 1, 4)]), axis=1),
+                      axis=0)
+    length = np.linalg.norm(nodes[edges[:, 0]] - nodes[edges[:, 1]], axis=1)
+    neighbours = [[] for _ in range(len(nodes))]
+    for (a, b), w in zip(edges.tolist(), length.tolist()):
+        neighbours[a].append((b, w))
+        neighbours[b].append((a, w))
+    dist = np.full(len(nodes), np.inf)
+    heap = [(0.0, int(v)) for v in sources]
+    goal = set(int(v) for v in targets)
+    while heap:
+        d, v = heapq.heappop(heap)
+        if d >= dist[v]:
+            continue
+        if v in goal:
+            return d
+        dist[v] = d
+        for u, w in neighbours[v]:
+            if d + w < dist[u]:
+                heapq.heappush(heap, (d + w, u))
+    return np.inf
+
+
+def test_face_cut_mouth_parts_the_lips_only_along_the_slit(data_dir, tmp_path):
+    # The lattice cut along the mouth's slit: the skin at the middle of the upper lip and the middle
+    # of the lower lip share tets in the uncut lattice (the closed lips lie in the same cells) and
+    # are joined only around the slit's ends once cut; the scene binds the skin to its side's copy
+    # (embedded_tets), which reproduces the rest skin exactly.
+    if not (data_dir / "ict-facekit" / "FaceXModel_neutral_and_expressions.tar.xz").is_file():
+        pytest.skip("ict-facekit missing from the shared data")
+    face = load("face_expressions")
+    import xpd
+
+    neutral, polygons, _ = face.load_ict(str(data_dir / "ict-facekit"), [])
+    skin, tris, _ = face.face_region(neutral, polygons)
+    sides = face.mouth_sides(skin, tris, reach=face.MOUTH_REACH, corner=face.MOUTH_CORNER)
+    assert (sides == face.UPPER).sum() > 100 and (sides == face.LOWER).sum() > 100
+    assert skin[sides == face.UPPER, 1].min() > skin[sides == face.LOWER, 1].max() - 0.005  # upper above lower
+
+    uncut = face.Volume("lattice", skin, tris, 0.015, 0.012)
+    cut = face.Volume("lattice", skin, tris, 0.015, 0.012, cut_mouth=True)
+    assert cut.cut_tets > 0 and len(cut.tets) == len(uncut.tets) + cut.cut_tets
+    assert np.array_equal(cut.nodes[:len(uncut.nodes)], uncut.nodes)  # ghosts appended, originals kept
+
+    # The lips' middles: the skin vertices of each side within 5 mm of the mouth's centre line.
+    centre = np.abs(skin[:, 0]) < 0.005
+    lips = {}
+    for volume, name in ((uncut, "uncut"), (cut, "cut")):
+        (tmp_path / name).mkdir()
+        scene = face.write_scene(tmp_path / name, volume, mu=1e4, frames=1)
+        model = xpd.Model.from_scene(str(scene))
+        nodes, weights = model.embedding
+        reproduced = np.einsum("sk,skc->sc", weights, model.rest_positions[nodes])
+        assert np.abs(reproduced - skin).max() < 1e-9, name
+        upper = np.unique(nodes[(sides == face.UPPER) & centre])
+        lower = np.unique(nodes[(sides == face.LOWER) & centre])
+        lips[name] = _path_length(model.rest_positions, np.asarray(model.tets), upper, lower)
+    assert lips["uncut"] < 0.5 * 0.012, lips  # within one cell: bound together
+    assert lips["cut"] > 0.02, lips  # around a mouth corner (the mouth is 4.6 cm wide)
+
+
 def test_face_lbfgs_returns_to_accepted_equilibria_and_retries_a_refused_start_from_rest():
     # A stand-in for the layer: the "solve" refuses while the warm start is the unstable branch
     # (marked −1), and records the warm start each evaluation began from. The example's L-BFGS

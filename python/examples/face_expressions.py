@@ -36,6 +36,14 @@ PCA of vertex positions (the thesis's) and PCA given the jaw weights as well (a 
 them, then PCA of the rest). Small form: 8 key expressions of 12 blendshapes, 24 frames (18 / 6),
 code 4, about three minutes; --full: 24 of 57, 72 frames (54 / 18), code 16, about 45 minutes.
 
+--cut-mouth cuts the lattice along the mouth's slit (the virtual node algorithm, Molino, Bao and
+Fedkiw 2004): at the neutral rest the lips touch, so upper and lower lip lie in the same lattice
+tets and move together; cut, each tet the slit crosses becomes two copies, one per lip, that share
+only the nodes where the slit ends (the mouth corners), and each skin vertex binds to its own lip's
+copy (the scene's mesh.embedded_tets). The lips are told apart by the mouth's boundary loop of the
+face region: its corners split it into an upper and a lower chain, and each skin vertex, then each
+lattice node (by its nearest skin vertex), takes the side of the chain nearest to it along the skin.
+
 --volume shell replaces the lattice by the library's prism shell (mesh generator "shell", --layers
 layers through --thickness) grown behind the skin's own triangles: the skin vertices are the first
 nodes, so the mouth's slit stays open and the lips move apart. The neutral ICT face folds at both
@@ -203,11 +211,10 @@ def boundary_loops(tris):
     return loops
 
 
-def surface_distance(x, tris, sources):
-    """Shortest path length along the mesh's edges from the nearest of `sources` to every vertex,
-    and which source it is (Dijkstra)."""
+def graph_distance(x, edges, sources):
+    """Shortest path length along `edges` [E, 2] between points x from the nearest of `sources` to
+    every point, and which source it is (Dijkstra; np.inf and -1 where no path leads)."""
     import heapq
-    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
     edges = np.unique(np.sort(edges, axis=1), axis=0)
     length = np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
     neighbours = [[] for _ in range(len(x))]
@@ -254,7 +261,8 @@ def mouth_sides(skin, tris, reach, corner):
         away = np.minimum(along, along[-1] - along)  # ... to the nearer corner
         for v, d in zip(chain.tolist(), away.tolist()):
             loop_side[v] = side if d > corner else 0
-    dist, origin = surface_distance(skin, tris, list(loop_side))
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    dist, origin = graph_distance(skin, edges, list(loop_side))
     sides = np.array([loop_side[int(o)] for o in origin], dtype=np.int64)
     sides[dist > reach] = 0
     return sides

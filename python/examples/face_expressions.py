@@ -414,11 +414,14 @@ class Volume:
                          "layers": self.layers, **SHELL_OPTIONS}
 
     def describe(self):
-        form = f"cell {self.cell * 100:.2f} cm" + (f", cut along the mouth's slit ({self.cut_tets} tets doubled)"
-                                                     if self.skin_tets is not None else "") \
-            if self.kind == "lattice" else \
-            f"prism shell, {self.layers} layer(s), depth up to {self.thickness * 100:.2f} cm" + \
-            (f", {self.smoothed} skin vertices smoothed at folds" if self.smoothed else "")
+        if self.kind == "lattice":
+            form = f"cell {self.cell * 100:.2f} cm"
+            if self.skin_tets is not None:
+                form += f", cut along the mouth's slit ({self.cut_tets} tets doubled)"
+        else:
+            form = f"prism shell, {self.layers} layer(s), depth up to {self.thickness * 100:.2f} cm"
+            if self.smoothed:
+                form += f", {self.smoothed} skin vertices smoothed at folds"
         return f"flesh {len(self.nodes)} nodes / {len(self.tets)} tets ({form})"
 
 

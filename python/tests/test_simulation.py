@@ -95,7 +95,6 @@ def test_bcc_lattice_is_the_positive_lattice_of_the_box():
         xpd.bcc_lattice(np.zeros(3, dtype=np.float32), np.ones(3), 0.5)
 
 
-
 def test_embed_points_reproduces_points_and_reports_those_outside():
     nodes, tets = xpd.bcc_lattice(np.zeros(3), np.array([1.0, 0.5, 0.5]), 0.25)
     rng = np.random.default_rng(3)
@@ -115,6 +114,7 @@ def test_embed_points_reproduces_points_and_reports_those_outside():
         xpd.embed_points(nodes, tets + len(nodes), points)
     with pytest.raises(TypeError, match="points"):
         xpd.embed_points(nodes, tets, points.astype(np.float32))
+
 
 def _embedded_scene(tmp_path):
     """A 2x1x1 box bar, clamped at x = 0, every tet actuated, with an embedded 'skin' of 3 points."""
